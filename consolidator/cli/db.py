@@ -1,0 +1,29 @@
+"""consolidator db ...: schema migrations."""
+
+from __future__ import annotations
+
+import click
+
+from consolidator.cli.context import AppContext, pass_app
+from consolidator.store.db import redact, upgrade
+
+
+@click.group("db")
+def db_group() -> None:
+    """Manage the database schema."""
+
+
+@db_group.command("upgrade")
+@pass_app
+def db_upgrade(app: AppContext) -> None:
+    """Create the schema, or migrate it to this version's revision."""
+    engine = app.engine(migrated=False)
+    before, after = upgrade(engine)
+    where = redact(str(engine.url))
+    if before == after:
+        click.echo(f"database {where} is up to date (revision {after})")
+    else:
+        click.echo(f"database {where} upgraded from {before or 'empty'} to revision {after}")
+
+
+COMMANDS = [db_group]

@@ -1,0 +1,151 @@
+"""The INI configuration: a schema of every option, validated when the file is loaded.
+
+Every option the code reads is declared in OPTIONS, so the configuration reference can be
+generated from (and checked against) this module.
+"""
+
+from __future__ import annotations
+
+import configparser
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from consolidator.errors import ConfigError
+
+DEFAULT_CONFIG_FILE = Path("/etc/consolidator/consolidator.conf")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One config option: where it lives, its type, its default and what it does."""
+
+    section: str
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("database", "url", str, "",
+           "SQLAlchemy URL of the database. Empty: SQLite at "
+           "$XDG_DATA_HOME/consolidator/consolidator.db (~/.local/share/...)."),
+    Option("cloud", "name", str, "",
+           "The clouds.yaml cloud to manage. Empty: $OS_CLOUD, or the only cloud defined."),
+    Option("cloud", "cpu_allocation_ratio", float, 16.0,
+           "CPU allocation ratio used when capacity comes from os-hypervisors "
+           "(no Placement, or a compute API older than 2.88)."),
+    Option("cloud", "ram_allocation_ratio", float, 1.5,
+           "RAM allocation ratio used when capacity comes from os-hypervisors."),
+    Option("cloud", "disk_allocation_ratio", float, 1.0,
+           "Disk allocation ratio used when capacity comes from os-hypervisors."),
+)
+
+
+def _parse(option: Option, raw: str) -> Any:
+    text = raw.strip()
+    try:
+        if option.type is bool:
+            lowered = text.lower()
+            if lowered in ("1", "yes", "true", "on"):
+                return True
+            if lowered in ("0", "no", "false", "off"):
+                return False
+            raise ValueError("expected true or false")
+        if option.type is int:
+            return int(text)
+        if option.type is float:
+            return float(text)
+    except ValueError as exc:
+        raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: {exc}") from None
+    if option.choices and text not in option.choices:
+        raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: expected one of "
+                          f"{', '.join(option.choices)}")
+    return text
+
+
+@dataclass(frozen=True)
+class Config:
+    """Validated option values; read them with get(section, name)."""
+
+    values: dict[tuple[str, str], Any] = field(default_factory=dict)
+    path: Path | None = None
+    sections: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def get(self, section: str, name: str) -> Any:
+        """The value of a declared option, or its default."""
+        key = (section, name)
+        if key in self.values:
+            return self.values[key]
+        option = _INDEX.get(key)
+        if option is None:
+            raise KeyError(f"undeclared option [{section}] {name}")
+        return option.default
+
+    def section(self, name: str) -> dict[str, str]:
+        """The raw items of a free-form section (for example [padding])."""
+        return dict(self.sections.get(name, {}))
+
+
+_INDEX = {(o.section, o.name): o for o in OPTIONS}
+#: Sections whose keys are free-form (windows, per-host settings); validated by their users.
+FREE_SECTIONS: set[str] = set()
+
+
+def load_config(path: str | Path | None, *, required: bool = False) -> Config:
+    """Load and validate an INI file. A missing default file gives the defaults."""
+    if path is None:
+        path = DEFAULT_CONFIG_FILE
+        if not path.exists():
+            return Config()
+    path = Path(path)
+    if not path.exists():
+        if required:
+            raise ConfigError(f"{path}: no such config file")
+        return Config()
+    parser = configparser.ConfigParser(interpolation=None, default_section="\0none")
+    try:
+        with path.open(encoding="utf-8") as handle:
+            parser.read_file(handle)
+    except configparser.Error as exc:
+        first = str(exc).splitlines()[0]
+        raise ConfigError(f"{path}: malformed config: {first}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return config_from_sections(
+        {s: dict(parser.items(s)) for s in parser.sections()}, path)
+
+
+def config_from_sections(sections: dict[str, dict[str, str]],
+                         path: Path | None = None) -> Config:
+    """Validate raw section -> {option: text} values against OPTIONS."""
+    where = f"{path}: " if path else ""
+    known_sections = {o.section for o in OPTIONS} | FREE_SECTIONS
+    values: dict[tuple[str, str], Any] = {}
+    free: dict[str, dict[str, str]] = {}
+    for section, items in sections.items():
+        if section in FREE_SECTIONS or section.split(":", 1)[0] + ":" in FREE_SECTIONS:
+            free[section] = dict(items)
+            continue
+        if section not in known_sections:
+            raise ConfigError(f"{where}unknown section [{section}] (known: "
+                              f"{', '.join(sorted(known_sections))})")
+        for name, raw in items.items():
+            option = _INDEX.get((section, name))
+            if option is None:
+                names = sorted(o.name for o in OPTIONS if o.section == section)
+                raise ConfigError(f"{where}unknown option {name!r} in [{section}] "
+                                  f"(known: {', '.join(names)})")
+            try:
+                values[(section, name)] = _parse(option, raw)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}{exc}") from None
+    return Config(values=values, path=path, sections=free)
+
+
+def declared_options(section: str | None = None) -> Iterable[Option]:
+    """Every declared option, optionally of one section."""
+    return [o for o in OPTIONS if section is None or o.section == section]

@@ -1,0 +1,43 @@
+"""The project's own exception types; the CLI turns each into one line and an exit code."""
+
+from __future__ import annotations
+
+
+class ConsolidatorError(Exception):
+    """Base of every error shown to the user as one line; exit code 1."""
+
+    exit_code = 1
+
+
+class UsageError(ConsolidatorError):
+    """The command line asked for something that does not exist; exit code 2."""
+
+    exit_code = 2
+
+
+class ConfigError(ConsolidatorError):
+    """The INI config file is missing, malformed or holds an invalid value."""
+
+
+class ModelError(ConsolidatorError):
+    """A cluster that is not self-consistent (unknown host, negative size, duplicate)."""
+
+
+class ScenarioError(ConsolidatorError):
+    """A scenario file that cannot be read, parsed or validated."""
+
+
+class StoreError(ConsolidatorError):
+    """The database cannot be reached or used."""
+
+
+class NotMigratedError(StoreError):
+    """The database schema is missing or older than this code."""
+
+
+class NotFoundError(ConsolidatorError):
+    """A stored object (snapshot, plan) that does not exist."""
+
+
+class CloudError(ConsolidatorError):
+    """The OpenStack cloud cannot be reached or answered with an error."""

@@ -1,0 +1,49 @@
+"""Plain-text rendering for the terminal: tables and bars. No colours, no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]],
+          align: str | None = None) -> str:
+    """A table with a header rule; align holds 'l' or 'r' per column (default: numbers right)."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, value in enumerate(row):
+            widths[i] = max(widths[i], len(value))
+    if align is None:
+        align = "".join(
+            "r" if rows and all(isinstance(r[i], (int, float)) for r in rows) else "l"
+            for i in range(len(headers)))
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v.rjust(w) if a == "r" else v.ljust(w)
+                 for v, w, a in zip(values, widths, align, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    out = [line(list(headers)), line(["-" * w for w in widths])]
+    out.extend(line(row) for row in cells)
+    return "\n".join(out)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:.0f}"
+    return str(value)
+
+
+def bar(fraction: float, width: int = 20) -> str:
+    """A bar of width characters filled to fraction (clipped to 0..1), e.g. [#####.....]."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    filled = round(fraction * width)
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
+def kv(pairs: Sequence[tuple[str, object]]) -> str:
+    """Aligned 'key: value' lines."""
+    width = max((len(k) for k, _ in pairs), default=0)
+    return "\n".join(f"{k + ':':<{width + 1}} {_cell(v)}" for k, v in pairs)

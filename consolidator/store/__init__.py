@@ -1,0 +1,1 @@
+"""The database: tables, migrations and repository functions."""

@@ -1,0 +1,118 @@
+"""Engines, the default database location, and the schema version check."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.pool import NullPool
+
+from consolidator.errors import NotMigratedError, StoreError
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def default_url() -> str:
+    """SQLite in the user data directory (XDG_DATA_HOME or ~/.local/share)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"),
+                                                           ".local", "share")
+    return f"sqlite:///{os.path.join(base, 'consolidator', 'consolidator.db')}"
+
+
+def redact(url: str) -> str:
+    """The URL with any password hidden, for messages."""
+    try:
+        from sqlalchemy.engine import make_url
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def make_engine(url: str | None) -> Engine:
+    """An engine for url (default: SQLite in the user data directory)."""
+    url = url or default_url()
+    kwargs: dict = {"future": True}
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[1] if "///" in url else ""
+        if path and path != ":memory:":
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the directory of {path}: "
+                                 f"{exc.strerror or exc}") from None
+        kwargs["connect_args"] = {"timeout": 30}
+        kwargs["poolclass"] = NullPool
+    elif url.startswith("postgresql") and "+" not in url.split("://", 1)[0]:
+        url = url.replace("postgresql", "postgresql+psycopg", 1)
+    try:
+        engine = create_engine(url, **kwargs)
+    except (ArgumentError, ImportError, ValueError) as exc:
+        raise StoreError(f"invalid database URL {redact(url)!r}: {exc}") from None
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_conn: object, _record: object) -> None:
+    cursor = dbapi_conn.cursor()  # type: ignore[attr-defined]
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _alembic_config(connection: Connection) -> AlembicConfig:
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest schema revision this code knows."""
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    assert head is not None
+    return head
+
+
+@contextmanager
+def translate_errors(engine: Engine) -> Iterator[None]:
+    """Turn SQLAlchemy errors into StoreError naming the database."""
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise StoreError(f"database {redact(str(engine.url))}: {detail}") from None
+
+
+def upgrade(engine: Engine) -> tuple[str | None, str]:
+    """Apply every pending migration; return (revision before, revision after)."""
+    with translate_errors(engine), engine.begin() as conn:
+        before = MigrationContext.configure(conn).get_current_revision()
+        command.upgrade(_alembic_config(conn), "head")
+        after = MigrationContext.configure(conn).get_current_revision()
+    return before, after or ""
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The schema revision stored in the database, or None."""
+    with translate_errors(engine), engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def check_migrated(engine: Engine) -> None:
+    """Raise NotMigratedError unless the schema is at this code's head revision."""
+    current = current_revision(engine)
+    head = head_revision()
+    if current != head:
+        state = "has no schema" if current is None else f"is at revision {current}, not {head}"
+        raise NotMigratedError(f"database {redact(str(engine.url))} {state}: "
+                               f"run 'consolidator db upgrade'")

@@ -1,0 +1,137 @@
+"""Snapshots: a Cluster written in one transaction, and read back identically."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import Engine, func, select
+
+from consolidator.errors import NotFoundError, UsageError
+from consolidator.model import Cluster, Host, Instance, ServerGroup
+from consolidator.store.db import translate_errors
+from consolidator.store.tables import (
+    snapshot_hosts,
+    snapshot_instances,
+    snapshot_server_groups,
+    snapshots,
+)
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """A snapshot's header row."""
+
+    id: str
+    cloud: str
+    taken_at: datetime
+    source: str
+    capacity_source: str
+    host_count: int
+    instance_count: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A stored snapshot: its header and the cluster it recorded."""
+
+    info: SnapshotInfo
+    cluster: Cluster
+
+
+_HOST_COLUMNS = ("vcpus", "memory_mb", "disk_gb", "cpu_allocation_ratio",
+                 "ram_allocation_ratio", "disk_allocation_ratio", "reserved_vcpus",
+                 "reserved_memory_mb", "reserved_disk_gb", "availability_zone", "status",
+                 "state", "power", "disabled_reason", "compute_host", "bmc")
+_INSTANCE_COLUMNS = ("name", "host", "vcpus", "memory_mb", "disk_gb", "status", "project_id",
+                     "flavor", "usage")
+
+
+def save_snapshot(engine: Engine, cluster: Cluster, *, cloud: str, source: str,
+                  capacity_source: str = "placement", taken_at: datetime | None = None) -> str:
+    """Store a cluster as a new snapshot in one transaction; return its id."""
+    snapshot_id = str(uuid.uuid4())
+    taken_at = taken_at or datetime.now(timezone.utc)
+    header = {"id": snapshot_id, "cloud": cloud, "taken_at": taken_at, "source": source,
+              "capacity_source": capacity_source, "host_count": len(cluster.hosts),
+              "instance_count": len(cluster.instances)}
+    hosts = [{"snapshot_id": snapshot_id, "name": h.name, "position": pos, "host_id": h.id,
+              **{c: getattr(h, c) for c in _HOST_COLUMNS},
+              "bmc": dict(h.bmc) if h.bmc is not None else None}
+             for pos, h in enumerate(cluster.hosts)]
+    instances = [{"snapshot_id": snapshot_id, "instance_id": i.id, "position": pos,
+                  **{c: getattr(i, c) for c in _INSTANCE_COLUMNS},
+                  "instance_metadata": dict(i.metadata),
+                  "flavor_extra_specs": dict(i.flavor_extra_specs),
+                  "usage": dict(i.usage) if i.usage is not None else None}
+                 for pos, i in enumerate(cluster.instances)]
+    groups = [{"snapshot_id": snapshot_id, "group_id": g.id, "position": pos, "name": g.name,
+               "policy": g.policy, "members": list(g.members)}
+              for pos, g in enumerate(cluster.server_groups)]
+    with translate_errors(engine), engine.begin() as conn:
+        conn.execute(snapshots.insert(), header)
+        for table, rows in ((snapshot_hosts, hosts), (snapshot_instances, instances),
+                            (snapshot_server_groups, groups)):
+            if rows:
+                conn.execute(table.insert(), rows)
+    return snapshot_id
+
+
+def _info(row: object) -> SnapshotInfo:
+    return SnapshotInfo(**{k: getattr(row, k) for k in SnapshotInfo.__dataclass_fields__})
+
+
+def resolve_snapshot_id(engine: Engine, ref: str) -> str:
+    """The full id of the snapshot named by an id or a unique prefix of one."""
+    with translate_errors(engine), engine.connect() as conn:
+        ids = conn.execute(select(snapshots.c.id).where(snapshots.c.id.startswith(ref))
+                           .limit(2)).scalars().all()
+    if not ref or not ids:
+        raise NotFoundError(f"snapshot {ref!r} does not exist "
+                            f"(see 'consolidator snapshots list')")
+    if len(ids) > 1:
+        raise UsageError(f"snapshot id {ref!r} is ambiguous: give more characters")
+    return ids[0]
+
+
+def load_snapshot(engine: Engine, ref: str) -> Snapshot:
+    """Read a snapshot (by id or unique prefix) back into a Cluster."""
+    snapshot_id = resolve_snapshot_id(engine, ref)
+    with translate_errors(engine), engine.connect() as conn:
+        header = conn.execute(select(snapshots).where(snapshots.c.id == snapshot_id)).one()
+        host_rows = conn.execute(select(snapshot_hosts)
+                                 .where(snapshot_hosts.c.snapshot_id == snapshot_id)
+                                 .order_by(snapshot_hosts.c.position)).all()
+        inst_rows = conn.execute(select(snapshot_instances)
+                                 .where(snapshot_instances.c.snapshot_id == snapshot_id)
+                                 .order_by(snapshot_instances.c.position)).all()
+        group_rows = conn.execute(select(snapshot_server_groups)
+                                  .where(snapshot_server_groups.c.snapshot_id == snapshot_id)
+                                  .order_by(snapshot_server_groups.c.position)).all()
+    hosts = tuple(Host(name=r.name, id=r.host_id, **{c: getattr(r, c) for c in _HOST_COLUMNS})
+                  for r in host_rows)
+    instances = tuple(Instance(id=r.instance_id, metadata=r.instance_metadata or {},
+                               flavor_extra_specs=r.flavor_extra_specs or {},
+                               **{c: getattr(r, c) for c in _INSTANCE_COLUMNS})
+                      for r in inst_rows)
+    groups = tuple(ServerGroup(id=r.group_id, name=r.name, policy=r.policy,
+                               members=tuple(r.members)) for r in group_rows)
+    return Snapshot(info=_info(header),
+                    cluster=Cluster(hosts=hosts, instances=instances, server_groups=groups))
+
+
+def list_snapshots(engine: Engine, cloud: str | None = None, limit: int = 50
+                   ) -> list[SnapshotInfo]:
+    """The newest snapshots first, optionally of one cloud."""
+    query = select(snapshots).order_by(snapshots.c.taken_at.desc()).limit(limit)
+    if cloud:
+        query = query.where(snapshots.c.cloud == cloud)
+    with translate_errors(engine), engine.connect() as conn:
+        return [_info(r) for r in conn.execute(query)]
+
+
+def count_snapshots(engine: Engine) -> int:
+    """How many snapshots are stored."""
+    with translate_errors(engine), engine.connect() as conn:
+        return conn.execute(select(func.count()).select_from(snapshots)).scalar_one()

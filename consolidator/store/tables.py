@@ -1,0 +1,176 @@
+"""SQLAlchemy Core tables: snapshots, plans, the executor's journal and leases."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+)
+
+
+class UTCDateTime(TypeDecorator):
+    """A timestamp stored as UTC and always read back timezone-aware."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: object) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(timezone.utc)
+
+    def process_result_value(self, value: datetime | None, dialect: object) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+metadata = MetaData(naming_convention={
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+})
+
+ID = String(36)
+
+snapshots = Table(
+    "snapshots", metadata,
+    Column("id", ID, primary_key=True),
+    Column("cloud", String(255), nullable=False, index=True),
+    Column("taken_at", UTCDateTime(), nullable=False, index=True),
+    Column("source", String(1024), nullable=False),
+    Column("capacity_source", String(32), nullable=False),
+    Column("host_count", Integer, nullable=False),
+    Column("instance_count", Integer, nullable=False),
+)
+
+_CASCADE = {"ondelete": "CASCADE"}
+
+snapshot_hosts = Table(
+    "snapshot_hosts", metadata,
+    Column("snapshot_id", ID, ForeignKey("snapshots.id", **_CASCADE), primary_key=True),
+    Column("name", String(255), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("host_id", String(255), nullable=False),
+    Column("compute_host", String(255), nullable=False),
+    Column("vcpus", Integer, nullable=False),
+    Column("memory_mb", Integer, nullable=False),
+    Column("disk_gb", Integer, nullable=False),
+    Column("cpu_allocation_ratio", Float, nullable=False),
+    Column("ram_allocation_ratio", Float, nullable=False),
+    Column("disk_allocation_ratio", Float, nullable=False),
+    Column("reserved_vcpus", Integer, nullable=False),
+    Column("reserved_memory_mb", Integer, nullable=False),
+    Column("reserved_disk_gb", Integer, nullable=False),
+    Column("availability_zone", String(255), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("power", String(16), nullable=False),
+    Column("disabled_reason", Text),
+    Column("bmc", JSON),
+)
+
+snapshot_instances = Table(
+    "snapshot_instances", metadata,
+    Column("snapshot_id", ID, ForeignKey("snapshots.id", **_CASCADE), primary_key=True),
+    Column("instance_id", String(255), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("vcpus", Integer, nullable=False),
+    Column("memory_mb", Integer, nullable=False),
+    Column("disk_gb", Integer, nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("instance_metadata", JSON, nullable=False),
+    Column("project_id", String(255), nullable=False),
+    Column("flavor", String(255), nullable=False),
+    Column("flavor_extra_specs", JSON, nullable=False),
+    Column("usage", JSON),
+)
+
+snapshot_server_groups = Table(
+    "snapshot_server_groups", metadata,
+    Column("snapshot_id", ID, ForeignKey("snapshots.id", **_CASCADE), primary_key=True),
+    Column("group_id", String(255), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("policy", String(32), nullable=False),
+    Column("members", JSON, nullable=False),
+)
+
+plans = Table(
+    "plans", metadata,
+    Column("id", ID, primary_key=True),
+    Column("cloud", String(255), nullable=False, index=True),
+    Column("snapshot_id", ID, ForeignKey("snapshots.id"), nullable=False),
+    Column("algorithm", String(64), nullable=False),
+    Column("ranking", String(64)),
+    Column("status", String(16), nullable=False, index=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    Column("hosts_before", Integer, nullable=False),
+    Column("hosts_after", Integer, nullable=False),
+    Column("lower_bound", Integer, nullable=False),
+    Column("migrations_lower_bound", Integer, nullable=False),
+    Column("spare", Integer, nullable=False),
+    Column("reason", Text),
+    Column("details", JSON, nullable=False),
+)
+
+plan_migrations = Table(
+    "plan_migrations", metadata,
+    Column("plan_id", ID, ForeignKey("plans.id", **_CASCADE), primary_key=True),
+    Column("instance_id", String(255), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("instance_name", String(255), nullable=False),
+    Column("source", String(255), nullable=False),
+    Column("destination", String(255), nullable=False),
+    Column("wave", Integer, nullable=False),
+)
+
+plan_power_actions = Table(
+    "plan_power_actions", metadata,
+    Column("plan_id", ID, ForeignKey("plans.id", **_CASCADE), primary_key=True),
+    Column("host", String(255), primary_key=True),
+    Column("action", String(16), primary_key=True),
+    Column("position", Integer, nullable=False),
+)
+
+journal = Table(
+    "journal", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("cloud", String(255), nullable=False, index=True),
+    Column("plan_id", ID, ForeignKey("plans.id"), index=True),
+    Column("action", String(32), nullable=False),
+    Column("target", String(255), nullable=False),
+    Column("params", JSON, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("started_at", UTCDateTime()),
+    Column("finished_at", UTCDateTime()),
+    Column("result", Text),
+)
+
+leases = Table(
+    "leases", metadata,
+    Column("name", String(255), primary_key=True),
+    Column("holder", String(255), nullable=False),
+    Column("acquired_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+)

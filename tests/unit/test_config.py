@@ -1,0 +1,41 @@
+"""The INI config: defaults, typed values and one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from consolidator.config import load_config
+from consolidator.errors import ConfigError
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "consolidator.conf"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_and_typed_values(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "[cloud]\nname = prod\ncpu_allocation_ratio = 4\n"))
+    assert config.get("cloud", "name") == "prod"
+    assert config.get("cloud", "cpu_allocation_ratio") == 4.0
+    assert config.get("database", "url") == ""
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[clod]\nname = x\n", "unknown section [clod]"),
+    ("[cloud]\nnmae = x\n", "unknown option 'nmae' in [cloud]"),
+    ("[cloud]\ncpu_allocation_ratio = lots\n", "cpu_allocation_ratio = 'lots'"),
+    ("name = x\n", "malformed config"),
+])
+def test_bad_config_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")) as info:
+        load_config(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "absent.conf", required=True)
