@@ -42,6 +42,10 @@ OPTIONS: tuple[Option, ...] = (
            "RAM allocation ratio used when capacity comes from os-hypervisors."),
     Option("cloud", "disk_allocation_ratio", float, 1.0,
            "Disk allocation ratio used when capacity comes from os-hypervisors."),
+    Option("inventory", "page_size", int, 1000,
+           "Servers and hypervisors asked for per page (Nova caps it at its max_limit)."),
+    Option("inventory", "workers", int, 8,
+           "Concurrent Placement requests while reading inventories and usages."),
 )
 
 
@@ -149,3 +153,21 @@ def config_from_sections(sections: dict[str, dict[str, str]],
 def declared_options(section: str | None = None) -> Iterable[Option]:
     """Every declared option, optionally of one section."""
     return [o for o in OPTIONS if section is None or o.section == section]
+
+
+def reference_rst() -> str:
+    """The configuration reference (docs/configuration.rst), generated from OPTIONS."""
+    lines = ["=======================", "Configuration reference", "=======================", "",
+             "The INI file named by ``--config`` (default ``/etc/consolidator/consolidator.conf``"
+             " when it exists). Unknown sections and options are errors, so a typo cannot pass "
+             "silently. This page is generated from ``consolidator/config.py`` by "
+             "``python tools/gen_config_reference.py``; a test fails when they differ.", ""]
+    for section in dict.fromkeys(o.section for o in OPTIONS):
+        title = f"[{section}]"
+        lines += [title, "=" * len(title), ""]
+        for o in declared_options(section):
+            default = o.default if o.default != "" else "(empty)"
+            lines += [f"``{o.name}``", f"  *{o.type.__name__}*, default ``{default}``."
+                      + (f" One of: {', '.join(o.choices)}." if o.choices else ""),
+                      f"  {o.help}", ""]
+    return "\n".join(lines)

@@ -35,6 +35,8 @@ def cli(ctx: click.Context, config_file: str | None, db_url: str | None, cloud: 
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if verbose < 2:
+        logging.getLogger("alembic").setLevel(logging.WARNING)
     app = AppContext(config_file=config_file, db_url=db_url, cloud=cloud, verbose=verbose)
     _ = app.config  # validate the config file up front, whatever the command reads
     ctx.obj = app

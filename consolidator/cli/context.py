@@ -36,7 +36,7 @@ class AppContext:
     def engine(self, *, migrated: bool = True) -> Engine:
         """The database engine; by default it must be at the current schema revision."""
         if self._engine is None:
-            self._engine = make_engine(self.database_url)
+            self._engine = make_engine(self.database_url, create=not migrated)
         if migrated:
             check_migrated(self._engine)
         return self._engine

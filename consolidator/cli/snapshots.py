@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import click
+from sqlalchemy import Engine
 
 from consolidator.cli.context import AppContext, pass_app
+from consolidator.cloud import connect
+from consolidator.inventory import FallbackRatios, snapshot_cloud
 from consolidator.model import Cluster
 from consolidator.render import kv, table
 from consolidator.scenario import cluster_to_document, dump_document, load_scenario
@@ -19,18 +23,42 @@ FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), d
 
 @click.command("snapshot")
 @click.option("--scenario", type=click.Path(dir_okay=False),
-              help="Record a scenario file (YAML or JSON) instead of the live cloud.")
+              help="Record a scenario file (YAML or JSON) instead of the live cloud named by "
+                   "--cloud / OS_CLOUD in clouds.yaml.")
 @pass_app
 def snapshot_cmd(app: AppContext, scenario: str | None) -> None:
     """Record the cloud's placement as a new snapshot and print its id."""
     engine = app.engine()
     if scenario is None:
-        raise click.UsageError("reading a live cloud needs the inventory; give --scenario FILE")
+        _snapshot_live(app, engine)
+        return
     loaded = load_scenario(scenario)
     cloud = app.cloud_name or str(loaded.extras.get("name") or Path(scenario).stem)
     snapshot_id = save_snapshot(engine, loaded.cluster, cloud=cloud,
-                                source=f"scenario:{Path(scenario).resolve()}",
+                                source=f"scenario:{Path(scenario).absolute()}",
                                 capacity_source="scenario")
+    click.echo(snapshot_id)
+
+
+def _snapshot_live(app: AppContext, engine: Engine) -> None:
+    config = app.config
+    conn = connect(app.cloud_name)
+    label = app.cloud_name or "default"
+    click.echo(f"reading cloud {label!r} ...", err=True)
+    started = time.monotonic()
+    ratios = FallbackRatios(cpu=config.get("cloud", "cpu_allocation_ratio"),
+                            ram=config.get("cloud", "ram_allocation_ratio"),
+                            disk=config.get("cloud", "disk_allocation_ratio"))
+    snapshot_id, inventory = snapshot_cloud(
+        engine, conn, ratios=ratios, page_size=config.get("inventory", "page_size"),
+        workers=config.get("inventory", "workers"))
+    cluster = inventory.cluster
+    click.echo(f"read {len(cluster.hosts)} hosts, {len(cluster.instances)} instances and "
+               f"{len(cluster.server_groups)} server groups in "
+               f"{time.monotonic() - started:.1f} s (compute API {inventory.microversion}, "
+               f"capacity from {inventory.capacity_source})", err=True)
+    for note in inventory.notes:
+        click.echo(f"note: {note}", err=True)
     click.echo(snapshot_id)
 
 
@@ -63,7 +91,10 @@ def snapshots_list(app: AppContext, limit: int, fmt: str) -> None:
 @FORMAT
 @pass_app
 def snapshots_show(app: AppContext, snapshot_id: str, fmt: str) -> None:
-    """Show a snapshot: its hosts, their use, and its instances."""
+    """Show a snapshot: its hosts, their service and power, population and use.
+
+    --format json gives every field of every host, instance and server group.
+    """
     snap = load_snapshot(app.engine(), snapshot_id)
     if fmt == "json":
         click.echo(json.dumps(snapshot_json(snap), indent=2))

@@ -36,12 +36,19 @@ def redact(url: str) -> str:
         return url
 
 
-def make_engine(url: str | None) -> Engine:
-    """An engine for url (default: SQLite in the user data directory)."""
+def make_engine(url: str | None, *, create: bool = True) -> Engine:
+    """An engine for url (default: SQLite in the user data directory).
+
+    With create=False a SQLite file that does not exist yet is refused instead of created,
+    so that a mistyped URL leaves nothing behind.
+    """
     url = url or default_url()
     kwargs: dict = {"future": True}
     if url.startswith("sqlite"):
         path = url.split("///", 1)[1] if "///" in url else ""
+        if path and path != ":memory:" and not create and not Path(path).exists():
+            raise NotMigratedError(f"database {url} does not exist: "
+                                   f"run 'consolidator db upgrade'")
         if path and path != ":memory:":
             try:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -106,3 +106,10 @@ def test_every_command_has_help() -> None:
                  ["snapshots", "show", "--help"], ["snapshots", "export", "--help"]):
         result = run(*args)
         assert result.code == 0 and "Usage:" in result.out, args
+
+
+def test_mistyped_sqlite_url_leaves_nothing_behind(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'typo' / 'sub' / 'x.db'}"
+    result = run("snapshots", "list", db_url=url)
+    assert result.code == 1 and "run 'consolidator db upgrade'" in result.err
+    assert not (tmp_path / "typo").exists()

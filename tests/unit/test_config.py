@@ -39,3 +39,20 @@ def test_bad_config_is_one_line(tmp_path: Path, text: str, message: str) -> None
 def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(tmp_path / "absent.conf", required=True)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_reference_matches_the_schema() -> None:
+    from consolidator.config import reference_rst
+    assert (ROOT / "docs" / "configuration.rst").read_text() == reference_rst(), \
+        "run python tools/gen_config_reference.py"
+
+
+def test_sample_config_is_valid_and_lists_every_option() -> None:
+    from consolidator.config import OPTIONS
+    sample = ROOT / "etc" / "consolidator" / "consolidator.conf.sample"
+    config = load_config(sample, required=True)
+    for option in OPTIONS:
+        assert (option.section, option.name) in config.values, option

@@ -99,3 +99,11 @@ def test_members_may_be_ids_and_defaults_fill_in() -> None:
     assert cluster.server_groups[0].members == ("abc",)
     assert cluster.hosts[0].cpu_allocation_ratio == 1.0
     assert cluster.instances[0].status == "ACTIVE"
+
+
+def test_binary_file_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(b"\xff\xfe garbage")
+    with pytest.raises(ScenarioError, match="not UTF-8 text") as info:
+        load_scenario(path)
+    assert str(path) in str(info.value)
