@@ -43,8 +43,8 @@ def cli(ctx: click.Context, config_file: str | None, db_url: str | None, cloud: 
 
 
 def _register() -> None:
-    from consolidator.cli import db, snapshots
-    for module in (db, snapshots):
+    from consolidator.cli import db, fake, snapshots
+    for module in (db, snapshots, fake):
         for command in module.COMMANDS:
             cli.add_command(command)
 
