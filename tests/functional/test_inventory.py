@@ -96,7 +96,10 @@ def test_paging_reads_every_page() -> None:
     doc = scenario_doc(hosts=5, per_host=9)
     with fake(doc) as cloud:
         small_pages = read_inventory(cloud.connect(), page_size=4)
+        pages = cloud.requests("/compute/v2.1/servers/detail", "GET")
         one_page = read_inventory(cloud.connect(), page_size=1000)
+    assert len(pages) == 12  # 45 servers at 4 a page: 11 full pages and a short last one
+    assert sum("marker" in p["query"] for p in pages) == 11
     assert len(small_pages.cluster.instances) == 45
     assert small_pages.cluster == one_page.cluster
 
