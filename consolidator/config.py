@@ -46,6 +46,30 @@ OPTIONS: tuple[Option, ...] = (
            "Servers and hypervisors asked for per page (Nova caps it at its max_limit)."),
     Option("inventory", "workers", int, 8,
            "Concurrent Placement requests while reading inventories and usages."),
+    Option("planner", "algorithm", str, "zoned-bestfit",
+           "The algorithm 'plan' and the daemon use when none is given "
+           "(see 'consolidator algorithms')."),
+    Option("planner", "ranking", str, "",
+           "The ranking that chooses among feasible target hosts; empty: the algorithm's own."),
+    Option("planner", "spare", int, 0,
+           "Empty, powered hosts to keep as padding when no --spare is given."),
+    Option("planner", "excluded_hosts", str, "",
+           "Comma-separated host-name globs that are never emptied and never receive."),
+    Option("planner", "exclude_key", str, "consolidator:exclude",
+           "Instance metadata key; the value true pins the instance where it is."),
+    Option("planner", "importance_key", str, "consolidator:important",
+           "Instance metadata key; false (or no, low, 0) marks it not important."),
+    Option("planner", "importance_extra_spec", str, "consolidator:important",
+           "Flavor extra spec read when the metadata key is absent."),
+    Option("planner", "importance_file", str, "",
+           "A file listing instances (names or ids, one a line) that are not important, "
+           "as in paper 004. Everything else is important."),
+    Option("planner", "allow_cold_migration", bool, False,
+           "Also move SHUTOFF instances (by cold migration) instead of pinning them."),
+    Option("planner", "max_migrations_per_host", int, 2,
+           "Migrations one source host sends at once; waves are built to respect it."),
+    Option("planner", "idle_watts", float, 270.0,
+           "Idle power draw of a host, for the estimated saving (270 W measured in 004)."),
 )
 
 
@@ -95,8 +119,9 @@ class Config:
 
 
 _INDEX = {(o.section, o.name): o for o in OPTIONS}
-#: Sections whose keys are free-form (windows, per-host settings); validated by their users.
-FREE_SECTIONS: set[str] = set()
+#: Sections whose keys are free-form (per-host settings, windows), validated where parsed:
+#: [zones] maps 'default' or a host-name glob to 'HQxRATIO,LQxRATIO' (see zones.py).
+FREE_SECTIONS: set[str] = {"zones"}
 
 
 def load_config(path: str | Path | None, *, required: bool = False) -> Config:
@@ -131,8 +156,9 @@ def config_from_sections(sections: dict[str, dict[str, str]],
     values: dict[tuple[str, str], Any] = {}
     free: dict[str, dict[str, str]] = {}
     for section, items in sections.items():
-        if section in FREE_SECTIONS or section.split(":", 1)[0] + ":" in FREE_SECTIONS:
+        if section in FREE_SECTIONS:
             free[section] = dict(items)
+            _validate_free(section, items, where)
             continue
         if section not in known_sections:
             raise ConfigError(f"{where}unknown section [{section}] (known: "
@@ -148,6 +174,16 @@ def config_from_sections(sections: dict[str, dict[str, str]],
             except ConfigError as exc:
                 raise ConfigError(f"{where}{exc}") from None
     return Config(values=values, path=path, sections=free)
+
+
+def _validate_free(section: str, items: dict[str, str], where: str) -> None:
+    if section == "zones":
+        from consolidator.zones import parse_zone_spec
+        for key, value in items.items():
+            try:
+                parse_zone_spec(value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}[zones] {key} = {value!r}: {exc}") from None
 
 
 def declared_options(section: str | None = None) -> Iterable[Option]:

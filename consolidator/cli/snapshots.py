@@ -30,7 +30,7 @@ def snapshot_cmd(app: AppContext, scenario: str | None) -> None:
     """Record the cloud's placement as a new snapshot and print its id."""
     engine = app.engine()
     if scenario is None:
-        _snapshot_live(app, engine)
+        click.echo(record_live_snapshot(app, engine))
         return
     loaded = load_scenario(scenario)
     cloud = app.cloud_name or str(loaded.extras.get("name") or Path(scenario).stem)
@@ -40,7 +40,8 @@ def snapshot_cmd(app: AppContext, scenario: str | None) -> None:
     click.echo(snapshot_id)
 
 
-def _snapshot_live(app: AppContext, engine: Engine) -> None:
+def record_live_snapshot(app: AppContext, engine: Engine) -> str:
+    """Snapshot the live cloud, reporting progress on stderr; return the snapshot id."""
     config = app.config
     conn = connect(app.cloud_name)
     label = app.cloud_name or "default"
@@ -59,7 +60,7 @@ def _snapshot_live(app: AppContext, engine: Engine) -> None:
                f"capacity from {inventory.capacity_source})", err=True)
     for note in inventory.notes:
         click.echo(f"note: {note}", err=True)
-    click.echo(snapshot_id)
+    return snapshot_id
 
 
 @click.group("snapshots")

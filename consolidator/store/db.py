@@ -6,16 +6,17 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, select
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from consolidator.errors import NotMigratedError, StoreError
+from consolidator.errors import NotFoundError, NotMigratedError, StoreError, UsageError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -98,6 +99,18 @@ def translate_errors(engine: Engine) -> Iterator[None]:
     except SQLAlchemyError as exc:
         detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
         raise StoreError(f"database {redact(str(engine.url))}: {detail}") from None
+
+
+def resolve_id(engine: Engine, id_column: Any, ref: str, what: str) -> str:
+    """The full id in id_column named by an id or a unique prefix of one (snapshots, plans)."""
+    with translate_errors(engine), engine.connect() as conn:
+        ids = conn.execute(select(id_column).where(id_column.startswith(ref)).limit(2)
+                           ).scalars().all()
+    if not ref or not ids:
+        raise NotFoundError(f"{what} {ref!r} does not exist (see 'consolidator {what}s list')")
+    if len(ids) > 1:
+        raise UsageError(f"{what} id {ref!r} is ambiguous: give more characters")
+    return ids[0]
 
 
 def upgrade(engine: Engine) -> tuple[str | None, str]:

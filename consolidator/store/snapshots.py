@@ -8,9 +8,8 @@ from datetime import datetime, timezone
 
 from sqlalchemy import Engine, func, select
 
-from consolidator.errors import NotFoundError, UsageError
 from consolidator.model import Cluster, Host, Instance, ServerGroup
-from consolidator.store.db import translate_errors
+from consolidator.store.db import resolve_id, translate_errors
 from consolidator.store.tables import (
     snapshot_hosts,
     snapshot_instances,
@@ -84,15 +83,7 @@ def _info(row: object) -> SnapshotInfo:
 
 def resolve_snapshot_id(engine: Engine, ref: str) -> str:
     """The full id of the snapshot named by an id or a unique prefix of one."""
-    with translate_errors(engine), engine.connect() as conn:
-        ids = conn.execute(select(snapshots.c.id).where(snapshots.c.id.startswith(ref))
-                           .limit(2)).scalars().all()
-    if not ref or not ids:
-        raise NotFoundError(f"snapshot {ref!r} does not exist "
-                            f"(see 'consolidator snapshots list')")
-    if len(ids) > 1:
-        raise UsageError(f"snapshot id {ref!r} is ambiguous: give more characters")
-    return ids[0]
+    return resolve_id(engine, snapshots.c.id, ref, "snapshot")
 
 
 def load_snapshot(engine: Engine, ref: str) -> Snapshot:

@@ -1,0 +1,183 @@
+"""consolidator plan / plans / algorithms: make, review, approve and cancel plans."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from consolidator.algorithms.base import get_algorithm, load_all
+from consolidator.algorithms.ranking import RANKINGS, get_ranking
+from consolidator.cli.context import AppContext, pass_app
+from consolidator.cli.snapshots import FORMAT, record_live_snapshot
+from consolidator.plan_config import algorithm_options, settings_from_config
+from consolidator.plan_view import render_plan
+from consolidator.planner import make_plan
+from consolidator.render import table
+from consolidator.scenario import load_scenario
+from consolidator.store.plans import list_plans, load_plan, resolve_plan_id, save_plan, set_status
+from consolidator.store.snapshots import load_snapshot, save_snapshot
+
+
+def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r}: expected KEY=VALUE", param_hint="--option")
+        lowered = value.strip().lower()
+        options[key.strip()] = (True if lowered == "true" else False if lowered == "false"
+                                else value.strip())
+    return options
+
+
+@click.group("plan", invoke_without_command=True)
+@click.option("-a", "--algorithm", metavar="NAME",
+              help="Packing algorithm (see 'consolidator algorithms') [default: [planner] "
+                   "algorithm, zoned-bestfit].")
+@click.option("-r", "--ranking", metavar="NAME",
+              help="Ranking that chooses among feasible targets [default: the algorithm's own].")
+@click.option("--snapshot", "snapshot_ref", metavar="ID", help="Plan from a stored snapshot.")
+@click.option("--scenario", type=click.Path(dir_okay=False),
+              help="Plan from a scenario file (it is recorded as a snapshot first).")
+@click.option("--spare", type=click.IntRange(min=0), help="Empty hosts to keep powered.")
+@click.option("--light", is_flag=True, help="hvp: METAHVPLIGHT instead of METAHVP.")
+@click.option("-o", "--option", "raw_options", multiple=True, metavar="KEY=VALUE",
+              help="Algorithm or ranking option, e.g. bin=8x8x6, assign=false, "
+                   "prime_resource=memory_mb, weights=1,0,-2.")
+@FORMAT
+@click.pass_context
+def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
+               snapshot_ref: str | None, scenario: str | None, spare: int | None, light: bool,
+               raw_options: tuple[str, ...], fmt: str) -> None:
+    """Make a migration plan, store it as proposed and print it for review.
+
+    Without --snapshot or --scenario it snapshots the live cloud first. A new plan supersedes
+    the cloud's older proposed plans. Subcommands show, approve and cancel stored plans.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    app: AppContext = ctx.obj
+    config = app.config
+    name = algorithm or config.get("planner", "algorithm")
+    get_algorithm(name)
+    options = _parse_options(raw_options)
+    if light:
+        options["light"] = True
+    rank = get_ranking(ranking if ranking is not None else config.get("planner", "ranking"),
+                       options)
+    if snapshot_ref and scenario:
+        raise click.UsageError("give --snapshot or --scenario, not both")
+    engine = app.engine()
+    if scenario:
+        loaded = load_scenario(scenario)
+        cloud = app.cloud_name or str(loaded.extras.get("name") or Path(scenario).stem)
+        snapshot_ref = save_snapshot(engine, loaded.cluster, cloud=cloud,
+                                     source=f"scenario:{Path(scenario).absolute()}",
+                                     capacity_source="scenario")
+    elif not snapshot_ref:
+        snapshot_ref = record_live_snapshot(app, engine)
+    snap = load_snapshot(engine, snapshot_ref)
+    started = time.monotonic()
+    draft = make_plan(snap.cluster, name, settings=settings_from_config(config),
+                      spare=spare if spare is not None else config.get("planner", "spare"),
+                      options=algorithm_options(config, name, snap.cluster, options),
+                      ranking=rank)
+    elapsed = time.monotonic() - started
+    plan_id = save_plan(engine, draft, cloud=snap.info.cloud, snapshot_id=snap.info.id)
+    stored = load_plan(engine, plan_id)
+    if fmt == "json":
+        click.echo(json.dumps(stored.to_json(), indent=2))
+    else:
+        click.echo(render_plan(stored, snap.cluster))
+        click.echo(f"(planned in {elapsed:.2f} s)", err=True)
+
+
+@plan_group.command("show")
+@click.argument("plan_id")
+@FORMAT
+@pass_app
+def plan_show(app: AppContext, plan_id: str, fmt: str) -> None:
+    """Show a stored plan against the snapshot it was made from."""
+    engine = app.engine()
+    stored = load_plan(engine, plan_id)
+    if fmt == "json":
+        click.echo(json.dumps(stored.to_json(), indent=2))
+        return
+    click.echo(render_plan(stored, load_snapshot(engine, stored.snapshot_id).cluster))
+
+
+@plan_group.command("approve")
+@click.argument("plan_id")
+@pass_app
+def plan_approve(app: AppContext, plan_id: str) -> None:
+    """Approve a proposed plan so that 'apply' (or the daemon) may run it."""
+    full = _transition(app, plan_id, "approved")
+    click.echo(f"plan {full} approved; run it with: consolidator apply {full}")
+
+
+def _transition(app: AppContext, plan_id: str, status: str) -> str:
+    engine = app.engine()
+    full = resolve_plan_id(engine, plan_id)
+    set_status(engine, full, status, reason=f"{status} by operator")
+    return full
+
+
+@plan_group.command("cancel")
+@click.argument("plan_id")
+@pass_app
+def plan_cancel(app: AppContext, plan_id: str) -> None:
+    """Cancel a plan that has not started."""
+    full = _transition(app, plan_id, "cancelled")
+    click.echo(f"plan {full} cancelled")
+
+
+@click.group("plans")
+def plans_group() -> None:
+    """List stored plans."""
+
+
+@plans_group.command("list")
+@click.option("--status", type=click.Choice(["proposed", "approved", "running", "succeeded",
+                                             "failed", "cancelled", "superseded"]),
+              help="Only plans in this state.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@FORMAT
+@pass_app
+def plans_list(app: AppContext, status: str | None, limit: int, fmt: str) -> None:
+    """List plans, newest first."""
+    rows = list_plans(app.engine(), status=status, limit=limit)
+    if fmt == "json":
+        click.echo(json.dumps([{"id": r.id, "cloud": r.cloud, "status": r.status,
+                                "algorithm": r.algorithm, "ranking": r.ranking,
+                                "created_at": r.created_at.isoformat(),
+                                "hosts_before": r.hosts_before, "hosts_after": r.hosts_after,
+                                "lower_bound": r.lower_bound} for r in rows], indent=2))
+        return
+    if not rows:
+        click.echo("no plans yet: make one with 'consolidator plan'")
+        return
+    click.echo(table(["ID", "CLOUD", "STATUS", "ALGORITHM", "CREATED (UTC)", "HOSTS",
+                      "LOWER BOUND"],
+                     [[r.id, r.cloud, r.status, r.algorithm + (f"+{r.ranking}" if r.ranking
+                                                               else ""),
+                       r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                       f"{r.hosts_before} -> {r.hosts_after}", r.lower_bound] for r in rows]))
+
+
+@click.command("algorithms")
+def algorithms_cmd() -> None:
+    """List the packing algorithms and rankings, each with its paper."""
+    algos = load_all()
+    click.echo(table(["ALGORITHM", "WHAT IT DOES", "PAPER"],
+                     [[a.name, a.summary, a.paper] for a in sorted(algos.values(),
+                                                                    key=lambda a: a.name)]))
+    click.echo()
+    click.echo(table(["RANKING", "WHAT IT DOES", "PAPER"],
+                     [[n, s, p] for n, (s, p, _) in sorted(RANKINGS.items())]))
+
+
+COMMANDS = [plan_group, plans_group, algorithms_cmd]

@@ -1,0 +1,142 @@
+"""Constraints: which instances may move, which hosts may receive or be emptied, groups.
+
+Turns a Cluster and the operator's rules into the arrays of a Problem. Nothing here does I/O
+except reading the optional importance list file, which the caller names.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from consolidator.algorithms.base import Problem, Ranker
+from consolidator.errors import ConfigError
+from consolidator.model import Cluster, Instance
+
+FALSE_WORDS = {"false", "no", "0", "off", "low", "unimportant"}
+TRUE_WORDS = {"true", "yes", "1", "on", "high", "important"}
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The operator's rules for what may move and where."""
+
+    excluded_hosts: tuple[str, ...] = ()          # host-name globs: never touched
+    exclude_key: str = "consolidator:exclude"     # instance metadata: "true" pins it
+    importance_key: str = "consolidator:important"
+    importance_extra_spec: str = "consolidator:important"
+    unimportant: frozenset[str] = field(default_factory=frozenset)  # names or ids
+    allow_cold_migration: bool = False
+
+
+def is_true(value: object) -> bool:
+    """Whether a metadata value means yes."""
+    return str(value).strip().lower() in TRUE_WORDS
+
+
+def is_important(instance: Instance, rules: Rules) -> bool:
+    """Importance from the list file, metadata, then the flavor extra spec; default True."""
+    if instance.name in rules.unimportant or instance.id in rules.unimportant:
+        return False
+    for source in (instance.metadata.get(rules.importance_key),
+                   instance.flavor_extra_specs.get(rules.importance_extra_spec)):
+        if source is not None:
+            word = str(source).strip().lower()
+            if word in FALSE_WORDS:
+                return False
+            if word in TRUE_WORDS:
+                return True
+    return True
+
+
+def read_name_list(path: str | Path) -> frozenset[str]:
+    """Instance names or ids, one per line; '#' starts a comment."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the importance list: "
+                          f"{exc.strerror or exc}") from None
+    return frozenset(line.split("#", 1)[0].strip() for line in text.splitlines()
+                     if line.split("#", 1)[0].strip())
+
+
+def host_excluded(name: str, patterns: Iterable[str]) -> bool:
+    """Whether a host name matches one of the exclusion globs."""
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def pin_reason(instance: Instance, rules: Rules, hard_affinity: set[str]) -> str | None:
+    """Why an instance may not move, or None if it may."""
+    if is_true(instance.metadata.get(rules.exclude_key, "")):
+        return f"{rules.exclude_key}=true"
+    if instance.status != "ACTIVE" and not (rules.allow_cold_migration
+                                            and instance.status == "SHUTOFF"):
+        return f"it is {instance.status}"
+    if instance.id in hard_affinity:
+        return "it is in an affinity group (Nova refuses to move one member alone)"
+    return None
+
+
+def build_problem(cluster: Cluster, rules: Rules | None = None, *, spare: int = 0,
+                  options: Mapping[str, Any] | None = None,
+                  ranking: Ranker | None = None) -> Problem:
+    """The Problem of a cluster under the rules: arrays, masks and groups."""
+    rules = rules or Rules()
+    hosts = cluster.hosts
+    excluded = np.array([host_excluded(h.name, rules.excluded_hosts) for h in hosts],
+                        dtype=bool)
+    usable = np.array([h.usable for h in hosts], dtype=bool)
+    powered = np.array([h.power != "off" for h in hosts], dtype=bool)
+    zones: dict[str, int] = {}
+    host_zone = np.array([zones.setdefault(h.availability_zone, len(zones)) for h in hosts],
+                         dtype=np.int64)
+    hard_affinity = {m for g in cluster.server_groups
+                     if g.policy == "affinity" and len(g.members) > 1 for m in g.members}
+    reasons = [pin_reason(i, rules, hard_affinity) for i in cluster.instances]
+    placement = cluster.placement
+    movable = np.array([r is None for r in reasons], dtype=bool)
+    if len(placement):
+        movable &= usable[placement] & ~excluded[placement]
+    blocked = np.zeros(len(hosts), dtype=bool)
+    if len(placement):
+        np.logical_or.at(blocked, placement, ~movable)
+    notes = _pin_notes(cluster, reasons, excluded, usable)
+    index = cluster.instance_index
+
+    def rows(policy: str) -> tuple[np.ndarray, ...]:
+        return tuple(np.array([index[m] for m in g.members], dtype=np.int64)
+                     for g in cluster.server_groups if g.policy == policy and g.members)
+
+    return Problem(
+        cluster=cluster, capacity=cluster.capacity.copy(), demand=cluster.demand.copy(),
+        placement=placement.copy(), movable=movable, receivers=usable & ~excluded,
+        emptiable=powered & usable & ~excluded & ~blocked, powered=powered,
+        host_zone=host_zone,
+        important=np.array([is_important(i, rules) for i in cluster.instances], dtype=bool),
+        anti_affinity=rows("anti-affinity"), soft_affinity=rows("soft-affinity"),
+        soft_anti_affinity=rows("soft-anti-affinity"), spare=spare,
+        options=dict(options or {}), ranking=ranking, notes=tuple(notes))
+
+
+def _pin_notes(cluster: Cluster, reasons: list[str | None], excluded: np.ndarray,
+               usable: np.ndarray) -> list[str]:
+    """One line per host that cannot be emptied, saying why."""
+    notes = []
+    for row, host in enumerate(cluster.hosts):
+        if excluded[row]:
+            notes.append(f"{host.name} is excluded by config: it is left as it is")
+        elif not usable[row] and host.power != "off":
+            notes.append(f"{host.name} is {host.status}/{host.state}: it is left as it is")
+    pinned: dict[str, list[str]] = {}
+    for inst, reason in zip(cluster.instances, reasons, strict=True):
+        if reason is not None:
+            pinned.setdefault(inst.host, []).append(f"{inst.name} ({reason})")
+    for host, items in pinned.items():
+        shown = ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+        notes.append(f"{host} cannot be emptied: {shown} may not move")
+    return notes

@@ -1,0 +1,154 @@
+"""Plans: stored with their migrations and power actions, and moved through their states.
+
+proposed -> approved -> running -> succeeded | failed | cancelled; a newer plan for the same
+cloud marks older proposed plans superseded.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import Engine, select, update
+
+from consolidator.errors import ConsolidatorError, NotFoundError
+from consolidator.planner import Move, PlanDraft
+from consolidator.store.db import resolve_id, translate_errors
+from consolidator.store.tables import plan_migrations, plan_power_actions, plans
+
+TRANSITIONS: dict[str, set[str]] = {
+    "proposed": {"approved", "cancelled", "superseded"},
+    "approved": {"running", "cancelled"},
+    "running": {"succeeded", "failed", "cancelled"},
+    "failed": {"running"},          # apply --resume
+    "succeeded": set(), "cancelled": set(), "superseded": set(),
+}
+
+
+class PlanStateError(ConsolidatorError):
+    """A plan cannot go from its state to the one asked for."""
+
+
+@dataclass(frozen=True)
+class StoredPlan:
+    """A plan as stored: the draft, its identity and its state."""
+
+    id: str
+    cloud: str
+    snapshot_id: str
+    status: str
+    created_at: datetime
+    updated_at: datetime
+    reason: str | None
+    draft: PlanDraft
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as JSON (the contract of DESIGN.md section 3, plus extra keys)."""
+        d = self.draft
+        return {
+            "id": self.id, "cloud": self.cloud, "snapshot_id": self.snapshot_id,
+            "algorithm": d.algorithm, "ranking": d.ranking, "status": self.status,
+            "created_at": self.created_at.isoformat(), "updated_at": self.updated_at.isoformat(),
+            "migrations": [{"instance_id": m.instance_id, "instance_name": m.instance_name,
+                            "source": m.source, "destination": m.destination, "wave": m.wave}
+                           for m in d.migrations],
+            "power_off": list(d.power_off), "spare_hosts": list(d.spare_hosts),
+            "hosts_before": d.hosts_before, "hosts_after": d.hosts_after,
+            "lower_bound": d.lower_bound, "migrations_lower_bound": d.migrations_lower_bound,
+            "spare": d.spare, "watts_saved": d.watts_saved, "notes": list(d.notes),
+            "options": dict(d.options), "reason": self.reason,
+        }
+
+
+def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str) -> str:
+    """Store a proposed plan and supersede the cloud's older proposed plans, in one transaction."""
+    plan_id = str(uuid.uuid4())
+    now = datetime.now(timezone.utc)
+    details = {"notes": list(draft.notes), "options": dict(draft.options),
+               "spare_hosts": list(draft.spare_hosts), "idle_watts": draft.idle_watts}
+    with translate_errors(engine), engine.begin() as conn:
+        conn.execute(update(plans).where(plans.c.cloud == cloud, plans.c.status == "proposed")
+                     .values(status="superseded", updated_at=now,
+                             reason=f"superseded by plan {plan_id}"))
+        conn.execute(plans.insert(), {
+            "id": plan_id, "cloud": cloud, "snapshot_id": snapshot_id,
+            "algorithm": draft.algorithm, "ranking": draft.ranking, "status": "proposed",
+            "created_at": now, "updated_at": now, "hosts_before": draft.hosts_before,
+            "hosts_after": draft.hosts_after, "lower_bound": draft.lower_bound,
+            "migrations_lower_bound": draft.migrations_lower_bound, "spare": draft.spare,
+            "reason": None, "details": details})
+        if draft.migrations:
+            conn.execute(plan_migrations.insert(), [
+                {"plan_id": plan_id, "instance_id": m.instance_id, "position": pos,
+                 "instance_name": m.instance_name, "source": m.source,
+                 "destination": m.destination, "wave": m.wave}
+                for pos, m in enumerate(draft.migrations)])
+        if draft.power_off:
+            conn.execute(plan_power_actions.insert(), [
+                {"plan_id": plan_id, "host": host, "action": "off", "position": pos}
+                for pos, host in enumerate(draft.power_off)])
+    return plan_id
+
+
+def resolve_plan_id(engine: Engine, ref: str) -> str:
+    """The full id of the plan named by an id or a unique prefix of one."""
+    return resolve_id(engine, plans.c.id, ref, "plan")
+
+
+def load_plan(engine: Engine, ref: str) -> StoredPlan:
+    """Read a plan back (by id or unique prefix)."""
+    plan_id = resolve_plan_id(engine, ref)
+    with translate_errors(engine), engine.connect() as conn:
+        row = conn.execute(select(plans).where(plans.c.id == plan_id)).one()
+        moves = conn.execute(select(plan_migrations).where(plan_migrations.c.plan_id == plan_id)
+                             .order_by(plan_migrations.c.position)).all()
+        power = conn.execute(select(plan_power_actions.c.host)
+                             .where(plan_power_actions.c.plan_id == plan_id,
+                                    plan_power_actions.c.action == "off")
+                             .order_by(plan_power_actions.c.position)).scalars().all()
+    return _stored(row, moves, power)
+
+
+def _stored(row: Any, moves: Any, power: Any) -> StoredPlan:
+    details = row.details or {}
+    draft = PlanDraft(
+        algorithm=row.algorithm, ranking=row.ranking,
+        migrations=tuple(Move(m.instance_id, m.instance_name, m.source, m.destination, m.wave)
+                         for m in moves),
+        power_off=tuple(power), hosts_before=row.hosts_before, hosts_after=row.hosts_after,
+        lower_bound=row.lower_bound, migrations_lower_bound=row.migrations_lower_bound,
+        spare=row.spare, spare_hosts=tuple(details.get("spare_hosts", ())),
+        notes=tuple(details.get("notes", ())), options=details.get("options", {}),
+        idle_watts=float(details.get("idle_watts", 270.0)))
+    return StoredPlan(id=row.id, cloud=row.cloud, snapshot_id=row.snapshot_id,
+                      status=row.status, created_at=row.created_at, updated_at=row.updated_at,
+                      reason=row.reason, draft=draft)
+
+
+def list_plans(engine: Engine, *, cloud: str | None = None, status: str | None = None,
+               limit: int = 50) -> list[Any]:
+    """Plan header rows, newest first."""
+    query = select(plans).order_by(plans.c.created_at.desc()).limit(limit)
+    if cloud:
+        query = query.where(plans.c.cloud == cloud)
+    if status:
+        query = query.where(plans.c.status == status)
+    with translate_errors(engine), engine.connect() as conn:
+        return list(conn.execute(query))
+
+
+def set_status(engine: Engine, plan_id: str, status: str, reason: str | None = None) -> str:
+    """Move a plan to a new state if its current state allows it; return the old state."""
+    with translate_errors(engine), engine.begin() as conn:
+        current = conn.execute(select(plans.c.status).where(plans.c.id == plan_id)
+                               .with_for_update()).scalar_one_or_none()
+        if current is None:
+            raise NotFoundError(f"plan {plan_id!r} does not exist")
+        if status not in TRANSITIONS.get(current, set()):
+            raise PlanStateError(f"plan {plan_id} is {current}: it cannot become {status}")
+        conn.execute(update(plans).where(plans.c.id == plan_id, plans.c.status == current)
+                     .values(status=status, reason=reason,
+                             updated_at=datetime.now(timezone.utc)))
+    return current
