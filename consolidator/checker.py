@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -35,9 +36,17 @@ class MoveSpec:
     wave: int
 
 
+Chance = tuple[np.ndarray, np.ndarray, np.ndarray, float]
+
+
 def check_plan(cluster: Cluster, moves: Sequence[MoveSpec], power_off: Sequence[str], *,
-               rules: Rules | None = None, per_host_limit: int | None = None) -> list[str]:
-    """Every violation of the plan, as sentences; an empty list means the plan is sound."""
+               rules: Rules | None = None, per_host_limit: int | None = None,
+               chance: Chance | None = None) -> list[str]:
+    """Every violation of the plan, as sentences; an empty list means the plan is sound.
+
+    chance = (usage mean, usage std, cpu limit per host, confidence) also checks paper 003's
+    chance constraint on every host that receives instances, at the end of the plan.
+    """
     rules = rules or Rules()
     problems: list[str] = []
     hosts = cluster.host_index
@@ -80,6 +89,8 @@ def check_plan(cluster: Cluster, moves: Sequence[MoveSpec], power_off: Sequence[
         for m in batch:
             host_of[m.instance_id] = m.destination
     problems += _final_group_problems(cluster, host_of)
+    if chance is not None:
+        problems += _chance_problems(cluster, host_of, moves, chance)
     population = Counter(host_of.values())
     for name in power_off:
         if name not in hosts:
@@ -136,6 +147,20 @@ def _group_problems(cluster: Cluster, host_of: dict[str, str], batch: Sequence[M
     return out
 
 
+def _chance_problems(cluster: Cluster, host_of: dict[str, str], moves: Sequence[MoveSpec],
+                     chance: Chance) -> list[str]:
+    mean, std, limit, confidence = chance
+    z = NormalDist().inv_cdf(confidence)
+    hosts, index = cluster.host_index, cluster.instance_index
+    rows = np.array([index[i] for i in host_of], dtype=np.int64)
+    where = np.array([hosts[h] for h in host_of.values()], dtype=np.int64)
+    mu = np.bincount(where, weights=mean[rows], minlength=len(cluster.hosts))
+    var = np.bincount(where, weights=std[rows] ** 2, minlength=len(cluster.hosts))
+    receiving = {m.destination for m in moves}
+    return [f"{name} exceeds its cores at confidence {confidence:g}" for name in receiving
+            if mu[hosts[name]] + z * np.sqrt(var[hosts[name]]) > limit[hosts[name]] + EPS]
+
+
 def _final_group_problems(cluster: Cluster, host_of: dict[str, str]) -> list[str]:
     out = []
     for group in cluster.server_groups:
@@ -154,9 +179,11 @@ def _final_group_problems(cluster: Cluster, host_of: dict[str, str]) -> list[str
 
 
 def assert_plan_sound(cluster: Cluster, moves: Sequence[MoveSpec], power_off: Sequence[str],
-                      *, rules: Rules | None = None, per_host_limit: int | None = None) -> None:
+                      *, rules: Rules | None = None, per_host_limit: int | None = None,
+                      chance: Chance | None = None) -> None:
     """Raise PlanCheckError naming every violation."""
-    problems = check_plan(cluster, moves, power_off, rules=rules, per_host_limit=per_host_limit)
+    problems = check_plan(cluster, moves, power_off, rules=rules, per_host_limit=per_host_limit,
+                          chance=chance)
     if problems:
         raise PlanCheckError("the plan failed its check (a bug, please report it): "
                              + "; ".join(problems[:5])

@@ -124,9 +124,9 @@ def get_json(proxy: Any, url: str, *, microversion: str | None = None,
             seen_401[0] = True
             raise TransientCloudError(f"GET {url}: 401 (token revoked?)")
         if status in RETRYABLE_STATUSES:
-            raise TransientCloudError(f"GET {url}: HTTP {status} {_error_text(response)}")
+            raise TransientCloudError(f"GET {url}: HTTP {status} {error_text(response)}")
         if status >= 400:
-            raise HttpStatusError(f"GET {url}: HTTP {status} {_error_text(response)}", status)
+            raise HttpStatusError(f"GET {url}: HTTP {status} {error_text(response)}", status)
         try:
             return response.json()
         except ValueError:
@@ -140,7 +140,7 @@ def call_with_retries(func: Callable[[], T], *, attempts: int = 4, max_wait: flo
     return _retrying(attempts, max_wait)(func)
 
 
-def _error_text(response: Any) -> str:
+def error_text(response: Any) -> str:
     try:
         body = response.json()
     except ValueError:

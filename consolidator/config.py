@@ -70,6 +70,43 @@ OPTIONS: tuple[Option, ...] = (
            "Migrations one source host sends at once; waves are built to respect it."),
     Option("planner", "idle_watts", float, 270.0,
            "Idle power draw of a host, for the estimated saving (270 W measured in 004)."),
+    Option("planner", "capacity_model", str, "placement",
+           "placement: Placement capacity only. ucac: also paper 003's chance constraint on "
+           "CPU usage against each host's physical cores.", ("placement", "ucac")),
+    Option("planner", "confidence", float, 0.999,
+           "The confidence alpha of the ucac capacity model and the ucac ranking."),
+    Option("telemetry", "prometheus_url", str, "",
+           "Prometheus HTTP API base URL for per-instance CPU usage; empty: no telemetry, "
+           "the flavor fallback below is used."),
+    Option("telemetry", "cpu_mean_query", str,
+           "avg_over_time(consolidator:instance_cpu_usage:vcpus[7d])",
+           "Instant query giving each instance's mean CPU usage in vCPUs."),
+    Option("telemetry", "cpu_std_query", str,
+           "stddev_over_time(consolidator:instance_cpu_usage:vcpus[7d])",
+           "Instant query giving the standard deviation of each instance's CPU usage."),
+    Option("telemetry", "instance_label", str, "instance_uuid",
+           "The label of the query results that holds the instance (server) UUID."),
+    Option("telemetry", "timeout", float, 10.0, "Seconds to wait for Prometheus."),
+    Option("executor", "max_parallel", int, 4,
+           "Live migrations running at once, over the whole cloud (apply --max-parallel)."),
+    Option("executor", "migration_timeout", float, 1800.0,
+           "Seconds a live migration may take before it counts as failed; its host is then "
+           "left alone."),
+    Option("executor", "poll_interval", float, 2.0,
+           "Seconds between fresh reads of a migrating server."),
+    Option("executor", "power_timeout", float, 600.0,
+           "Seconds a host may take to reach the power state asked of its BMC."),
+    Option("executor", "lease_ttl", float, 60.0,
+           "Seconds an executor's lease on a cloud lasts without renewal (renewed every third)."),
+    Option("power", "bmc_file", str, "/etc/consolidator/bmc.yaml",
+           "BMC credentials (see etc/consolidator/bmc.yaml.sample); --bmc-file and "
+           "CONSOLIDATOR_BMC_FILE override it."),
+    Option("telemetry", "history", int, 24,
+           "Earlier snapshots of the same cloud whose usage statistics are pooled in."),
+    Option("telemetry", "fallback_mean", float, 0.5,
+           "Without telemetry: an instance's mean usage as a fraction of its vCPUs."),
+    Option("telemetry", "fallback_cov", float, 0.5,
+           "Without telemetry: the coefficient of variation (std / mean) of its usage."),
 )
 
 
@@ -120,7 +157,8 @@ class Config:
 
 _INDEX = {(o.section, o.name): o for o in OPTIONS}
 #: Sections whose keys are free-form (per-host settings, windows), validated where parsed:
-#: [zones] maps 'default' or a host-name glob to 'HQxRATIO,LQxRATIO' (see zones.py).
+#: [zones] maps 'default', 'aggregate:NAME' or a host-name glob to 'HQxRATIO,LQxRATIO' (see
+#: zones.py); their keys keep their case, since aggregate and host names are case-sensitive.
 FREE_SECTIONS: set[str] = {"zones"}
 
 
@@ -135,17 +173,43 @@ def load_config(path: str | Path | None, *, required: bool = False) -> Config:
         if required:
             raise ConfigError(f"{path}: no such config file")
         return Config()
-    parser = configparser.ConfigParser(interpolation=None, default_section="\0none")
+    parser = _read_ini(path)
+    return config_from_sections(
+        {s: _option_names(s, dict(parser.items(s)), path) for s in parser.sections()}, path)
+
+
+def _read_ini(path: Path) -> configparser.ConfigParser:
+    """Parse the INI file, keeping the case of names; errors are one line naming the file."""
+    # Only '=' separates a name from its value: [zones] keys may hold ':' (aggregate:NAME).
+    parser = configparser.ConfigParser(interpolation=None, default_section="\0none",
+                                       delimiters=("=",))
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # see _option_names
     try:
         with path.open(encoding="utf-8") as handle:
             parser.read_file(handle)
     except configparser.Error as exc:
+        errors = getattr(exc, "errors", None)
+        if isinstance(exc, configparser.ParsingError) and errors:
+            raise ConfigError(f"{path}: malformed config at line {errors[0][0]}: expected "
+                              f"'name = value' (only '=' separates them)") from None
         first = str(exc).splitlines()[0]
         raise ConfigError(f"{path}: malformed config: {first}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return config_from_sections(
-        {s: dict(parser.items(s)) for s in parser.sections()}, path)
+    return parser
+
+
+def _option_names(section: str, items: dict[str, str], path: Path) -> dict[str, str]:
+    """Option names are case-insensitive, except the keys of free sections (aggregate names)."""
+    if section in FREE_SECTIONS:
+        return items
+    lowered: dict[str, str] = {}
+    for name, value in items.items():
+        if name.lower() in lowered:
+            raise ConfigError(f"{path}: malformed config: option {name.lower()!r} in section "
+                              f"{section!r} already exists")
+        lowered[name.lower()] = value
+    return lowered
 
 
 def config_from_sections(sections: dict[str, dict[str, str]],
@@ -178,9 +242,10 @@ def config_from_sections(sections: dict[str, dict[str, str]],
 
 def _validate_free(section: str, items: dict[str, str], where: str) -> None:
     if section == "zones":
-        from consolidator.zones import parse_zone_spec
+        from consolidator.zones import check_zone_key, parse_zone_spec
         for key, value in items.items():
             try:
+                check_zone_key(key)
                 parse_zone_spec(value)
             except ValueError as exc:
                 raise ConfigError(f"{where}[zones] {key} = {value!r}: {exc}") from None

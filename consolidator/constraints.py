@@ -34,6 +34,38 @@ class Rules:
     allow_cold_migration: bool = False
 
 
+@dataclass(frozen=True)
+class UsageModel:
+    """CPU usage statistics and the capacity model that uses them.
+
+    confidence None: Placement capacity only. Otherwise the chance constraint of paper 003
+    holds on every host that receives instances: sum(mu) + Phi^-1(confidence) sqrt(sum(s^2))
+    <= the host's physical cores. Instances without telemetry get mu = fallback_mean x vCPUs
+    and sigma = fallback_cov x mu.
+    """
+
+    confidence: float | None = None
+    fallback_mean: float = 0.5
+    fallback_cov: float = 0.5
+
+
+def usage_arrays(cluster: Cluster, model: UsageModel) -> tuple[np.ndarray, np.ndarray, int]:
+    """(I,) usage means and standard deviations in vCPUs, and how many came from telemetry."""
+    mean = np.empty(len(cluster.instances))
+    std = np.empty(len(cluster.instances))
+    measured = 0
+    for row, inst in enumerate(cluster.instances):
+        usage = inst.usage or {}
+        if "cpu_mean" in usage:
+            mean[row] = float(usage["cpu_mean"])
+            std[row] = float(usage.get("cpu_std", 0.0))
+            measured += 1
+        else:
+            mean[row] = inst.vcpus * model.fallback_mean
+            std[row] = mean[row] * model.fallback_cov
+    return mean, std, measured
+
+
 def is_true(value: object) -> bool:
     """Whether a metadata value means yes."""
     return str(value).strip().lower() in TRUE_WORDS
@@ -84,9 +116,10 @@ def pin_reason(instance: Instance, rules: Rules, hard_affinity: set[str]) -> str
 
 def build_problem(cluster: Cluster, rules: Rules | None = None, *, spare: int = 0,
                   options: Mapping[str, Any] | None = None,
-                  ranking: Ranker | None = None) -> Problem:
-    """The Problem of a cluster under the rules: arrays, masks and groups."""
+                  ranking: Ranker | None = None, usage: UsageModel | None = None) -> Problem:
+    """The Problem of a cluster under the rules: arrays, masks, groups and usage."""
     rules = rules or Rules()
+    usage = usage or UsageModel()
     hosts = cluster.hosts
     excluded = np.array([host_excluded(h.name, rules.excluded_hosts) for h in hosts],
                         dtype=bool)
@@ -106,6 +139,17 @@ def build_problem(cluster: Cluster, rules: Rules | None = None, *, spare: int = 
     if len(placement):
         np.logical_or.at(blocked, placement, ~movable)
     notes = _pin_notes(cluster, reasons, excluded, usable)
+    mean, std, measured = usage_arrays(cluster, usage)
+    unmeasured = len(cluster.instances) - measured
+    if usage.confidence is not None or (measured and unmeasured):
+        notes.append(f"CPU usage statistics: {measured} instances from telemetry, {unmeasured} "
+                     f"from the flavor fallback (mean {usage.fallback_mean:.0%} of vCPUs, "
+                     f"coefficient of variation {usage.fallback_cov:g})")
+    cpu_limit = None
+    if usage.confidence is not None:
+        cpu_limit = np.array([max(h.vcpus - h.reserved_vcpus, 0) for h in hosts], dtype=float)
+        notes.append(f"capacity model ucac: a host takes instances while their CPU usage at "
+                     f"confidence {usage.confidence:g} stays within its physical cores")
     index = cluster.instance_index
 
     def rows(policy: str) -> tuple[np.ndarray, ...]:
@@ -120,7 +164,8 @@ def build_problem(cluster: Cluster, rules: Rules | None = None, *, spare: int = 
         important=np.array([is_important(i, rules) for i in cluster.instances], dtype=bool),
         anti_affinity=rows("anti-affinity"), soft_affinity=rows("soft-affinity"),
         soft_anti_affinity=rows("soft-anti-affinity"), spare=spare,
-        options=dict(options or {}), ranking=ranking, notes=tuple(notes))
+        options=dict(options or {}), ranking=ranking, notes=tuple(notes),
+        usage_mean=mean, usage_std=std, confidence=usage.confidence, cpu_limit=cpu_limit)
 
 
 def _pin_notes(cluster: Cluster, reasons: list[str | None], excluded: np.ndarray,

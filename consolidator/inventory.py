@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,10 +21,11 @@ from keystoneauth1 import discover
 from openstack.connection import Connection
 from sqlalchemy import Engine
 
-from consolidator.cloud import cloud_errors, cloud_label, get_json, has_endpoint
+from consolidator.cloud import HttpStatusError, cloud_errors, cloud_label, get_json, has_endpoint
 from consolidator.errors import CloudError
 from consolidator.model import Cluster, Host, Instance, ServerGroup
 from consolidator.store.snapshots import save_snapshot
+from consolidator.telemetry import PrometheusSource, fetch_usage, with_usage
 
 LOG = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ def paged(proxy: Any, path: str, key: str, *, microversion: str | None, limit: i
 
 def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
                    page_size: int = 1000, workers: int = 8) -> Inventory:
-    """Read hosts, services, servers and server groups of the live cloud into a Cluster."""
+    """Read hosts (with their aggregates), services, servers and server groups into a Cluster."""
     ratios = ratios or FallbackRatios()
     notes: list[str] = []
     with cloud_errors(conn, "negotiating the compute API version"):
@@ -111,6 +112,8 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
         services = {s.get("host"): s for s in paged(
             conn.compute, "/os-services", "services", microversion=mv, limit=None,
             params={"binary": "nova-compute"})}
+    with cloud_errors(conn, "listing host aggregates"):
+        aggregates = _aggregates(conn, mv, notes)
     capacity: dict[str, dict[str, Any]] = {}
     if placement_present:
         with cloud_errors(conn, "reading Placement inventories"):
@@ -118,7 +121,7 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
     else:
         notes.append("placement is not in the catalog: capacity comes from os-hypervisors "
                      "with the configured allocation ratios")
-    hosts = _hosts(hypervisors, services, capacity, ratios, notes)
+    hosts = _hosts(hypervisors, services, capacity, aggregates, ratios, notes)
     flavors: dict[str, dict[str, Any]] = {}
     if not version or version < (2, 47):
         with cloud_errors(conn, "listing flavors"):
@@ -145,9 +148,17 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
 
 
 def snapshot_cloud(engine: Engine, conn: Connection, *, ratios: FallbackRatios | None = None,
-                   page_size: int = 1000, workers: int = 8) -> tuple[str, Inventory]:
-    """Read the live cloud and store it as one snapshot (one transaction); return its id."""
+                   page_size: int = 1000, workers: int = 8,
+                   telemetry: PrometheusSource | None = None) -> tuple[str, Inventory]:
+    """Read the live cloud (and its CPU usage, if telemetry is set) and store it as one
+    snapshot in one transaction; return its id."""
     inventory = read_inventory(conn, ratios=ratios, page_size=page_size, workers=workers)
+    if telemetry is not None:
+        usage = fetch_usage(telemetry)
+        inventory = replace(inventory, cluster=with_usage(inventory.cluster, usage),
+                            notes=inventory.notes + (
+                                f"CPU usage statistics for {len(usage)} instances from "
+                                f"{telemetry.url}",))
     label = cloud_label(conn)
     snapshot_id = save_snapshot(engine, inventory.cluster, cloud=label,
                                 source=f"cloud:{label}",
@@ -184,9 +195,29 @@ def _resource(inventories: dict[str, Any], rc: str) -> tuple[int, int, float]:
             float(inv.get("allocation_ratio", 1.0) or 1.0))
 
 
+def _aggregates(conn: Connection, mv: str | None, notes: list[str]) -> dict[str, list[str]]:
+    """Compute host -> names of its host aggregates; none, with a note, if Nova refuses."""
+    try:
+        body = get_json(conn.compute, "/os-aggregates", microversion=mv)
+    except HttpStatusError as exc:
+        if exc.status not in (403, 404):
+            raise
+        notes.append(f"host aggregates are not readable (HTTP {exc.status}: not an admin, "
+                     f"or no os-aggregates API): [zones] aggregate: keys match no host")
+        return {}
+    members: dict[str, list[str]] = {}
+    for aggregate in body.get("aggregates") or []:
+        name = aggregate.get("name")
+        if not name:
+            continue
+        for host in aggregate.get("hosts") or []:
+            members.setdefault(host, []).append(str(name))
+    return members
+
+
 def _hosts(hypervisors: list[dict[str, Any]], services: dict[str, dict[str, Any]],
-           capacity: dict[str, dict[str, Any]], ratios: FallbackRatios,
-           notes: list[str]) -> list[Host]:
+           capacity: dict[str, dict[str, Any]], aggregates: dict[str, list[str]],
+           ratios: FallbackRatios, notes: list[str]) -> list[Host]:
     hosts: dict[str, Host] = {}
     for hyp in hypervisors:
         name = hyp.get("hypervisor_hostname")
@@ -204,6 +235,7 @@ def _hosts(hypervisors: list[dict[str, Any]], services: dict[str, dict[str, Any]
             "state": state if state in ("up", "down") else "down",
             "power": "on" if state == "up" else "unknown",
             "disabled_reason": svc_ref.get("disabled_reason") or svc.get("disabled_reason"),
+            "aggregates": tuple(aggregates.get(compute_host, ())),
         }
         placement = capacity.get(name)
         if placement is not None:

@@ -39,7 +39,7 @@ def _check_non_negative(what: str, values: Mapping[str, float]) -> None:
 
 @dataclass(frozen=True)
 class Host:
-    """A compute host: one hypervisor, its nova-compute service and its power state."""
+    """A compute host: one hypervisor, its nova-compute service, power state and aggregates."""
 
     name: str
     vcpus: int
@@ -59,6 +59,7 @@ class Host:
     compute_host: str = ""
     id: str = ""
     bmc: Mapping[str, object] | None = None
+    aggregates: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         what = f"host {self.name!r}"
@@ -81,6 +82,7 @@ class Host:
             object.__setattr__(self, "compute_host", self.name)
         if not self.id:
             object.__setattr__(self, "id", stable_uuid("host", self.name))
+        object.__setattr__(self, "aggregates", _names(what, "aggregates", self.aggregates))
 
     @property
     def capacity(self) -> tuple[float, float, float]:
@@ -148,6 +150,17 @@ class ServerGroup:
     def is_hard(self) -> bool:
         """Whether the policy is a hard constraint (never violated)."""
         return self.policy in HARD_POLICIES
+
+
+def _names(what: str, key: str, values: Iterable[str]) -> tuple[str, ...]:
+    """A set of names as a sorted tuple; a bare string or a non-string name is an error."""
+    if isinstance(values, str):
+        raise ModelError(f"{what}: {key} must be a list of names, got {values!r}")
+    names = tuple(values)
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"{what}: {key} must hold non-empty strings, got {name!r}")
+    return tuple(sorted(set(names)))
 
 
 def _check_choice(what: str, key: str, value: str, choices: Iterable[str]) -> None:

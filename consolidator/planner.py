@@ -17,7 +17,7 @@ import numpy as np
 from consolidator.algorithms.base import Packing, Problem, Ranker, get_algorithm
 from consolidator.algorithms.bounds import host_lower_bound, migration_lower_bound
 from consolidator.checker import MoveSpec, assert_plan_sound
-from consolidator.constraints import Rules, build_problem
+from consolidator.constraints import Rules, UsageModel, build_problem
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 
@@ -57,6 +57,8 @@ class PlanDraft:
     notes: tuple[str, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
     idle_watts: float = DEFAULT_IDLE_WATTS
+    #: Hosts to power on and enable before the migrations (rollback, morning ramp).
+    power_on: tuple[str, ...] = ()
 
     @property
     def watts_saved(self) -> float:
@@ -71,6 +73,7 @@ class PlanSettings:
     rules: Rules = field(default_factory=Rules)
     per_host_limit: int = 2
     idle_watts: float = DEFAULT_IDLE_WATTS
+    usage: UsageModel = field(default_factory=UsageModel)
 
 
 def make_plan(cluster: Cluster, algorithm: str, *, settings: PlanSettings | None = None,
@@ -80,7 +83,7 @@ def make_plan(cluster: Cluster, algorithm: str, *, settings: PlanSettings | None
     settings = settings or PlanSettings()
     algo = get_algorithm(algorithm)
     problem = build_problem(cluster, settings.rules, spare=spare, options=options,
-                            ranking=ranking)
+                            ranking=ranking, usage=settings.usage)
     packing = algo.run(problem)
     return draft_from_packing(problem, packing, algorithm=algo.name,
                               ranking=ranking.name if ranking else None, settings=settings)
@@ -123,8 +126,16 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
         idle_watts=settings.idle_watts)
     assert_plan_sound(cluster, [MoveSpec(m.instance_id, m.source, m.destination, m.wave)
                                 for m in moves], draft.power_off, rules=settings.rules,
-                      per_host_limit=settings.per_host_limit)
+                      per_host_limit=settings.per_host_limit,
+                      chance=_chance(problem))
     return draft
+
+
+def _chance(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+    if problem.confidence is None or problem.cpu_limit is None:
+        return None
+    assert problem.usage_mean is not None and problem.usage_std is not None
+    return problem.usage_mean, problem.usage_std, problem.cpu_limit, problem.confidence
 
 
 def _plain_options(options: Mapping[str, Any]) -> dict[str, Any]:

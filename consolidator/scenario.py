@@ -25,6 +25,7 @@ _HOST_OPTIONAL = {
     "disk_allocation_ratio": float, "reserved_vcpus": int, "reserved_memory_mb": int,
     "reserved_disk_gb": int, "availability_zone": str, "status": str, "state": str,
     "power": str, "disabled_reason": str, "compute_host": str, "id": str, "bmc": dict,
+    "aggregates": list,
 }
 _INSTANCE_REQUIRED = {"name": str, "host": str, "vcpus": int, "memory_mb": int, "disk_gb": int}
 _INSTANCE_OPTIONAL = {
@@ -158,6 +159,8 @@ def _entry(source: str, section: str, index: int, entry: Any,
 
 
 def _coerce(label: str, key: str, value: Any, kind: type) -> Any:
+    if key == "aggregates":
+        return _names(label, key, value)
     if value is None and kind in (str, dict) and key not in ("name", "host", "policy"):
         return None if key in ("disabled_reason", "bmc", "usage") else kind()
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
@@ -170,6 +173,15 @@ def _coerce(label: str, key: str, value: Any, kind: type) -> Any:
         raise ScenarioError(f"{label}: key {key!r} must be {_KIND_NAMES[kind]}, "
                             f"got {value!r}")
     return value
+
+
+def _names(label: str, key: str, value: Any) -> tuple[str, ...]:
+    """A list of non-empty strings (None is an empty list)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ScenarioError(f"{label}: key {key!r} must be a list of names, got {value!r}")
+    return tuple(value)
 
 
 _KIND_NAMES = {int: "an integer", float: "a number", str: "a string", dict: "a mapping",

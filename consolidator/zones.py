@@ -1,7 +1,19 @@
-"""High/low quality CPU zones of zoned-bestfit (paper 004), as configured per host.
+"""High/low quality CPU zones of zoned-bestfit (paper 004), as configured per host or aggregate.
 
 A spec is 'HQ x RATIO, LQ x RATIO', where HQ and LQ are CPU counts or percentages of the
 host's usable vCPUs: '24x2.0,35x8.0' is the paper's, '40%x2,55%x8' scales with the host.
+
+The keys of [zones], and which one a host gets (the first rule that applies wins):
+
+1. a host-name glob (any key other than 'default' and 'aggregate:NAME') that matches the
+   host's name, the first such key in config order;
+2. 'aggregate:NAME', the first such key in config order whose Nova host aggregate NAME holds
+   the host (Host.aggregates, read from os-aggregates or the scenario);
+3. 'default';
+4. the paper's 24x2.0,35x8.0.
+
+Globs and aggregate names are case-sensitive, as Nova's names are (the config keeps the case
+of [zones] keys); the words 'default' and 'aggregate:' are not.
 """
 
 from __future__ import annotations
@@ -11,9 +23,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from consolidator.model import Cluster
+from consolidator.model import Cluster, Host
 
 DEFAULT_SPEC = "24x2.0,35x8.0"
+#: The prefix of a [zones] key that names a host aggregate instead of a host-name glob.
+AGGREGATE_PREFIX = "aggregate:"
 
 ZoneSpec = tuple[tuple[float, bool, float], tuple[float, bool, float]]
 
@@ -40,20 +54,57 @@ def parse_zone_spec(text: str) -> ZoneSpec:
     return zones[0], zones[1]
 
 
+def _is_aggregate_key(key: str) -> bool:
+    return key[:len(AGGREGATE_PREFIX)].lower() == AGGREGATE_PREFIX
+
+
+def check_zone_key(key: str) -> None:
+    """Reject an 'aggregate:' key without a name. ValueError says what is wrong."""
+    if _is_aggregate_key(key) and not key[len(AGGREGATE_PREFIX):].strip():
+        raise ValueError("expected 'aggregate:NAME', the name of a host aggregate")
+
+
+class ZoneRules:
+    """The [zones] section split into host globs, aggregates and the default, in order."""
+
+    def __init__(self, section: Mapping[str, str]) -> None:
+        self.globs: list[tuple[str, ZoneSpec]] = []
+        self.aggregates: list[tuple[str, ZoneSpec]] = []
+        self.default = parse_zone_spec(DEFAULT_SPEC)
+        for key, value in section.items():
+            spec = parse_zone_spec(value)
+            if key.lower() == "default":
+                self.default = spec
+            elif _is_aggregate_key(key):
+                self.aggregates.append((key[len(AGGREGATE_PREFIX):].strip(), spec))
+            else:
+                self.globs.append((key, spec))
+
+    def spec_for(self, host: Host) -> ZoneSpec:
+        """The zone spec of one host: glob, then aggregate, then default."""
+        for pattern, spec in self.globs:
+            if fnmatch.fnmatchcase(host.name, pattern):
+                return spec
+        for name, spec in self.aggregates:
+            if name in host.aggregates:
+                return spec
+        return self.default
+
+
+def zone_row(host: Host, spec: ZoneSpec) -> tuple[float, float, float, float]:
+    """[hq_cpus, hq_ratio, lq_cpus, lq_ratio] of a host; zones larger than it shrink to fit."""
+    cpus = max(host.vcpus - host.reserved_vcpus, 0)
+    (hq, hq_pct, hq_ratio), (lq, lq_pct, lq_ratio) = spec
+    hq_cpus = cpus * hq / 100 if hq_pct else hq
+    lq_cpus = cpus * lq / 100 if lq_pct else lq
+    if hq_cpus + lq_cpus > cpus > 0:
+        shrink = cpus / (hq_cpus + lq_cpus)
+        hq_cpus, lq_cpus = hq_cpus * shrink, lq_cpus * shrink
+    return (hq_cpus, hq_ratio, lq_cpus, lq_ratio)
+
+
 def zones_for_cluster(cluster: Cluster, section: Mapping[str, str]) -> np.ndarray:
-    """(H, 4) [hq_cpus, hq_ratio, lq_cpus, lq_ratio] per host: the first matching glob, else
-    'default', else the paper's 24x2.0,35x8.0. Zones larger than the host shrink to fit."""
-    patterns = [(k, parse_zone_spec(v)) for k, v in section.items() if k != "default"]
-    default = parse_zone_spec(section.get("default", DEFAULT_SPEC))
-    rows = []
-    for host in cluster.hosts:
-        spec = next((s for k, s in patterns if fnmatch.fnmatchcase(host.name, k)), default)
-        cpus = max(host.vcpus - host.reserved_vcpus, 0)
-        (hq, hq_pct, hq_ratio), (lq, lq_pct, lq_ratio) = spec
-        hq_cpus = cpus * hq / 100 if hq_pct else hq
-        lq_cpus = cpus * lq / 100 if lq_pct else lq
-        if hq_cpus + lq_cpus > cpus > 0:
-            shrink = cpus / (hq_cpus + lq_cpus)
-            hq_cpus, lq_cpus = hq_cpus * shrink, lq_cpus * shrink
-        rows.append((hq_cpus, hq_ratio, lq_cpus, lq_ratio))
+    """(H, 4) [hq_cpus, hq_ratio, lq_cpus, lq_ratio] per host, by the precedence above."""
+    rules = ZoneRules(section)
+    rows = [zone_row(host, rules.spec_for(host)) for host in cluster.hosts]
     return np.array(rows, dtype=np.float64).reshape(len(cluster.hosts), 4)

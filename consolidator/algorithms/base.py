@@ -42,6 +42,13 @@ class Problem:
     options: Mapping[str, Any] = field(default_factory=dict)
     ranking: Ranker | None = None
     notes: tuple[str, ...] = ()
+    #: Per-instance CPU usage statistics in vCPUs (telemetry, else the flavor fallback).
+    usage_mean: np.ndarray | None = None   # (I,)
+    usage_std: np.ndarray | None = None    # (I,)
+    #: The chance constraint of paper 003 (capacity model "ucac"): a host takes instances while
+    #: sum(mu) + Phi^-1(confidence) sqrt(sum(sigma^2)) <= cpu_limit (its physical cores).
+    confidence: float | None = None
+    cpu_limit: np.ndarray | None = None    # (H,)
 
     @property
     def n_hosts(self) -> int:

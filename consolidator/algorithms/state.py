@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from statistics import NormalDist
 
 import numpy as np
 
@@ -51,6 +52,26 @@ class PackingState:
             self._group_hosts.append(counts)
         self._soft = _soft_index(problem)
         self._log: list[tuple[int, int, int]] = []
+        self._init_usage(problem)
+
+    def _init_usage(self, problem: Problem) -> None:
+        """Per-host sums of usage means and variances, and the chance constraint if any."""
+        n = problem.n_hosts
+        mean = problem.usage_mean if problem.usage_mean is not None \
+            else problem.demand[:, 0].astype(np.float64)
+        std = problem.usage_std if problem.usage_std is not None else np.zeros_like(mean)
+        self.usage_mean, self.usage_var_item = mean, std ** 2
+        self.usage_mu = np.bincount(self.host_of, weights=mean, minlength=n)
+        self.usage_var = np.bincount(self.host_of, weights=self.usage_var_item, minlength=n)
+        self.confidence = problem.confidence
+        self.cpu_limit = problem.cpu_limit
+        self._z = NormalDist().inv_cdf(problem.confidence) if problem.confidence else 0.0
+
+    def chance_ok(self, item: int, stop: int | None = None) -> np.ndarray:
+        """(stop,) hosts whose UCaC stays within cpu_limit with the item added (003, eq. 5)."""
+        mu = self.usage_mu[:stop] + self.usage_mean[item]
+        var = self.usage_var[:stop] + self.usage_var_item[item]
+        return mu + self._z * np.sqrt(var) <= self.cpu_limit[:stop] + EPS
 
     # -- queries ---------------------------------------------------------------------
 
@@ -71,6 +92,8 @@ class PackingState:
         for r in range(1, len(need)):
             if need[r] > 0:
                 mask &= free[:, r] >= need[r]
+        if self.cpu_limit is not None:
+            mask &= self.chance_ok(item, stop)
         return mask
 
     def feasible(self, item: int, stop: int | None = None) -> np.ndarray:
@@ -135,6 +158,11 @@ class PackingState:
         self.members[source].discard(item)
         self.members[host].add(item)
         self.host_of[item] = host
+        mean, var = self.usage_mean[item], self.usage_var_item[item]
+        self.usage_mu[source] -= mean
+        self.usage_mu[host] += mean
+        self.usage_var[source] -= var
+        self.usage_var[host] += var
         for g in self._groups_of.get(item, ()):
             counts = self._group_hosts[g]
             counts[source] -= 1

@@ -43,8 +43,8 @@ def cli(ctx: click.Context, config_file: str | None, db_url: str | None, cloud: 
 
 
 def _register() -> None:
-    from consolidator.cli import db, fake, plans, snapshots
-    for module in (db, snapshots, plans, fake):
+    from consolidator.cli import apply, db, fake, hosts, plans, simulate, snapshots
+    for module in (db, snapshots, plans, apply, hosts, simulate, fake):
         for command in module.COMMANDS:
             cli.add_command(command)
 

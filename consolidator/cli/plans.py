@@ -13,12 +13,11 @@ from consolidator.algorithms.base import get_algorithm, load_all
 from consolidator.algorithms.ranking import RANKINGS, get_ranking
 from consolidator.cli.context import AppContext, pass_app
 from consolidator.cli.snapshots import FORMAT, record_live_snapshot
-from consolidator.plan_config import algorithm_options, settings_from_config
 from consolidator.plan_view import render_plan
-from consolidator.planner import make_plan
+from consolidator.planning import PlanRequest, plan_snapshot
 from consolidator.render import table
 from consolidator.scenario import load_scenario
-from consolidator.store.plans import list_plans, load_plan, resolve_plan_id, save_plan, set_status
+from consolidator.store.plans import list_plans, load_plan, resolve_plan_id, set_status
 from consolidator.store.snapshots import load_snapshot, save_snapshot
 
 
@@ -45,6 +44,11 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
               help="Plan from a scenario file (it is recorded as a snapshot first).")
 @click.option("--spare", type=click.IntRange(min=0), help="Empty hosts to keep powered.")
 @click.option("--light", is_flag=True, help="hvp: METAHVPLIGHT instead of METAHVP.")
+@click.option("--capacity-model", type=click.Choice(["placement", "ucac"]),
+              help="ucac: also keep CPU usage within each host's cores at --confidence "
+                   "(paper 003) [default: [planner] capacity_model].")
+@click.option("--confidence", type=click.FloatRange(0.5, 1.0, max_open=True),
+              help="Confidence alpha for ucac [default: [planner] confidence, 0.999].")
 @click.option("-o", "--option", "raw_options", multiple=True, metavar="KEY=VALUE",
               help="Algorithm or ranking option, e.g. bin=8x8x6, assign=false, "
                    "prime_resource=memory_mb, weights=1,0,-2.")
@@ -52,6 +56,7 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.pass_context
 def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                snapshot_ref: str | None, scenario: str | None, spare: int | None, light: bool,
+               capacity_model: str | None, confidence: float | None,
                raw_options: tuple[str, ...], fmt: str) -> None:
     """Make a migration plan, store it as proposed and print it for review.
 
@@ -62,13 +67,11 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
         return
     app: AppContext = ctx.obj
     config = app.config
-    name = algorithm or config.get("planner", "algorithm")
-    get_algorithm(name)
+    get_algorithm(algorithm or config.get("planner", "algorithm"))
     options = _parse_options(raw_options)
     if light:
         options["light"] = True
-    rank = get_ranking(ranking if ranking is not None else config.get("planner", "ranking"),
-                       options)
+    get_ranking(ranking if ranking is not None else config.get("planner", "ranking"), options)
     if snapshot_ref and scenario:
         raise click.UsageError("give --snapshot or --scenario, not both")
     engine = app.engine()
@@ -82,12 +85,10 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
         snapshot_ref = record_live_snapshot(app, engine)
     snap = load_snapshot(engine, snapshot_ref)
     started = time.monotonic()
-    draft = make_plan(snap.cluster, name, settings=settings_from_config(config),
-                      spare=spare if spare is not None else config.get("planner", "spare"),
-                      options=algorithm_options(config, name, snap.cluster, options),
-                      ranking=rank)
+    plan_id, _ = plan_snapshot(engine, snap, config, PlanRequest(
+        algorithm=algorithm, ranking=ranking, spare=spare, capacity_model=capacity_model,
+        confidence=confidence, options=options))
     elapsed = time.monotonic() - started
-    plan_id = save_plan(engine, draft, cloud=snap.info.cloud, snapshot_id=snap.info.id)
     stored = load_plan(engine, plan_id)
     if fmt == "json":
         click.echo(json.dumps(stored.to_json(), indent=2))

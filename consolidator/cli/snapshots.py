@@ -16,6 +16,7 @@ from consolidator.model import Cluster
 from consolidator.render import kv, table
 from consolidator.scenario import cluster_to_document, dump_document, load_scenario
 from consolidator.store.snapshots import Snapshot, list_snapshots, load_snapshot, save_snapshot
+from consolidator.telemetry import PrometheusSource
 
 FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
                       show_default=True, help="Output format.")
@@ -50,9 +51,15 @@ def record_live_snapshot(app: AppContext, engine: Engine) -> str:
     ratios = FallbackRatios(cpu=config.get("cloud", "cpu_allocation_ratio"),
                             ram=config.get("cloud", "ram_allocation_ratio"),
                             disk=config.get("cloud", "disk_allocation_ratio"))
+    url = config.get("telemetry", "prometheus_url")
+    telemetry = PrometheusSource(
+        url=url, mean_query=config.get("telemetry", "cpu_mean_query"),
+        std_query=config.get("telemetry", "cpu_std_query"),
+        instance_label=config.get("telemetry", "instance_label"),
+        timeout=config.get("telemetry", "timeout")) if url else None
     snapshot_id, inventory = snapshot_cloud(
         engine, conn, ratios=ratios, page_size=config.get("inventory", "page_size"),
-        workers=config.get("inventory", "workers"))
+        workers=config.get("inventory", "workers"), telemetry=telemetry)
     cluster = inventory.cluster
     click.echo(f"read {len(cluster.hosts)} hosts, {len(cluster.instances)} instances and "
                f"{len(cluster.server_groups)} server groups in "

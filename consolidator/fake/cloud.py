@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from consolidator.errors import ScenarioError
+from consolidator.fake.bmc import BmcPower, EmulatedBmcs, write_private_yaml
 from consolidator.fake.control import Control
 from consolidator.fake.faults import Faults
 from consolidator.fake.keystone import Keystone
@@ -19,6 +20,7 @@ from consolidator.fake.nova import Nova, NovaSettings
 from consolidator.fake.nova_admin import NovaAdmin
 from consolidator.fake.nova_flavors import Flavors
 from consolidator.fake.placement import Placement
+from consolidator.fake.prometheus import Prometheus
 from consolidator.fake.server import App, HTTPServer, Router
 from consolidator.fake.state import CloudState
 from consolidator.model import Cluster
@@ -38,6 +40,10 @@ SETTINGS: dict[str, tuple[Any, tuple[type, ...]]] = {
     "migration_queue_seconds": (0.0, (int, float)),
     "service_up_delay_s": (0.0, (int, float)),
     "noauth": (False, (bool,)),
+    "bmc": (False, (bool,)),
+    "bmc_username": ("admin", (str,)),
+    "bmc_password": ("bmcpass", (str,)),
+    "bmc_graceful_delay_s": (0.5, (int, float)),
 }
 
 
@@ -79,7 +85,9 @@ class FakeCloud:
                  project: str = _UNSET, max_microversion: str = _UNSET,
                  placement: bool = _UNSET, migration_bandwidth_mb_s: float = _UNSET,
                  migration_queue_seconds: float = _UNSET, service_up_delay_s: float = _UNSET,
-                 noauth: bool = _UNSET, clock: Callable[[], float] = time.monotonic) -> None:
+                 noauth: bool = _UNSET, bmc: bool = _UNSET, bmc_username: str = _UNSET,
+                 bmc_password: str = _UNSET, bmc_graceful_delay_s: float = _UNSET,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if not isinstance(scenario, Scenario):
             scenario = load_scenario(scenario)
         self.scenario = scenario
@@ -88,7 +96,9 @@ class FakeCloud:
                     "placement": placement,
                     "migration_bandwidth_mb_s": migration_bandwidth_mb_s,
                     "migration_queue_seconds": migration_queue_seconds,
-                    "service_up_delay_s": service_up_delay_s, "noauth": noauth}
+                    "service_up_delay_s": service_up_delay_s, "noauth": noauth,
+                    "bmc": bmc, "bmc_username": bmc_username, "bmc_password": bmc_password,
+                    "bmc_graceful_delay_s": bmc_graceful_delay_s}
         self.settings = resolve_settings(scenario.extras.get("settings"), explicit)
         self.host = host
         self.keystone = Keystone(username=self.settings["username"],
@@ -103,6 +113,12 @@ class FakeCloud:
             raise ScenarioError("faults: expected a list of fault mappings")
         for rule in raw_faults:
             self.faults.add(rule)
+        self.bmcs: EmulatedBmcs | None = None
+        if self.settings["bmc"]:
+            self.bmcs = EmulatedBmcs(BmcPower(
+                self.state, self.faults, self.set_power,
+                username=self.settings["bmc_username"], password=self.settings["bmc_password"],
+                graceful_delay_s=float(self.settings["bmc_graceful_delay_s"])))
         self.router = self._build_router()
         self._http: HTTPServer | None = None
         # noauth: any request is served, as a Nova deployed with auth_strategy = noauth2.
@@ -123,6 +139,9 @@ class FakeCloud:
         if self.settings["placement"]:
             Placement(self.state).register(router)
         Control(self.state, self.faults, self.set_power).register(router)
+        Prometheus(self.state).register(router)
+        if self.bmcs is not None:
+            self.bmcs.register(router)
         return router
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -132,10 +151,14 @@ class FakeCloud:
         if self._http is None:
             self._http = HTTPServer(self._app, self.host, self.settings["port"])
             self._http.start()
+        if self.bmcs is not None:
+            self.bmcs.start()
         return self
 
     def stop(self) -> None:
         """Stop serving and close every connection."""
+        if self.bmcs is not None:
+            self.bmcs.stop()
         if self._http is not None:
             self._http.stop()
             self._http = None
@@ -176,6 +199,11 @@ class FakeCloud:
         """The Placement endpoint."""
         return f"{self.base_url}/placement"
 
+    @property
+    def prometheus_url(self) -> str:
+        """The Prometheus-compatible API base URL ([telemetry] prometheus_url)."""
+        return f"{self.base_url}/prometheus"
+
     def cloud_config(self, name: str = "fake") -> dict[str, Any]:
         """One clouds.yaml entry for this cloud (the name is the caller's key for it)."""
         if self.settings["noauth"]:
@@ -200,6 +228,16 @@ class FakeCloud:
                                       sort_keys=False), encoding="utf-8")
         tmp.replace(path)
         return path
+
+    def bmc_config(self) -> dict[str, Any]:
+        """The bmc.yaml document for every emulated BMC (needs bmc=True and start())."""
+        if self.bmcs is None:
+            raise RuntimeError("the fake cloud has no BMCs (bmc=True)")
+        return self.bmcs.config(self.base_url)
+
+    def write_bmc_yaml(self, path: str | Path) -> Path:
+        """Write bmc_config() as YAML with mode 0600; returns the path."""
+        return write_private_yaml(path, self.bmc_config())
 
     def connect(self, **overrides: Any) -> Any:
         """An openstacksdk Connection to this cloud, ignoring clouds.yaml and OS_* variables."""

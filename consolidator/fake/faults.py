@@ -1,4 +1,4 @@
-"""Fault rules: failed or hanging migrations, HTTP errors and slow responses."""
+"""Fault rules: failed or hanging migrations, HTTP errors, slow responses and BMC faults."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ FAULT_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "http_error": (frozenset({"path", "status"}),
                    frozenset({"method", "count", "message", "retry_after"})),
     "slow": (frozenset({"seconds"}), frozenset({"path", "method", "count"})),
+    "bmc_auth_fails": (frozenset({"host"}), frozenset()),
+    "bmc_unreachable": (frozenset({"host"}), frozenset()),
 }
 
 
@@ -102,6 +104,11 @@ class Faults:
             if self._take(kind, lambda r: str(r["instance"]) in (server_id, name)):
                 return effect
         return None
+
+    def bmc_fault(self, kind: str, host: str) -> bool:
+        """Whether a BMC fault of this kind names the host (it lasts until cleared)."""
+        with self._lock:
+            return any(r["type"] == kind and str(r["host"]) == host for r in self._rules)
 
 
 def _matches(rule: Mapping[str, Any], method: str, path: str) -> bool:

@@ -1,4 +1,5 @@
-"""Nova's admin APIs: hypervisors, services, server groups, migrations, availability zones."""
+"""Nova's admin APIs: hypervisors, services, server groups, migrations, availability zones,
+host aggregates."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from consolidator.model import stable_uuid
 #: The control-plane services every Nova lists besides nova-compute.
 CONTROL_SERVICES = ("nova-scheduler", "nova-conductor")
 CONTROLLER = "controller"
+#: When every aggregate was created, in Nova's aggregate timestamp format (no zone suffix).
+AGGREGATE_CREATED = "2026-01-01T00:00:00.000000"
 
 
 class NovaAdmin:
@@ -34,7 +37,8 @@ class NovaAdmin:
                 ("/os-server-groups/{id}", self.show_group),
                 ("/os-migrations", self.list_migrations),
                 ("/os-availability-zone", self.list_zones),
-                ("/os-availability-zone/detail", self.list_zones_detail)):
+                ("/os-availability-zone/detail", self.list_zones_detail),
+                ("/os-aggregates", self.list_aggregates)):
             router.add("GET", v + path, handler, service="compute")
         router.add("PUT", f"{v}/os-services/{{id}}", self.update_service, service="compute")
 
@@ -325,6 +329,30 @@ class NovaAdmin:
         return Response(200, {"availabilityZoneInfo": [
             {"zoneName": name, "zoneState": {"available": True}, "hosts": hosts}
             for name, hosts in zones.items()]})
+
+    # -- host aggregates ---------------------------------------------------------------
+
+    def list_aggregates(self, req: Request) -> Response:
+        """GET /os-aggregates: the scenario hosts' aggregates, members by compute host."""
+        members: dict[str, dict[str, None]] = {}
+        with self.state.locked():
+            for rec in self.state.hosts.values():
+                for name in rec.model.aggregates:
+                    members.setdefault(name, {})[rec.compute_host] = None
+        return Response(200, {"aggregates": [
+            aggregate_view(req, i + 1, name, list(hosts))
+            for i, (name, hosts) in enumerate(members.items())]})
+
+
+def aggregate_view(req: Request, ident: int, name: str, hosts: list[str]) -> dict[str, Any]:
+    """An aggregate as Nova shows it (uuid from 2.41); scenario aggregates set no zone."""
+    view: dict[str, Any] = {
+        "id": ident, "name": name, "availability_zone": None, "hosts": hosts, "metadata": {},
+        "created_at": AGGREGATE_CREATED, "updated_at": None, "deleted_at": None,
+        "deleted": False}
+    if req.microversion >= (2, 41):
+        view["uuid"] = stable_uuid("aggregate", name)
+    return view
 
 
 def _int(text: str) -> int | None:

@@ -113,11 +113,11 @@ def resolve_id(engine: Engine, id_column: Any, ref: str, what: str) -> str:
     return ids[0]
 
 
-def upgrade(engine: Engine) -> tuple[str | None, str]:
-    """Apply every pending migration; return (revision before, revision after)."""
+def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str]:
+    """Apply the pending migrations up to revision; return (revision before, revision after)."""
     with translate_errors(engine), engine.begin() as conn:
         before = MigrationContext.configure(conn).get_current_revision()
-        command.upgrade(_alembic_config(conn), "head")
+        command.upgrade(_alembic_config(conn), revision)
         after = MigrationContext.configure(conn).get_current_revision()
     return before, after or ""
 

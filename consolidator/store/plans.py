@@ -54,7 +54,8 @@ class StoredPlan:
             "migrations": [{"instance_id": m.instance_id, "instance_name": m.instance_name,
                             "source": m.source, "destination": m.destination, "wave": m.wave}
                            for m in d.migrations],
-            "power_off": list(d.power_off), "spare_hosts": list(d.spare_hosts),
+            "power_off": list(d.power_off), "power_on": list(d.power_on),
+            "spare_hosts": list(d.spare_hosts),
             "hosts_before": d.hosts_before, "hosts_after": d.hosts_after,
             "lower_bound": d.lower_bound, "migrations_lower_bound": d.migrations_lower_bound,
             "spare": d.spare, "watts_saved": d.watts_saved, "notes": list(d.notes),
@@ -85,10 +86,11 @@ def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str)
                  "instance_name": m.instance_name, "source": m.source,
                  "destination": m.destination, "wave": m.wave}
                 for pos, m in enumerate(draft.migrations)])
-        if draft.power_off:
+        actions = [("off", h) for h in draft.power_off] + [("on", h) for h in draft.power_on]
+        if actions:
             conn.execute(plan_power_actions.insert(), [
-                {"plan_id": plan_id, "host": host, "action": "off", "position": pos}
-                for pos, host in enumerate(draft.power_off)])
+                {"plan_id": plan_id, "host": host, "action": action, "position": pos}
+                for pos, (action, host) in enumerate(actions)])
     return plan_id
 
 
@@ -104,10 +106,9 @@ def load_plan(engine: Engine, ref: str) -> StoredPlan:
         row = conn.execute(select(plans).where(plans.c.id == plan_id)).one()
         moves = conn.execute(select(plan_migrations).where(plan_migrations.c.plan_id == plan_id)
                              .order_by(plan_migrations.c.position)).all()
-        power = conn.execute(select(plan_power_actions.c.host)
-                             .where(plan_power_actions.c.plan_id == plan_id,
-                                    plan_power_actions.c.action == "off")
-                             .order_by(plan_power_actions.c.position)).scalars().all()
+        power = conn.execute(select(plan_power_actions.c.action, plan_power_actions.c.host)
+                             .where(plan_power_actions.c.plan_id == plan_id)
+                             .order_by(plan_power_actions.c.position)).all()
     return _stored(row, moves, power)
 
 
@@ -117,7 +118,9 @@ def _stored(row: Any, moves: Any, power: Any) -> StoredPlan:
         algorithm=row.algorithm, ranking=row.ranking,
         migrations=tuple(Move(m.instance_id, m.instance_name, m.source, m.destination, m.wave)
                          for m in moves),
-        power_off=tuple(power), hosts_before=row.hosts_before, hosts_after=row.hosts_after,
+        power_off=tuple(h for a, h in power if a == "off"),
+        power_on=tuple(h for a, h in power if a == "on"),
+        hosts_before=row.hosts_before, hosts_after=row.hosts_after,
         lower_bound=row.lower_bound, migrations_lower_bound=row.migrations_lower_bound,
         spare=row.spare, spare_hosts=tuple(details.get("spare_hosts", ())),
         notes=tuple(details.get("notes", ())), options=details.get("options", {}),

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, Table, func, select
 
 from consolidator.model import Cluster, Host, Instance, ServerGroup
 from consolidator.store.db import resolve_id, translate_errors
@@ -50,14 +50,24 @@ _INSTANCE_COLUMNS = ("name", "host", "vcpus", "memory_mb", "disk_gb", "status", 
 def save_snapshot(engine: Engine, cluster: Cluster, *, cloud: str, source: str,
                   capacity_source: str = "placement", taken_at: datetime | None = None) -> str:
     """Store a cluster as a new snapshot in one transaction; return its id."""
-    snapshot_id = str(uuid.uuid4())
-    taken_at = taken_at or datetime.now(timezone.utc)
-    header = {"id": snapshot_id, "cloud": cloud, "taken_at": taken_at, "source": source,
+    header = {"id": str(uuid.uuid4()), "cloud": cloud,
+              "taken_at": taken_at or datetime.now(timezone.utc), "source": source,
               "capacity_source": capacity_source, "host_count": len(cluster.hosts),
               "instance_count": len(cluster.instances)}
+    with translate_errors(engine), engine.begin() as conn:
+        conn.execute(snapshots.insert(), header)
+        for table, rows in snapshot_rows(header["id"], cluster):
+            if rows:
+                conn.execute(table.insert(), rows)
+    return header["id"]
+
+
+def snapshot_rows(snapshot_id: str, cluster: Cluster) -> list[tuple[Table, list[dict]]]:
+    """The host, instance and server-group rows of a snapshot, per table."""
     hosts = [{"snapshot_id": snapshot_id, "name": h.name, "position": pos, "host_id": h.id,
               **{c: getattr(h, c) for c in _HOST_COLUMNS},
-              "bmc": dict(h.bmc) if h.bmc is not None else None}
+              "bmc": dict(h.bmc) if h.bmc is not None else None,
+              "aggregates": list(h.aggregates)}
              for pos, h in enumerate(cluster.hosts)]
     instances = [{"snapshot_id": snapshot_id, "instance_id": i.id, "position": pos,
                   **{c: getattr(i, c) for c in _INSTANCE_COLUMNS},
@@ -68,13 +78,8 @@ def save_snapshot(engine: Engine, cluster: Cluster, *, cloud: str, source: str,
     groups = [{"snapshot_id": snapshot_id, "group_id": g.id, "position": pos, "name": g.name,
                "policy": g.policy, "members": list(g.members)}
               for pos, g in enumerate(cluster.server_groups)]
-    with translate_errors(engine), engine.begin() as conn:
-        conn.execute(snapshots.insert(), header)
-        for table, rows in ((snapshot_hosts, hosts), (snapshot_instances, instances),
-                            (snapshot_server_groups, groups)):
-            if rows:
-                conn.execute(table.insert(), rows)
-    return snapshot_id
+    return [(snapshot_hosts, hosts), (snapshot_instances, instances),
+            (snapshot_server_groups, groups)]
 
 
 def _info(row: object) -> SnapshotInfo:
@@ -100,7 +105,8 @@ def load_snapshot(engine: Engine, ref: str) -> Snapshot:
         group_rows = conn.execute(select(snapshot_server_groups)
                                   .where(snapshot_server_groups.c.snapshot_id == snapshot_id)
                                   .order_by(snapshot_server_groups.c.position)).all()
-    hosts = tuple(Host(name=r.name, id=r.host_id, **{c: getattr(r, c) for c in _HOST_COLUMNS})
+    hosts = tuple(Host(name=r.name, id=r.host_id, aggregates=tuple(r.aggregates or ()),
+                       **{c: getattr(r, c) for c in _HOST_COLUMNS})
                   for r in host_rows)
     instances = tuple(Instance(id=r.instance_id, metadata=r.instance_metadata or {},
                                flavor_extra_specs=r.flavor_extra_specs or {},
@@ -120,6 +126,25 @@ def list_snapshots(engine: Engine, cloud: str | None = None, limit: int = 50
         query = query.where(snapshots.c.cloud == cloud)
     with translate_errors(engine), engine.connect() as conn:
         return [_info(r) for r in conn.execute(query)]
+
+
+def usage_history(engine: Engine, cloud: str, *, before: datetime, limit: int
+                  ) -> dict[str, list[dict[str, float]]]:
+    """{instance id: [usage, ...]} from the cloud's `limit` newest snapshots taken before."""
+    if limit <= 0:
+        return {}
+    recent = (select(snapshots.c.id).where(snapshots.c.cloud == cloud,
+                                           snapshots.c.taken_at < before)
+              .order_by(snapshots.c.taken_at.desc()).limit(limit))
+    query = (select(snapshot_instances.c.instance_id, snapshot_instances.c.usage)
+             .where(snapshot_instances.c.snapshot_id.in_(recent.scalar_subquery()),
+                    snapshot_instances.c.usage.is_not(None)))
+    history: dict[str, list[dict[str, float]]] = {}
+    with translate_errors(engine), engine.connect() as conn:
+        for instance_id, usage in conn.execute(query):
+            if usage:
+                history.setdefault(instance_id, []).append(usage)
+    return history
 
 
 def count_snapshots(engine: Engine) -> int:

@@ -84,6 +84,7 @@ snapshot_hosts = Table(
     Column("power", String(16), nullable=False),
     Column("disabled_reason", Text),
     Column("bmc", JSON),
+    Column("aggregates", JSON),
 )
 
 snapshot_instances = Table(

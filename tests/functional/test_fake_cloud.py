@@ -202,6 +202,22 @@ def test_flavors_server_groups_and_zones(conn: Any) -> None:
     assert "c1" in next(z for z in zones if z["zoneName"] == "nova")["hosts"]
 
 
+def test_aggregates_list_compute_hosts_and_a_uuid_from_2_41() -> None:
+    doc = scenario_doc()
+    doc["hosts"][0].update(compute_host="cn-1", aggregates=["gpu", "rack-1"])
+    doc["hosts"][1]["aggregates"] = ["rack-1"]
+    with make_cloud(doc) as cloud:
+        conn = cloud.connect()
+        sdk = {a.name: a for a in conn.compute.aggregates()}
+        old = conn.compute.get("/os-aggregates", microversion="2.40").json()["aggregates"]
+    assert set(sdk) == {"gpu", "rack-1"}
+    assert sdk["gpu"].hosts == ["cn-1"] and sdk["rack-1"].hosts == ["cn-1", "c2"]
+    assert sdk["gpu"].uuid and sdk["gpu"].metadata == {}
+    assert sdk["gpu"].availability_zone is None
+    assert [a["id"] for a in old] == [1, 2] and not any("uuid" in a for a in old)
+    assert {"name", "hosts", "metadata", "created_at", "deleted"} <= set(old[0])
+
+
 # -- hypervisors, Placement, services, power -------------------------------------------
 
 

@@ -27,6 +27,9 @@ def scenario_doc(hosts: int = 6, per_host: int = 7) -> dict:
                 "ram_allocation_ratio": 1.0 + (n % 2) * 0.5, "disk_allocation_ratio": 1.0,
                 "reserved_vcpus": n % 2, "reserved_memory_mb": 512 * (n % 3),
                 "reserved_disk_gb": n, "availability_zone": "az1" if n <= hosts // 2 else "az2"}
+        aggregates = (["gpu-hosts"] if n % 2 else []) + (["rack-a"] if n <= 3 else [])
+        if aggregates:
+            host["aggregates"] = aggregates
         if n == 2:
             host["status"] = "disabled"
             host["disabled_reason"] = "maintenance"
@@ -59,7 +62,8 @@ def by_key(items: object, key: str) -> dict:
 
 HOST_FIELDS = ("vcpus", "memory_mb", "disk_gb", "cpu_allocation_ratio", "ram_allocation_ratio",
                "disk_allocation_ratio", "reserved_vcpus", "reserved_memory_mb",
-               "reserved_disk_gb", "availability_zone", "status", "state", "disabled_reason")
+               "reserved_disk_gb", "availability_zone", "status", "state", "disabled_reason",
+               "aggregates")
 INSTANCE_FIELDS = ("name", "host", "vcpus", "memory_mb", "disk_gb", "status", "metadata",
                    "project_id", "flavor")
 
@@ -90,6 +94,30 @@ def test_snapshot_equals_the_scenario(microversion: str) -> None:
     assert inventory.capacity_source == "placement"
     assert inventory.microversion == microversion
     assert_same_cloud(inventory.cluster, expected)
+
+
+def test_aggregates_are_read_in_one_request_by_compute_host() -> None:
+    with fake(max_microversion="2.96") as cloud:
+        inventory = read_inventory(cloud.connect())
+        served = cloud.requests("/compute/v2.1/os-aggregates", "GET")
+    assert len(served) == 1
+    hosts = by_key(inventory.cluster.hosts, "name")
+    assert hosts["node-1"].aggregates == ("gpu-hosts", "rack-a")
+    assert hosts["node-2"].aggregates == ("rack-a",)
+    assert hosts["node-6"].aggregates == ()
+    assert not any("aggregates" in n for n in inventory.notes)
+
+
+@pytest.mark.parametrize("status", [403, 404])
+def test_unreadable_aggregates_give_none_and_a_note(status: int) -> None:
+    with fake() as cloud:
+        cloud.add_fault({"type": "http_error", "method": "GET",
+                         "path": "/compute/v2.1/os-aggregates", "status": status})
+        inventory = read_inventory(cloud.connect())
+    assert all(h.aggregates == () for h in inventory.cluster.hosts)
+    assert any(f"host aggregates are not readable (HTTP {status}" in n
+               for n in inventory.notes)
+    assert len(inventory.cluster.instances) == 42
 
 
 def test_paging_reads_every_page() -> None:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, MetaData, inspect
 
 from consolidator.errors import NotFoundError, NotMigratedError, UsageError
+from consolidator.model import Cluster
 from consolidator.scenario import load_cluster
 from consolidator.store.db import check_migrated, current_revision, head_revision, make_engine
 from consolidator.store.db import upgrade as db_upgrade
@@ -16,7 +22,9 @@ from consolidator.store.snapshots import (
     load_snapshot,
     resolve_snapshot_id,
     save_snapshot,
+    snapshot_rows,
 )
+from consolidator.store.tables import metadata
 
 
 def test_unmigrated_database_is_refused_then_upgrade_creates_schema(empty_db_url: str) -> None:
@@ -58,3 +66,59 @@ def test_unknown_and_ambiguous_ids(db_url: str, bundled_scenario: Path) -> None:
     common = next(c for c in shared if sum(i.startswith(c) for i in ids) > 1)
     with pytest.raises(UsageError, match="ambiguous"):
         resolve_snapshot_id(engine, common)
+
+
+def test_snapshot_round_trip_keeps_aggregates(db_url: str, bundled_scenario: Path) -> None:
+    engine = make_engine(db_url)
+    cluster = load_cluster(bundled_scenario)
+    hosts = [replace(h, aggregates=("gpu-hosts", "rack-1") if n % 2 else ())
+             for n, h in enumerate(cluster.hosts)]
+    cluster = Cluster(hosts=tuple(hosts), instances=cluster.instances,
+                      server_groups=cluster.server_groups)
+    snap = load_snapshot(engine, save_snapshot(engine, cluster, cloud="c", source="t"))
+    assert snap.cluster == cluster
+    assert snap.cluster.hosts[1].aggregates == ("gpu-hosts", "rack-1")
+
+
+def save_as_revision_0001(engine: Engine, cluster: Cluster) -> str:
+    """Store a snapshot as 0001's code did: only the columns the 0001 schema has."""
+    old = MetaData()
+    old.reflect(engine)
+    assert "aggregates" not in old.tables["snapshot_hosts"].c
+    snapshot_id = str(uuid.uuid4())
+    header = {"id": snapshot_id, "cloud": "old", "taken_at": datetime.now(timezone.utc),
+              "source": "0001", "capacity_source": "placement",
+              "host_count": len(cluster.hosts), "instance_count": len(cluster.instances)}
+    with engine.begin() as conn:
+        conn.execute(old.tables["snapshots"].insert(), header)
+        for table, rows in snapshot_rows(snapshot_id, cluster):
+            columns = old.tables[table.name].c
+            if rows:
+                conn.execute(old.tables[table.name].insert(),
+                             [{k: v for k, v in row.items() if k in columns} for row in rows])
+    return snapshot_id
+
+
+def test_database_at_0001_upgrades_and_reads_empty_aggregates(
+        empty_db_url: str, bundled_scenario: Path) -> None:
+    engine = make_engine(empty_db_url)
+    assert db_upgrade(engine, "0001") == (None, "0001")
+    cluster = load_cluster(bundled_scenario)
+    snapshot_id = save_as_revision_0001(engine, cluster)
+    with pytest.raises(NotMigratedError, match="at revision 0001"):
+        check_migrated(engine)
+    assert db_upgrade(engine) == ("0001", head_revision())
+    check_migrated(engine)
+    columns = {c["name"] for c in inspect(engine).get_columns("snapshot_hosts")}
+    assert "aggregates" in columns
+    snap = load_snapshot(engine, snapshot_id)
+    assert snap.cluster == cluster
+    assert all(h.aggregates == () for h in snap.cluster.hosts)
+    engine.dispose()
+
+
+def test_migrations_build_exactly_the_tables(db_url: str) -> None:
+    engine = make_engine(db_url)
+    with engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+    engine.dispose()

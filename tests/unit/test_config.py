@@ -28,6 +28,8 @@ def test_defaults_and_typed_values(tmp_path: Path) -> None:
     ("[cloud]\nnmae = x\n", "unknown option 'nmae' in [cloud]"),
     ("[cloud]\ncpu_allocation_ratio = lots\n", "cpu_allocation_ratio = 'lots'"),
     ("name = x\n", "malformed config"),
+    ("[planner]\nspare = 1\nSPARE = 2\n", "option 'spare' in section 'planner' already"),
+    ("[planner]\nspare: 1\n", "line 2: expected 'name = value'"),
 ])
 def test_bad_config_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     path = write(tmp_path, text)

@@ -58,6 +58,8 @@ def test_empty_cluster_has_shaped_arrays() -> None:
      "server group 'g': member 'ghost' is not a known instance"),
     (lambda: ServerGroup("g", "sometimes"), "policy must be one of"),
     (lambda: host(status="maybe"), "status must be one of enabled, disabled"),
+    (lambda: host(aggregates="gpu"), "host 'h1': aggregates must be a list of names"),
+    (lambda: host(aggregates=["gpu", None]), "aggregates must hold non-empty strings"),
 ])
 def test_validation_names_the_entry(build: object, message: str) -> None:
     with pytest.raises(ModelError, match=message.replace("(", r"\(")):
@@ -67,3 +69,10 @@ def test_validation_names_the_entry(build: object, message: str) -> None:
 def test_ids_default_to_stable_uuids() -> None:
     assert inst("x").id == inst("x").id != inst("y").id
     assert host("a").compute_host == "a"
+
+
+def test_aggregates_are_a_sorted_tuple_of_distinct_names() -> None:
+    assert host().aggregates == ()
+    h = host(aggregates=["rack-2", "gpu", "rack-2"])
+    assert h.aggregates == ("gpu", "rack-2")
+    assert h == host(aggregates=("gpu", "rack-2"))

@@ -107,3 +107,29 @@ def test_binary_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="not UTF-8 text") as info:
         load_scenario(path)
     assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_round_trip_keeps_aggregates(tmp_path: Path, suffix: str) -> None:
+    doc = {"hosts": [{**HOST, "aggregates": ["gpu-hosts", "rack-1"]},
+                     {**HOST, "name": "c2", "aggregates": []}, {**HOST, "name": "c3"}]}
+    original = parse_scenario(doc).cluster
+    assert [h.aggregates for h in original.hosts] == [("gpu-hosts", "rack-1"), (), ()]
+    exported = cluster_to_document(original)
+    assert exported["hosts"][0]["aggregates"] == ["gpu-hosts", "rack-1"]
+    assert "aggregates" not in exported["hosts"][1]
+    out = tmp_path / f"export{suffix}"
+    dump_document(exported, out)
+    assert load_cluster(out) == original
+    full = tmp_path / f"full{suffix}"
+    dump_document(cluster_to_document(original, full=True), full)
+    assert load_cluster(full) == original
+
+
+@pytest.mark.parametrize("value", ["gpu", ["gpu", 3], [""], {"gpu": 1}])
+def test_aggregates_must_be_a_list_of_names(tmp_path: Path, value: object) -> None:
+    path = write(tmp_path, {"hosts": [{**HOST, "aggregates": value}]})
+    with pytest.raises(ScenarioError, match=r"hosts\[0\] \(c1\): key 'aggregates' must be a "
+                                            r"list of names") as info:
+        load_scenario(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)

@@ -1,0 +1,128 @@
+"""The Nova and Placement calls the executor makes, as raw requests on openstacksdk's session.
+
+Reads are retried (consolidator.cloud.get_json); the live-migration POST is sent once and
+never retried, since it may already have run. Every read is fresh: nothing is cached, because
+a cached ACTIVE proves nothing about where a server is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from openstack.connection import Connection
+
+from consolidator.cloud import HttpStatusError, cloud_errors, error_text, get_json
+from consolidator.errors import CloudError
+from consolidator.inventory import compute_microversion, paged
+
+#: Microversion of the live-migration POST (block_migration "auto" needs 2.25; 2.30 adds force).
+LIVE_MIGRATION_MICROVERSION = "2.30"
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """Where a server is and what it is doing, from a fresh GET."""
+
+    id: str
+    status: str
+    compute_host: str | None
+    node: str | None
+    task_state: str | None
+
+
+class Nova:
+    """Nova and Placement operations of one cloud."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        with cloud_errors(conn, "negotiating the compute API version"):
+            version = compute_microversion(conn)
+        self.version = version
+        self.mv = f"{version[0]}.{version[1]}" if version else None
+
+    def server(self, server_id: str) -> ServerState | None:
+        """A server's state now, or None if it no longer exists."""
+        with cloud_errors(self.conn, f"reading server {server_id}"):
+            try:
+                body = get_json(self.conn.compute, f"/servers/{server_id}",
+                                microversion=self.mv)["server"]
+            except HttpStatusError as exc:
+                if exc.status == 404:
+                    return None
+                raise
+        return ServerState(id=body["id"], status=body.get("status", ""),
+                           compute_host=body.get("OS-EXT-SRV-ATTR:host"),
+                           node=body.get("OS-EXT-SRV-ATTR:hypervisor_hostname"),
+                           task_state=body.get("OS-EXT-STS:task_state"))
+
+    def live_migrate(self, server_id: str, compute_host: str) -> None:
+        """POST os-migrateLive once; a 4xx or 5xx is a CloudError with Nova's reason."""
+        body = {"os-migrateLive": {"host": compute_host, "block_migration": "auto"}}
+        with cloud_errors(self.conn, f"live-migrating {server_id}"):
+            response = self.conn.compute.post(f"/servers/{server_id}/action", json=body,
+                                              microversion=LIVE_MIGRATION_MICROVERSION)
+        if response.status_code >= 400:
+            raise CloudError(f"Nova refused the live migration (HTTP {response.status_code}): "
+                             f"{error_text(response) or 'no reason given'}")
+
+    def latest_migration(self, server_id: str) -> dict[str, Any] | None:
+        """The server's newest live-migration record, or None."""
+        query = urlencode({"instance_uuid": server_id, "migration_type": "live-migration"})
+        with cloud_errors(self.conn, f"reading the migrations of {server_id}"):
+            records = get_json(self.conn.compute, f"/os-migrations?{query}",
+                               microversion=self.mv).get("migrations") or []
+        records = [r for r in records if r.get("instance_uuid", server_id) == server_id]
+        return max(records, key=lambda r: (r.get("created_at") or "", r.get("id") or 0),
+                   default=None)
+
+    def servers_on(self, compute_host: str) -> list[dict[str, Any]]:
+        """Every server on a compute host: all projects, all states."""
+        with cloud_errors(self.conn, f"listing the servers on {compute_host}"):
+            return list(paged(self.conn.compute, "/servers/detail", "servers",
+                              microversion=self.mv, limit=1000,
+                              params={"all_tenants": "True", "host": compute_host}))
+
+    def services(self) -> dict[str, dict[str, Any]]:
+        """The nova-compute services by host."""
+        with cloud_errors(self.conn, "listing compute services"):
+            return {s.get("host"): s for s in get_json(
+                self.conn.compute, "/os-services?binary=nova-compute",
+                microversion=self.mv).get("services", [])}
+
+    def set_service(self, compute_host: str, *, enabled: bool, reason: str | None = None
+                    ) -> None:
+        """Enable, or disable with a reason, a host's nova-compute service."""
+        service = self.services().get(compute_host)
+        if service is None:
+            raise CloudError(f"no nova-compute service on host {compute_host}")
+        doing = f"{'enabling' if enabled else 'disabling'} nova-compute on {compute_host}"
+        with cloud_errors(self.conn, doing):
+            if self.version and self.version >= (2, 53):
+                body: dict[str, Any] = {"status": "enabled" if enabled else "disabled"}
+                if not enabled and reason:
+                    body["disabled_reason"] = reason
+                response = self.conn.compute.put(f"/os-services/{service['id']}", json=body,
+                                                 microversion=self.mv)
+            else:
+                action = "enable" if enabled else "disable-log-reason"
+                body = {"host": compute_host, "binary": "nova-compute"}
+                if not enabled:
+                    body["disabled_reason"] = reason or "consolidator"
+                response = self.conn.compute.put(f"/os-services/{action}", json=body,
+                                                 microversion=self.mv)
+        if response.status_code >= 400:
+            raise CloudError(f"{doing} failed (HTTP {response.status_code}): "
+                             f"{error_text(response)}")
+
+    def room(self, provider: str) -> dict[str, float]:
+        """Free Placement capacity of a resource provider: (total - reserved) x ratio - used."""
+        with cloud_errors(self.conn, f"reading Placement for {provider}"):
+            inventories = get_json(self.conn.placement,
+                                   f"/resource_providers/{provider}/inventories")
+            usages = get_json(self.conn.placement, f"/resource_providers/{provider}/usages")
+        used = usages.get("usages", {})
+        return {rc: (inv.get("total", 0) - inv.get("reserved", 0))
+                * float(inv.get("allocation_ratio", 1.0)) - used.get(rc, 0)
+                for rc, inv in inventories.get("inventories", {}).items()}

@@ -1,0 +1,219 @@
+"""The power driver protocol, BMC credentials (bmc.yaml) and the driver registry."""
+
+from __future__ import annotations
+
+import logging
+import stat
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from consolidator.errors import ConfigError, ConsolidatorError
+
+log = logging.getLogger(__name__)
+
+POWER_ON, POWER_OFF, POWER_UNKNOWN = "on", "off", "unknown"
+DRIVERS = ("ipmi", "redfish")
+_KEYS = {"driver": str, "address": str, "port": int, "username": str, "password": str,
+         "password_file": str, "verify_tls": bool, "system_id": str,
+         "timeout": (int, float)}
+
+
+class PowerError(ConsolidatorError):
+    """A BMC call failed: "<host>: <driver> BMC <address>: <cause>" (never the password)."""
+
+
+@dataclass(frozen=True)
+class BmcConfig:
+    """How to reach one host's BMC."""
+
+    host: str
+    driver: str
+    address: str
+    port: int | None
+    username: str
+    password: str = field(repr=False)
+    verify_tls: bool = True
+    system_id: str | None = None
+    timeout: float = 30.0
+
+    def error(self, cause: str) -> PowerError:
+        """A PowerError naming this host, driver and address."""
+        return PowerError(f"{self.host}: {self.driver} BMC {self.address}: {cause}")
+
+
+class PowerDriver(Protocol):
+    """What every power driver offers; end states are verified against the BMC."""
+
+    host: str
+
+    def power_state(self) -> str:
+        """'on', 'off' or 'unknown'."""
+        ...
+
+    def power_on(self, *, timeout: float = 300.0) -> str:
+        """Power on and wait until the BMC reports 'on'; returns it."""
+        ...
+
+    def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
+                  grace: float = 120.0) -> str:
+        """Shut down gracefully (then force after `grace` s); wait for 'off'; returns it."""
+        ...
+
+
+def _file_error(path: Path, where: str, message: str) -> ConfigError:
+    return ConfigError(f"{path}: {where}: {message}")
+
+
+def _check_entry(path: Path, host: str, entry: Mapping[str, Any]) -> None:
+    where = f"host {host!r}"
+    for key, value in entry.items():
+        kinds = _KEYS.get(key)
+        if kinds is None:
+            raise _file_error(path, where, f"unknown key {key!r} (expected one of "
+                                           f"{', '.join(_KEYS)})")
+        bad_bool = isinstance(value, bool) and kinds is not bool
+        if not isinstance(value, kinds) or bad_bool:  # type: ignore[arg-type]
+            raise _file_error(path, where, f"{key} has the wrong type "
+                                           f"({type(value).__name__})")
+    for key in ("driver", "address", "username"):
+        if not entry.get(key):
+            raise _file_error(path, where, f"missing key {key!r}")
+    if entry["driver"] not in DRIVERS:
+        raise _file_error(path, where, f"driver {entry['driver']!r} is not one of "
+                                       f"{', '.join(DRIVERS)}")
+
+
+def _password(path: Path, host: str, entry: Mapping[str, Any]) -> str:
+    if "password" in entry and "password_file" not in entry:
+        return str(entry["password"])
+    if "password_file" in entry and "password" not in entry:
+        secret = Path(entry["password_file"]).expanduser()
+        if not secret.is_absolute():
+            secret = path.parent / secret
+        try:
+            return secret.read_text(encoding="utf-8").rstrip("\r\n")
+        except OSError as exc:
+            raise _file_error(path, f"host {host!r}", f"password_file {str(secret)!r} "
+                                                      f"cannot be read: {exc.strerror}") from None
+    if "password" in entry:
+        raise _file_error(path, f"host {host!r}", "give password or password_file, not both")
+    raise _file_error(path, f"host {host!r}", "missing key 'password' (or 'password_file')")
+
+
+def _warn_if_readable(path: Path) -> None:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if mode & (stat.S_IRGRP | stat.S_IROTH):
+        log.warning("%s is readable by group or others (mode %o); chmod 600 it",
+                    path, stat.S_IMODE(mode))
+
+
+def load_bmc_file(path: str | Path) -> dict[str, BmcConfig]:
+    """Read a bmc.yaml: host name -> BmcConfig, `defaults:` merged under each host."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the BMC file: {exc.strerror}") from None
+    _warn_if_readable(path)
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"line {mark.line + 1}" if mark is not None else "YAML"
+        raise ConfigError(f"{path}: {at}: not valid YAML") from None
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("hosts"), Mapping):
+        raise ConfigError(f"{path}: expected a mapping with a 'hosts' mapping")
+    unknown = set(doc) - {"hosts", "defaults"}
+    if unknown:
+        raise ConfigError(f"{path}: unknown top-level key {sorted(unknown)[0]!r}")
+    defaults = doc.get("defaults") or {}
+    if not isinstance(defaults, Mapping):
+        raise ConfigError(f"{path}: defaults: expected a mapping")
+    configs = {}
+    for host, raw in doc["hosts"].items():
+        host = str(host)
+        if not isinstance(raw, Mapping):
+            raise _file_error(path, f"host {host!r}", "expected a mapping")
+        entry = dict(defaults)
+        if "password" in raw or "password_file" in raw:
+            entry.pop("password", None)
+            entry.pop("password_file", None)
+        entry.update(raw)
+        _check_entry(path, host, entry)
+        configs[host] = BmcConfig(
+            host=host, driver=entry["driver"], address=entry["address"],
+            port=entry.get("port"), username=entry["username"],
+            password=_password(path, host, entry),
+            verify_tls=entry.get("verify_tls", True), system_id=entry.get("system_id"),
+            timeout=float(entry.get("timeout", 30.0)))
+    return configs
+
+
+def driver_for(config: BmcConfig) -> PowerDriver:
+    """The power driver for a host's BMC, chosen by config.driver."""
+    if config.driver == "ipmi":
+        from consolidator.power.ipmi import IpmiDriver
+
+        return IpmiDriver(config)
+    if config.driver == "redfish":
+        from consolidator.power.redfish import RedfishDriver
+
+        return RedfishDriver(config)
+    raise config.error(f"unknown driver {config.driver!r} (expected one of "
+                       f"{', '.join(DRIVERS)})")
+
+
+def wait_for_state(read: Callable[[], str], target: str, deadline: float,
+                   interval: float) -> str:
+    """Poll read() until it returns target or the monotonic deadline passes; the last state."""
+    while True:
+        state = read()
+        if state == target or time.monotonic() >= deadline:
+            return state
+        time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
+
+
+def power_off_sequence(config: BmcConfig, read: Callable[[], str],
+                       request: Callable[[str], None], *, graceful: bool, timeout: float,
+                       grace: float, interval: float) -> str:
+    """Graceful shutdown (request('soft')), then after `grace` s request('force'); verified off."""
+    deadline = time.monotonic() + timeout
+    state = read()
+    if state == POWER_OFF:
+        return state
+    if graceful:
+        request("soft")
+        state = wait_for_state(read, POWER_OFF, min(deadline, time.monotonic() + grace),
+                               interval)
+        if state == POWER_OFF:
+            return state
+        log.info("%s: no power-off %.0f s after a graceful shutdown; forcing it",
+                 config.host, grace)
+    request("force")
+    state = wait_for_state(read, POWER_OFF, deadline, interval)
+    if state != POWER_OFF:
+        raise config.error(f"still {state!r} {timeout:.0f} s after power-off was requested")
+    return state
+
+
+def power_on_sequence(config: BmcConfig, read: Callable[[], str],
+                      request: Callable[[], None], *, timeout: float,
+                      interval: float) -> str:
+    """Request power-on unless already on; verified on."""
+    deadline = time.monotonic() + timeout
+    state = read()
+    if state == POWER_ON:
+        return state
+    request()
+    state = wait_for_state(read, POWER_ON, deadline, interval)
+    if state != POWER_ON:
+        raise config.error(f"still {state!r} {timeout:.0f} s after power-on was requested")
+    return state

@@ -1,0 +1,130 @@
+"""IPMI power driver over pyghmi: calls serialised per BMC, each under a watchdog."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from consolidator.power.base import (
+    POWER_OFF,
+    POWER_ON,
+    POWER_UNKNOWN,
+    BmcConfig,
+    PowerError,
+    power_off_sequence,
+    power_on_sequence,
+)
+
+T = TypeVar("T")
+DEFAULT_PORT = 623
+#: pyghmi's own give-up time for a silent BMC is about 5 s; the watchdog allows more.
+MIN_WATCHDOG_S = 10.0
+_AUTH_MARKERS = ("password", "unauthorized", "invalid role", "rakp", "integrity code")
+_SILENT_MARKERS = ("timeout", "no longer connected", "timed out")
+
+_locks: dict[tuple[str, int], threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _bmc_lock(address: str, port: int) -> threading.Lock:
+    """The one lock of a BMC, shared by every driver object in this process."""
+    with _locks_guard:
+        return _locks.setdefault((address, port), threading.Lock())
+
+
+def _cause(exc: BaseException) -> str:
+    """A short cause for a pyghmi exception, in our words where we know it."""
+    text = str(exc)
+    if text in ("", "None"):  # pyghmi's login gives up on a silent BMC with no message
+        return "does not answer (no reply to the session login)"
+    lower = text.lower()
+    if any(marker in lower for marker in _AUTH_MARKERS):
+        return f"authentication refused ({text})"
+    if any(marker in lower for marker in _SILENT_MARKERS):
+        return f"does not answer ({text})"
+    return text.splitlines()[0]
+
+
+class IpmiDriver:
+    """Power a host through its BMC over IPMI 2.0 (RMCP+) with pyghmi."""
+
+    def __init__(self, config: BmcConfig, *, poll_interval: float = 1.0) -> None:
+        self.config = config
+        self.host = config.host
+        self.port = config.port or DEFAULT_PORT
+        self.poll_interval = poll_interval
+        self._lock = _bmc_lock(config.address, self.port)
+
+    def _watchdog(self, what: str, call: Callable[[], T]) -> T:
+        """Run call() in a worker holding the BMC lock; PowerError if it takes too long."""
+        limit = max(self.config.timeout, MIN_WATCHDOG_S)
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            if not self._lock.acquire(timeout=limit):
+                box["error"] = self.config.error(f"{what}: busy for {limit:.0f} s "
+                                                 f"with an earlier call")
+                return
+            try:
+                box["value"] = call()
+            except Exception as exc:  # noqa: BLE001 - translated below, at the edge
+                box["error"] = exc
+            finally:
+                self._lock.release()
+
+        worker = threading.Thread(target=work, name=f"ipmi-{self.host}", daemon=True)
+        worker.start()
+        worker.join(limit)
+        if worker.is_alive():
+            raise self.config.error(f"{what}: does not answer (no reply within {limit:.0f} s)")
+        error = box.get("error")
+        if isinstance(error, PowerError):
+            raise error
+        if error is not None:
+            raise self.config.error(f"{what}: {_cause(error)}") from None
+        return box["value"]
+
+    def _session(self, use: Callable[[Any], T]) -> T:
+        """use(Command) in a fresh RMCP+ session, logged out after: every call re-authenticates.
+
+        userid and password go as bytes (with str, a second Command() hangs).
+        """
+        from pyghmi.ipmi import command
+
+        cmd = command.Command(bmc=self.config.address, userid=self.config.username.encode(),
+                              password=self.config.password.encode(), port=self.port,
+                              keepalive=False)
+        try:
+            return use(cmd)
+        finally:
+            with contextlib.suppress(Exception):
+                cmd.ipmi_session.logout()
+
+    def power_state(self) -> str:
+        """'on', 'off' or 'unknown', as the BMC reports it."""
+        def call() -> str:
+            state = self._session(lambda cmd: cmd.get_power().get("powerstate"))
+            return state if state in (POWER_ON, POWER_OFF) else POWER_UNKNOWN
+
+        return self._watchdog("power status", call)
+
+    def _request(self, state: str) -> None:
+        """Send one chassis control request (no waiting here)."""
+        self._watchdog(f"power {state}", lambda: self._session(
+            lambda cmd: cmd.set_power(state, wait=False)))
+
+    def power_on(self, *, timeout: float = 300.0) -> str:
+        """Power on; returns 'on' once the BMC reports it."""
+        return power_on_sequence(self.config, self.power_state,
+                                 lambda: self._request("on"), timeout=timeout,
+                                 interval=self.poll_interval)
+
+    def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
+                  grace: float = 120.0) -> str:
+        """Soft-off (ACPI shutdown), then a hard off after `grace` s; returns 'off'."""
+        return power_off_sequence(
+            self.config, self.power_state,
+            lambda kind: self._request("softoff" if kind == "soft" else "off"),
+            graceful=graceful, timeout=timeout, grace=grace, interval=self.poll_interval)

@@ -1,0 +1,147 @@
+"""Redfish power driver over sushy: basic auth, TLS verified unless told not to."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from consolidator.power.base import (
+    POWER_OFF,
+    POWER_ON,
+    POWER_UNKNOWN,
+    BmcConfig,
+    PowerError,
+    power_off_sequence,
+    power_on_sequence,
+)
+
+T = TypeVar("T")
+#: sushy retries a failed request 10 times at 3 s by default; once is enough here.
+RETRIES = 1
+RETRY_DELAY_S = 0.5
+CONNECT_TIMEOUT_S = 10.0
+
+
+def base_url(config: BmcConfig) -> str:
+    """scheme://host[:port] of the BMC (https unless the address names a scheme)."""
+    address = config.address if "://" in config.address else f"https://{config.address}"
+    parts = urlsplit(address)
+    netloc = parts.netloc
+    if config.port and parts.port is None:
+        netloc = f"{netloc}:{config.port}"
+    return f"{parts.scheme}://{netloc}"
+
+
+def _cause(exc: BaseException) -> str:
+    """A short cause for a sushy exception, in our words where we know it."""
+    from sushy import exceptions as sx
+
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, sx.AccessError) and status == 401:
+        return "authentication refused (HTTP 401)"
+    if isinstance(exc, sx.AccessError):
+        return f"access denied (HTTP {status})"
+    if isinstance(exc, sx.ConnectionError):
+        text = str(getattr(exc, "kwargs", {}).get("error") or exc)
+        if "CERTIFICATE_VERIFY_FAILED" in text or "SSLError" in text:
+            return ("TLS certificate not trusted (set verify_tls: false for a "
+                    "self-signed BMC)")
+        return f"does not answer ({text.splitlines()[0][:200]})"
+    if isinstance(exc, sx.ResourceNotFoundError):
+        return f"not found: {getattr(exc, 'url', '')}"
+    if isinstance(exc, sx.HTTPError):
+        return f"HTTP {status}: {getattr(exc, 'detail', None) or exc}".splitlines()[0]
+    if isinstance(exc, sx.UnknownDefaultError):
+        return "the service has not exactly one system; set system_id"
+    return (str(exc) or type(exc).__name__).splitlines()[0]
+
+
+class RedfishDriver:
+    """Power a host's ComputerSystem through Redfish Reset actions."""
+
+    def __init__(self, config: BmcConfig, *, poll_interval: float = 1.0) -> None:
+        self.config = config
+        self.host = config.host
+        self.poll_interval = poll_interval
+        self._lock = threading.Lock()
+        self._root: Any = None
+        self._system_path: str | None = config.system_id
+
+    def _call(self, what: str, call: Callable[[], T]) -> T:
+        """Run call() under this driver's lock, translating sushy errors to PowerError."""
+        from sushy import exceptions as sx
+
+        with self._lock, warnings.catch_warnings():
+            if not self.config.verify_tls:
+                warnings.filterwarnings("ignore", message="Unverified HTTPS request")
+            try:
+                return call()
+            except PowerError:
+                raise
+            except (sx.SushyError, OSError, ValueError) as exc:
+                self._root = None
+                raise self.config.error(f"{what}: {_cause(exc)}") from None
+
+    def _system(self) -> Any:
+        """The ComputerSystem, fetched fresh (the root is connected once)."""
+        import sushy
+        from sushy import auth
+
+        if self._root is None:
+            self._root = sushy.Sushy(
+                base_url(self.config),
+                auth=auth.BasicAuth(self.config.username, self.config.password),
+                verify=self.config.verify_tls, server_side_retries=RETRIES,
+                server_side_retries_delay=RETRY_DELAY_S, read_timeout=self.config.timeout,
+                connect_timeout=min(CONNECT_TIMEOUT_S, self.config.timeout))
+        system = self._root.get_system(self._system_path)
+        self._system_path = system.path
+        return system
+
+    def _read(self) -> str:
+        from sushy import PowerState
+
+        state = self._system().power_state
+        if state == PowerState.ON:
+            return POWER_ON
+        if state == PowerState.OFF:
+            return POWER_OFF
+        return POWER_UNKNOWN
+
+    def power_state(self) -> str:
+        """'on', 'off' or 'unknown' (also while powering on or off)."""
+        return self._call("power status", self._read)
+
+    def _reset(self, reset_type: str, fallback: str | None = None) -> None:
+        """POST one ComputerSystem.Reset action (fallback if the BMC does not offer it)."""
+        from sushy import ResetType
+
+        def call() -> None:
+            system = self._system()
+            wanted = ResetType(reset_type)
+            allowed = system.get_allowed_reset_system_values()
+            if wanted not in allowed and fallback is not None:
+                wanted = ResetType(fallback)
+            if wanted not in allowed:
+                raise self.config.error(f"reset {reset_type}: not offered by the BMC "
+                                        f"(offers {', '.join(sorted(v.value for v in allowed))})")
+            system.reset_system(wanted)
+
+        self._call(f"reset {reset_type}", call)
+
+    def power_on(self, *, timeout: float = 300.0) -> str:
+        """Reset On; returns 'on' once PowerState says so."""
+        return power_on_sequence(self.config, self.power_state, lambda: self._reset("On"),
+                                 timeout=timeout, interval=self.poll_interval)
+
+    def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
+                  grace: float = 120.0) -> str:
+        """GracefulShutdown, then ForceOff after `grace` s; returns 'off'."""
+        return power_off_sequence(
+            self.config, self.power_state,
+            lambda kind: self._reset("GracefulShutdown", "ForceOff") if kind == "soft"
+            else self._reset("ForceOff"),
+            graceful=graceful, timeout=timeout, grace=grace, interval=self.poll_interval)

@@ -1,0 +1,74 @@
+"""The executor's journal: a row written before every action and updated after it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import Engine, select, update
+
+from consolidator.store.db import translate_errors
+from consolidator.store.tables import journal
+
+RUNNING, SUCCEEDED, FAILED, SKIPPED = "running", "succeeded", "failed", "skipped"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One journal row."""
+
+    id: int
+    cloud: str
+    plan_id: str | None
+    action: str
+    target: str
+    params: dict[str, Any]
+    state: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    result: str | None
+
+
+def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, target: str,
+          params: dict[str, Any] | None = None) -> int:
+    """Record an action as running, before it is attempted; return the entry id."""
+    now = datetime.now(timezone.utc)
+    with translate_errors(engine), engine.begin() as conn:
+        result = conn.execute(journal.insert().values(
+            cloud=cloud, plan_id=plan_id, action=action, target=target, params=params or {},
+            state=RUNNING, created_at=now, started_at=now))
+        return int(result.inserted_primary_key[0])
+
+
+def record(engine: Engine, *, cloud: str, plan_id: str | None, action: str, target: str,
+           state: str, result: str, params: dict[str, Any] | None = None) -> int:
+    """Record an action decided without a call (skipped, or found already done)."""
+    entry = begin(engine, cloud=cloud, plan_id=plan_id, action=action, target=target,
+                  params=params)
+    finish(engine, entry, state, result)
+    return entry
+
+
+def finish(engine: Engine, entry_id: int, state: str, result: str) -> None:
+    """Record how an action ended."""
+    with translate_errors(engine), engine.begin() as conn:
+        conn.execute(update(journal).where(journal.c.id == entry_id).values(
+            state=state, result=result[:4000], finished_at=datetime.now(timezone.utc)))
+
+
+def entries(engine: Engine, *, plan_id: str | None = None, cloud: str | None = None,
+            state: str | None = None, limit: int | None = None) -> list[Entry]:
+    """Journal rows, oldest first."""
+    query = select(journal).order_by(journal.c.id)
+    if plan_id:
+        query = query.where(journal.c.plan_id == plan_id)
+    if cloud:
+        query = query.where(journal.c.cloud == cloud)
+    if state:
+        query = query.where(journal.c.state == state)
+    if limit:
+        query = query.limit(limit)
+    with translate_errors(engine), engine.connect() as conn:
+        return [Entry(**row._mapping) for row in conn.execute(query)]

@@ -1,0 +1,216 @@
+"""The executor against the fake cloud over HTTP, with Redfish BMCs: success and faults.
+
+Every test ends by checking the safety invariants: no instance lost, no powered-off host with
+an instance on it, and a journal that explains what happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from consolidator.config import Config
+from consolidator.executor import Executor, ExecutorSettings, Outcome
+from consolidator.fake.cloud import FakeCloud
+from consolidator.inventory import read_inventory, snapshot_cloud
+from consolidator.nova import Nova
+from consolidator.planning import PlanRequest, plan_snapshot
+from consolidator.power.base import driver_for, load_bmc_file
+from consolidator.rollback import rollback_draft
+from consolidator.scenario import parse_scenario
+from consolidator.store import journal
+from consolidator.store.db import make_engine, upgrade
+from consolidator.store.leases import LeaseHeldError, acquire
+from consolidator.store.plans import StoredPlan, load_plan, save_plan, set_status
+from consolidator.store.snapshots import load_snapshot
+
+
+def scenario() -> dict:
+    """Five hosts; firstfit empties c3, c4 and c5 into c1 and c2."""
+    hosts = [{"name": f"c{n}", "vcpus": 16, "memory_mb": 65536, "disk_gb": 1000,
+              "bmc": {"driver": "redfish"}} for n in range(1, 6)]
+    instances = [{"name": f"vm-{h}-{k}", "host": f"c{h}", "vcpus": 2, "memory_mb": 4096,
+                  "disk_gb": 20} for h in range(1, 6) for k in range(2)]
+    return {"hosts": hosts, "instances": instances}
+
+
+@dataclass
+class Bed:
+    """A fake cloud with BMCs, a database, and helpers to plan and run."""
+
+    cloud: FakeCloud
+    engine: object
+    tmp: Path
+    snapshot_id: str = ""
+
+    def plan(self) -> StoredPlan:
+        conn = self.cloud.connect()
+        self.snapshot_id, _ = snapshot_cloud(self.engine, conn)
+        snap = load_snapshot(self.engine, self.snapshot_id)
+        plan_id, _ = plan_snapshot(self.engine, snap, Config(),
+                                   PlanRequest(algorithm="firstfit"))
+        set_status(self.engine, plan_id, "approved")
+        return load_plan(self.engine, plan_id)
+
+    def executor(self, **settings: float) -> Executor:
+        path = self.cloud.write_bmc_yaml(self.tmp / "bmc.yaml")
+        doc = yaml.safe_load(path.read_text())
+        doc.setdefault("defaults", {})["timeout"] = 5
+        path.write_text(yaml.safe_dump(doc))
+        path.chmod(0o600)
+        configs = load_bmc_file(path)
+        snap = load_snapshot(self.engine, self.snapshot_id)
+        return Executor(self.engine, Nova(self.cloud.connect()), snap.info.cloud, snap.cluster,
+                        ExecutorSettings(poll_interval=0.02, max_parallel=4,
+                                         power_timeout=20, **settings),
+                        lambda h: driver_for(configs[h]) if h in configs else None)
+
+    def run(self, plan: StoredPlan, **settings: float) -> Outcome:
+        return self.executor(**settings).run(plan)
+
+    def assert_safe(self) -> None:
+        """No instance lost; no powered-off host holds an instance."""
+        live = self.cloud.cluster()
+        assert len(live.instances) == 10
+        for host in live.hosts:
+            if self.cloud.power(host.name) == "off":
+                assert not live.instances_on(host.name), host.name
+
+
+@pytest.fixture
+def bed(tmp_path: Path) -> Iterator[Bed]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'c.db'}")
+    upgrade(engine)
+    with FakeCloud(parse_scenario(scenario()), bmc=True, migration_bandwidth_mb_s=1e6,
+                   service_up_delay_s=0.05, bmc_graceful_delay_s=0.05) as cloud:
+        yield Bed(cloud=cloud, engine=engine, tmp=tmp_path)
+
+
+def states(bed: Bed, plan: StoredPlan) -> list[tuple[str, str, str]]:
+    return [(e.action, e.target, e.state) for e in journal.entries(bed.engine, plan_id=plan.id)]
+
+
+def test_plan_runs_to_hosts_powered_off(bed: Bed) -> None:
+    plan = bed.plan()
+    assert set(plan.draft.power_off) == {"c3", "c4", "c5"}
+    outcome = bed.run(plan)
+    assert outcome.ok and sorted(outcome.powered_off) == ["c3", "c4", "c5"]
+    stored = load_plan(bed.engine, plan.id)
+    assert stored.status == "succeeded"
+    for move in plan.draft.migrations:
+        assert bed.cloud.server_host(move.instance_id) == move.destination
+    for host in plan.draft.power_off:
+        assert bed.cloud.power(host) == "off"
+    services = {s.host: s for s in bed.cloud.connect().compute.services()}
+    assert services["c3"].status == "disabled" and plan.id in services["c3"].disabled_reason
+    assert services["c3"].state == "down"
+    rows = states(bed, plan)
+    assert [r for r in rows if r[2] != journal.SUCCEEDED] == []
+    assert {r[0] for r in rows} == {"migrate", "disable", "power_off"}
+    bed.assert_safe()
+
+
+def test_failed_migration_keeps_instance_and_host(bed: Bed) -> None:
+    plan = bed.plan()
+    victim = next(m for m in plan.draft.migrations if m.source == "c4")
+    bed.cloud.add_fault({"type": "migration_fails", "instance": victim.instance_name})
+    outcome = bed.run(plan)
+    assert victim.instance_name in outcome.failed
+    assert bed.cloud.server_host(victim.instance_id) == "c4"
+    assert bed.cloud.power("c4") == "on" and "c4" in outcome.left_on
+    assert bed.cloud.power("c3") == "off" and bed.cloud.power("c5") == "off"
+    stored = load_plan(bed.engine, plan.id)
+    assert stored.status == "failed" and victim.instance_name in stored.reason
+    assert ("migrate", victim.instance_id, journal.FAILED) in states(bed, plan)
+    bed.assert_safe()
+
+
+def test_hanging_migration_times_out(bed: Bed) -> None:
+    plan = bed.plan()
+    victim = next(m for m in plan.draft.migrations if m.source == "c5")
+    bed.cloud.add_fault({"type": "migration_hangs", "instance": victim.instance_name})
+    outcome = bed.run(plan, migration_timeout=1.0)
+    assert "timed out" in outcome.failed[victim.instance_name]
+    assert bed.cloud.power("c5") == "on"
+    assert load_plan(bed.engine, plan.id).status == "failed"
+    bed.assert_safe()
+
+
+def test_conflict_on_the_action_is_a_failure_with_its_reason(bed: Bed) -> None:
+    plan = bed.plan()
+    bed.cloud.add_fault({"type": "http_error", "method": "POST", "status": 409, "count": 1,
+                         "path": "/compute/v2.1/servers/*/action"})
+    outcome = bed.run(plan)
+    assert len(outcome.failed) == 1
+    reason = next(iter(outcome.failed.values()))
+    assert "HTTP 409" in reason
+    assert len(outcome.left_on) == 1 and len(outcome.powered_off) == 2
+    bed.assert_safe()
+
+
+def test_transient_5xx_on_reads_is_retried(bed: Bed) -> None:
+    plan = bed.plan()
+    bed.cloud.add_fault({"type": "http_error", "method": "GET", "status": 503, "count": 3,
+                         "path": "/compute/v2.1/servers/*"})
+    outcome = bed.run(plan)
+    assert outcome.ok
+    bed.assert_safe()
+
+
+def test_a_second_executor_is_refused_naming_the_holder(bed: Bed) -> None:
+    plan = bed.plan()
+    executor = bed.executor()
+    assert acquire(bed.engine, f"executor:{executor.cloud}", "other-host:4242:abcd", 60)
+    with pytest.raises(LeaseHeldError, match="other-host:4242:abcd"):
+        executor.run(plan)
+    assert load_plan(bed.engine, plan.id).status == "approved"
+    assert all(bed.cloud.power(h.name) == "on" for h in bed.cloud.cluster().hosts)
+
+
+def test_bmc_refusing_the_password_leaves_the_host_on(bed: Bed) -> None:
+    plan = bed.plan()
+    bed.cloud.add_fault({"type": "bmc_auth_fails", "host": "c3"})
+    outcome = bed.run(plan)
+    assert "authentication refused" in outcome.left_on["c3"]
+    assert bed.cloud.power("c3") == "on"
+    assert ("power_off", "c3", journal.FAILED) in states(bed, plan)
+    assert "password" not in " ".join(e.result or "" for e in journal.entries(bed.engine))
+    bed.assert_safe()
+
+
+def test_rollback_after_a_partly_failed_plan(bed: Bed) -> None:
+    plan = bed.plan()
+    before = load_snapshot(bed.engine, bed.snapshot_id)
+    victim = next(m for m in plan.draft.migrations if m.source == "c4")
+    bed.cloud.add_fault({"type": "migration_fails", "instance": victim.instance_name})
+    bed.run(plan)
+    live = read_inventory(bed.cloud.connect()).cluster
+    draft = rollback_draft(before.cluster, live)
+    assert set(draft.power_on) == {"c3", "c5"}
+    back_id = save_plan(bed.engine, draft, cloud=before.info.cloud, snapshot_id=before.info.id)
+    set_status(bed.engine, back_id, "approved")
+    outcome = bed.executor().run(load_plan(bed.engine, back_id))
+    assert outcome.ok, outcome
+    for inst in before.cluster.instances:
+        assert bed.cloud.server_host(inst.id) == inst.host
+    for host in before.cluster.hosts:
+        assert bed.cloud.power(host.name) == "on"
+    services = {s.host: s for s in bed.cloud.connect().compute.services()}
+    assert all(services[h.name].status == "enabled" for h in before.cluster.hosts)
+    again = rollback_draft(before.cluster, read_inventory(bed.cloud.connect()).cluster)
+    assert again.migrations == () and again.power_on == ()
+    bed.assert_safe()
+
+
+def test_dry_run_changes_nothing(bed: Bed) -> None:
+    plan = bed.plan()
+    outcome = bed.run(plan, dry_run=True)
+    assert outcome.migrated == [] and outcome.powered_off == []
+    assert load_plan(bed.engine, plan.id).status == "approved"
+    assert journal.entries(bed.engine, plan_id=plan.id) == []
+    for inst in bed.cloud.cluster().instances:
+        assert inst.host == bed.cloud.server_host(inst.id)

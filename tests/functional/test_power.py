@@ -1,0 +1,156 @@
+"""The power drivers against the fake cloud's emulated BMCs, served by a subprocess."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from consolidator.power.base import BmcConfig, PowerError, driver_for, load_bmc_file
+from tests.functional.served import ServedCloud, served_cloud
+
+SCENARIO = {
+    "settings": {"service_up_delay_s": 1.0, "bmc_graceful_delay_s": 0.3},
+    "hosts": [
+        {"name": "rf-01", "vcpus": 8, "memory_mb": 16384, "disk_gb": 100,
+         "bmc": {"driver": "redfish"}},
+        {"name": "ipmi-01", "vcpus": 8, "memory_mb": 16384, "disk_gb": 100,
+         "bmc": {"driver": "ipmi"}},
+        {"name": "plain-01", "vcpus": 8, "memory_mb": 16384, "disk_gb": 100},
+    ],
+    "instances": [{"name": "vm-1", "host": "plain-01", "vcpus": 1, "memory_mb": 512,
+                   "disk_gb": 1}],
+}
+HOSTS = ["rf-01", "ipmi-01"]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCloud]:
+    """One served fake cloud with a Redfish and an IPMI BMC for the whole module."""
+    with served_cloud(SCENARIO, tmp_path_factory.mktemp("served"), bmc=True) as cloud:
+        yield cloud
+
+
+@pytest.fixture
+def bmcs(served: ServedCloud) -> Iterator[dict[str, BmcConfig]]:
+    """The served bmc.yaml, loaded; faults are cleared after each test."""
+    assert served.bmc_yaml is not None
+    try:
+        yield load_bmc_file(served.bmc_yaml)
+    finally:
+        served.clear_faults()
+
+
+def _driver(config: BmcConfig, **changes: object) -> object:
+    driver = driver_for(dataclasses.replace(config, **changes))
+    driver.poll_interval = 0.2  # type: ignore[attr-defined]
+    return driver
+
+
+def _service_state(served: ServedCloud, host: str) -> str:
+    conn = served.connect()
+    try:
+        return next(s.state for s in conn.compute.services() if s.host == host)
+    finally:
+        conn.close()
+
+
+def _wait_service(served: ServedCloud, host: str, state: str, timeout: float) -> float:
+    start = time.monotonic()
+    while _service_state(served, host) != state:
+        assert time.monotonic() - start < timeout, f"{host} nova-compute not {state}"
+        time.sleep(0.2)
+    return time.monotonic() - start
+
+
+def test_bmc_yaml_is_private(served: ServedCloud) -> None:
+    assert served.bmc_yaml is not None
+    assert served.bmc_yaml.stat().st_mode & 0o077 == 0
+    assert set(load_bmc_file(served.bmc_yaml)) == set(HOSTS)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_power_off_and_on_drive_nova_compute(served: ServedCloud,
+                                             bmcs: dict[str, BmcConfig], host: str) -> None:
+    driver = _driver(bmcs[host])
+    assert driver.power_state() == "on"
+    assert _service_state(served, host) == "up"
+
+    start = time.monotonic()
+    assert driver.power_off(graceful=True, grace=10, timeout=30) == "off"
+    assert time.monotonic() - start < 10
+    assert driver.power_state() == "off"
+    assert served.state()["hosts"][host]["power"] == "off"
+    assert _service_state(served, host) == "down"
+
+    start = time.monotonic()
+    assert driver.power_on(timeout=30) == "on"
+    assert time.monotonic() - start < 10
+    assert _wait_service(served, host, "up", timeout=10) <= 10
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_forced_power_off(served: ServedCloud, bmcs: dict[str, BmcConfig], host: str) -> None:
+    driver = _driver(bmcs[host])
+    try:
+        assert driver.power_off(graceful=False, timeout=20) == "off"
+        assert served.state()["hosts"][host]["state"] == "down"
+    finally:
+        assert driver.power_on(timeout=20) == "on"
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_wrong_password_is_refused_fast(bmcs: dict[str, BmcConfig], host: str) -> None:
+    driver = _driver(bmcs[host], password="not-the-password", timeout=10)
+    start = time.monotonic()
+    with pytest.raises(PowerError, match="authentication refused") as err:
+        driver.power_state()
+    assert time.monotonic() - start < 3
+    assert "not-the-password" not in str(err.value)
+    assert str(err.value).startswith(f"{host}: {bmcs[host].driver} BMC ")
+
+
+def test_ipmi_unknown_user_is_refused_fast(bmcs: dict[str, BmcConfig]) -> None:
+    start = time.monotonic()
+    with pytest.raises(PowerError, match="authentication refused"):
+        _driver(bmcs["ipmi-01"], username="nobody", timeout=10).power_state()
+    assert time.monotonic() - start < 3
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_bmc_auth_fails_fault(served: ServedCloud, bmcs: dict[str, BmcConfig],
+                              host: str) -> None:
+    driver = _driver(bmcs[host], timeout=10)
+    assert driver.power_state() == "on"
+    served.add_fault({"type": "bmc_auth_fails", "host": host})
+    start = time.monotonic()
+    with pytest.raises(PowerError, match="authentication refused"):
+        driver.power_off(graceful=False, timeout=10)
+    assert time.monotonic() - start < 3
+    assert served.state()["hosts"][host]["power"] == "on"
+    served.clear_faults()
+    assert driver.power_state() == "on"
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_bmc_unreachable_fault(served: ServedCloud, bmcs: dict[str, BmcConfig],
+                               host: str) -> None:
+    timeout = 4.0
+    driver = _driver(bmcs[host], timeout=timeout)
+    served.add_fault({"type": "bmc_unreachable", "host": host})
+    start = time.monotonic()
+    with pytest.raises(PowerError, match="does not answer"):
+        driver.power_off(graceful=False, timeout=10)
+    # IPMI: pyghmi gives up on a silent BMC after about 5 s (the watchdog allows 10 s).
+    assert time.monotonic() - start < max(timeout, 10) + 2
+    assert served.state()["hosts"][host]["power"] == "on"
+    served.clear_faults()
+    assert driver.power_state() == "on"
+
+
+def test_served_files(served: ServedCloud) -> None:
+    assert Path(served.clouds_yaml).exists()
+    assert served.control_url.endswith("/_fake")
