@@ -27,7 +27,7 @@ def usage_after(cluster: Cluster, plan: StoredPlan) -> tuple[np.ndarray, np.ndar
     return used, np.bincount(host_of, minlength=len(cluster.hosts))
 
 
-def render_plan(plan: StoredPlan, cluster: Cluster) -> str:
+def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True) -> str:
     """The table view of a plan against the snapshot it was made from."""
     d = plan.draft
     after, population = usage_after(cluster, plan)
@@ -60,7 +60,7 @@ def render_plan(plan: StoredPlan, cluster: Cluster) -> str:
     ]))
     if d.notes:
         out += ["", "notes:"] + [f"  - {n}" for n in d.notes]
-    if plan.status == "proposed":
+    if plan.status == "proposed" and approve_hint:
         out += ["", f"approve with: consolidator plan approve {plan.id}"]
     return "\n".join(out)
 

@@ -9,7 +9,7 @@ ABP places an instance on the feasible host n that minimises (gamma_sys(n) - gam
   on n changes only row n, so every candidate is scored at once by a rank-one update of one
   mean and covariance: O(N R^2) per placement, never a whole recomputation per candidate.
 
-Choices where the paper is silent (see docs/reproductions-abp.md):
+Choices where the paper is silent (see docs/reproductions.md):
 
 * The smoothed second moment is kept and the covariance derived from it (III.C step c read
   as Sigma = M - nu nu'; subtracting in place would corrupt the next step b).
@@ -24,6 +24,7 @@ describes the population being packed; each placement then updates it as an arri
 statistics are keyed to the PackingState, so an algorithm that tries several packings starts
 each from the same statistics and results do not depend on the order of its attempts. The
 instance leaves its current host, so that row is lowered before the candidates are scored.
+The hosts counted are ``problem.powered``, as XBalance in ranking.py.
 """
 
 from __future__ import annotations
@@ -135,6 +136,7 @@ def _best(scores: np.ndarray, feasible: np.ndarray) -> int:
 
 
 def _safe(values: np.ndarray) -> np.ndarray:
+    """Capacities with zeros replaced by 1, for division."""
     return np.where(values > 0, values, 1.0)
 
 

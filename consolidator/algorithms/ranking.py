@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from consolidator.algorithms.abp import make_abp
 from consolidator.algorithms.ucac import make_ucac
 from consolidator.errors import UsageError
 from consolidator.model import RESOURCES
@@ -114,6 +115,8 @@ RANKINGS: dict[str, tuple[str, str, RankingFactory]] = {
                     "000 II.C", lambda o: DistanceRanking("spread-dist", pack=False)),
     "xbalance": ("XBalance: min w'sigma, spreading (w>0) or packing (w<0) per resource",
                  "000 II.D", lambda o: XBalanceRanking("xbalance", _weights(o))),
+    "abp": ("ABP: the host whose utilisation variability after best matches the demand's",
+            "000 III", make_abp),
     "ucac": ("BF-UCaC: the host of highest used capacity at confidence after, within V",
              "003 5.1", make_ucac),
 }

@@ -158,7 +158,7 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
     label = cloud_label(conn) if app.cloud_name else target.info.cloud
     live_id = save_snapshot(engine, live, cloud=label, source=f"cloud:{label} (before rollback)")
     plan_id = save_plan(engine, draft, cloud=label, snapshot_id=live_id)
-    click.echo(render_plan(load_plan(engine, plan_id), live))
+    click.echo(render_plan(load_plan(engine, plan_id), live, approve_hint=False))
     if not yes and not dry_run and not click.confirm(
             f"roll back to snapshot {target.info.id} now?", default=False):
         raise click.exceptions.Abort()

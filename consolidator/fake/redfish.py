@@ -44,7 +44,7 @@ class Redfish:
 
     def register(self, router: Router) -> None:
         """Add the /redfish/ routes."""
-        router.add_service(Service("redfish", error_body, self._prepare, self._finish),
+        router.add_service(Service("redfish", error_body, self._prepare),
                            "/redfish")
         for method, path, handler in (
                 ("GET", "/redfish", self.versions),
@@ -70,12 +70,6 @@ class Redfish:
                 host is not None and not self.power.credentials_ok(host, *creds)):
             raise HTTPError(401, "Authentication required",
                             {"WWW-Authenticate": 'Basic realm="fake BMC"'})
-
-    @staticmethod
-    def _finish(req: Request, resp: Response) -> None:
-        """Echo Connection: close (sushy sends it) so clients never reuse a closing socket."""
-        if (req.headers.get("Connection") or "").lower() == "close":
-            resp.headers["Connection"] = "close"
 
     def _host_of(self, path: str) -> str | None:
         prefix = ROOT + "/Systems/"

@@ -213,6 +213,8 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in headers.items():
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(payload)))
+        if self.close_connection:  # the client sent Connection: close; say we close too
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(payload)

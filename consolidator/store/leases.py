@@ -70,9 +70,42 @@ def current(engine: Engine, name: str) -> Lease | None:
                  expires_at=row.expires_at)
 
 
+def holder_is_dead(holder: str) -> bool:
+    """Whether a holder id names a process of this machine that no longer exists."""
+    host, _, rest = holder.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def take_over(engine: Engine, name: str, dead: str, holder: str, ttl: float) -> bool:
+    """Take a lease from a holder known to be dead; True if it was still theirs."""
+    now = datetime.now(timezone.utc)
+    with translate_errors(engine), engine.begin() as conn:
+        return bool(conn.execute(update(leases).where(
+            leases.c.name == name, leases.c.holder == dead).values(
+            holder=holder, acquired_at=now,
+            expires_at=now + timedelta(seconds=ttl))).rowcount)
+
+
 def acquire_or_raise(engine: Engine, name: str, holder: str, ttl: float, what: str) -> None:
-    """Take the lease or raise LeaseHeldError naming the holder."""
+    """Take the lease or raise LeaseHeldError naming the holder.
+
+    A lease held by a process of this machine that has died (kill -9) is taken over at once
+    instead of waiting for it to expire.
+    """
     if not acquire(engine, name, holder, ttl):
+        lease = current(engine, name)
+        if lease is not None and holder_is_dead(lease.holder) and \
+                take_over(engine, name, lease.holder, holder, ttl):
+            return
         lease = current(engine, name)
         who = (f"{lease.holder} (until {lease.expires_at:%H:%M:%S} UTC)" if lease
                else "another process")

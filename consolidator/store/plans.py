@@ -21,8 +21,10 @@ from consolidator.store.tables import plan_migrations, plan_power_actions, plans
 TRANSITIONS: dict[str, set[str]] = {
     "proposed": {"approved", "cancelled", "superseded"},
     "approved": {"running", "cancelled"},
-    "running": {"succeeded", "failed", "cancelled"},
-    "failed": {"running"},          # apply --resume
+    # running -> running and failed -> running: apply --resume after a crash or a signal;
+    # the executor's lease, not the state, keeps two executors apart.
+    "running": {"running", "succeeded", "failed", "cancelled"},
+    "failed": {"running"},
     "succeeded": set(), "cancelled": set(), "superseded": set(),
 }
 

@@ -6,6 +6,7 @@ an instance on it, and a journal that explains what happened.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,12 +153,15 @@ def test_conflict_on_the_action_is_a_failure_with_its_reason(bed: Bed) -> None:
     bed.assert_safe()
 
 
-def test_transient_5xx_on_reads_is_retried(bed: Bed) -> None:
+@pytest.mark.parametrize("path", ["/compute/v2.1/servers/*", "/compute/v2.1/os-services",
+                                  "/compute/v2.1/servers/detail"])
+def test_transient_5xx_on_reads_and_lists_is_retried(bed: Bed, path: str) -> None:
     plan = bed.plan()
-    bed.cloud.add_fault({"type": "http_error", "method": "GET", "status": 503, "count": 3,
-                         "path": "/compute/v2.1/servers/*"})
+    bed.cloud.add_fault({"type": "http_error", "method": "GET", "status": 503, "count": 2,
+                         "path": path})
     outcome = bed.run(plan)
     assert outcome.ok
+    assert any(r["status"] == 503 for r in bed.cloud.requests(path, "GET"))  # it did fail
     bed.assert_safe()
 
 
@@ -179,6 +183,19 @@ def test_bmc_refusing_the_password_leaves_the_host_on(bed: Bed) -> None:
     assert bed.cloud.power("c3") == "on"
     assert ("power_off", "c3", journal.FAILED) in states(bed, plan)
     assert "password" not in " ".join(e.result or "" for e in journal.entries(bed.engine))
+    bed.assert_safe()
+
+
+def test_bmc_that_does_not_answer_leaves_the_host_on(bed: Bed) -> None:
+    plan = bed.plan()
+    bed.cloud.add_fault({"type": "bmc_unreachable", "host": "c5"})
+    started = time.monotonic()
+    outcome = bed.run(plan)
+    assert time.monotonic() - started < 60
+    assert "c5" in outcome.left_on and bed.cloud.power("c5") == "on"
+    assert ("power_off", "c5", journal.FAILED) in states(bed, plan)
+    assert sorted(outcome.powered_off) == ["c3", "c4"]
+    bed.cloud.clear_faults()
     bed.assert_safe()
 
 
