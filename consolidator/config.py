@@ -98,6 +98,23 @@ OPTIONS: tuple[Option, ...] = (
            "Seconds a host may take to reach the power state asked of its BMC."),
     Option("executor", "lease_ttl", float, 60.0,
            "Seconds an executor's lease on a cloud lasts without renewal (renewed every third)."),
+    Option("daemon", "schedule", str, "0 * * * *",
+           "When the daemon's cycle runs: a 5-field cron expression (minute hour day month "
+           "weekday); the default is hourly at minute 0, as in paper 004."),
+    Option("daemon", "timezone", str, "",
+           "Timezone of the schedule and of the [padding] windows, e.g. Europe/Oslo; empty: "
+           "the system's."),
+    Option("daemon", "auto_apply", bool, False,
+           "Apply each cycle's plan at once. Off: plans stay proposed and the log says how to "
+           "approve them."),
+    Option("daemon", "misfire_grace_time", int, 300,
+           "Seconds late a cycle may still start (after a pause or a busy machine)."),
+    Option("daemon", "lease_ttl", float, 60.0,
+           "Seconds the active daemon's lease lasts without renewal: a standby daemon on the "
+           "same database takes over within this time after the active one dies."),
+    Option("daemon", "capacity_watch_interval", int, 300,
+           "Seconds between capacity checks that power hosts on when the free capacity of the "
+           "powered hosts falls below the padding; 0 turns the watch off."),
     Option("power", "bmc_file", str, "/etc/consolidator/bmc.yaml",
            "BMC credentials (see etc/consolidator/bmc.yaml.sample); --bmc-file and "
            "CONSOLIDATOR_BMC_FILE override it."),
@@ -107,6 +124,10 @@ OPTIONS: tuple[Option, ...] = (
            "Without telemetry: an instance's mean usage as a fraction of its vCPUs."),
     Option("telemetry", "fallback_cov", float, 0.5,
            "Without telemetry: the coefficient of variation (std / mean) of its usage."),
+    Option("metrics", "port", int, 0,
+           "TCP port of the daemon's Prometheus endpoint (/metrics); 0: no endpoint."),
+    Option("metrics", "address", str, "127.0.0.1",
+           "Address the Prometheus endpoint listens on (0.0.0.0 or :: for every interface)."),
 )
 
 
@@ -159,7 +180,7 @@ _INDEX = {(o.section, o.name): o for o in OPTIONS}
 #: Sections whose keys are free-form (per-host settings, windows), validated where parsed:
 #: [zones] maps 'default', 'aggregate:NAME' or a host-name glob to 'HQxRATIO,LQxRATIO' (see
 #: zones.py); their keys keep their case, since aggregate and host names are case-sensitive.
-FREE_SECTIONS: set[str] = {"zones"}
+FREE_SECTIONS: set[str] = {"zones", "padding"}
 
 
 def load_config(path: str | Path | None, *, required: bool = False) -> Config:
@@ -241,6 +262,13 @@ def config_from_sections(sections: dict[str, dict[str, str]],
 
 
 def _validate_free(section: str, items: dict[str, str], where: str) -> None:
+    if section == "padding":
+        from consolidator.padding import parse_window
+        for key, value in items.items():
+            try:
+                parse_window(key, value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}[padding] {key} = {value!r}: {exc}") from None
     if section == "zones":
         from consolidator.zones import check_zone_key, parse_zone_spec
         for key, value in items.items():

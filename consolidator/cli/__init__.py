@@ -43,8 +43,19 @@ def cli(ctx: click.Context, config_file: str | None, db_url: str | None, cloud: 
 
 
 def _register() -> None:
-    from consolidator.cli import apply, db, fake, hosts, plans, simulate, snapshots
-    for module in (db, snapshots, plans, apply, hosts, simulate, fake):
+    from consolidator.cli import (
+        apply,
+        daemon,
+        db,
+        demo,
+        fake,
+        hosts,
+        plans,
+        report,
+        simulate,
+        snapshots,
+    )
+    for module in (db, snapshots, plans, apply, hosts, daemon, report, simulate, fake, demo):
         for command in module.COMMANDS:
             cli.add_command(command)
 

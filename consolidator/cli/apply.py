@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -12,15 +13,16 @@ import click
 from consolidator.cli.context import AppContext, pass_app
 from consolidator.cloud import cloud_label, connect
 from consolidator.errors import ConsolidatorError, UsageError
-from consolidator.executor import Executor, ExecutorSettings, Outcome
+from consolidator.executor import Executor, ExecutorSettings, Outcome, Reporter
 from consolidator.inventory import read_inventory
+from consolidator.model import Cluster
 from consolidator.nova import Nova
 from consolidator.plan_config import settings_from_config
 from consolidator.plan_view import render_plan
 from consolidator.render import table
 from consolidator.rollback import rollback_draft
 from consolidator.store.plans import load_plan, save_plan, set_status
-from consolidator.store.snapshots import load_snapshot, save_snapshot
+from consolidator.store.snapshots import Snapshot, load_snapshot, save_snapshot
 
 BMC_FILE = click.option("--bmc-file", envvar="CONSOLIDATOR_BMC_FILE", metavar="FILE",
                         help="BMC credentials [env: CONSOLIDATOR_BMC_FILE; default: [power] "
@@ -76,7 +78,7 @@ def _report(line: str) -> None:
 
 
 def run_plan(app: AppContext, plan_id: str, *, bmc_file: str | None, max_parallel: int | None,
-             dry_run: bool, resume: bool) -> Outcome:
+             dry_run: bool, resume: bool, report: Reporter = _report) -> Outcome:
     """Run a stored plan with the executor and print its summary."""
     engine = app.engine()
     plan = load_plan(engine, plan_id)
@@ -84,7 +86,7 @@ def run_plan(app: AppContext, plan_id: str, *, bmc_file: str | None, max_paralle
     cluster = load_snapshot(engine, plan.snapshot_id).cluster
     executor = Executor(engine, Nova(conn), plan.cloud, cluster,
                         executor_settings(app, max_parallel, dry_run),
-                        power_lookup(app, bmc_file), report=_report)
+                        power_lookup(app, bmc_file), report=report)
     with stop_on_signals(executor):
         outcome = executor.run(plan, resume=resume)
     click.echo(table(["", "COUNT"], [
@@ -134,6 +136,32 @@ def apply_cmd(app: AppContext, plan_id: str, yes: bool, dry_run: bool,
                                 f"'consolidator journal --plan {plan.id}'")
 
 
+@dataclass(frozen=True)
+class PreparedRollback:
+    """A stored rollback plan (None when the cloud already matches) and what it came from."""
+
+    target: Snapshot
+    live: Cluster
+    notes: tuple[str, ...]
+    plan_id: str | None
+
+
+def prepare_rollback(app: AppContext, snapshot_id: str) -> PreparedRollback:
+    """Read the live cloud and store the proposed plan that puts it back as the snapshot was."""
+    engine = app.engine()
+    target = load_snapshot(engine, snapshot_id)
+    conn = connect(app.cloud_name or target.info.cloud)
+    live = read_inventory(conn).cluster
+    draft = rollback_draft(target.cluster, live,
+                           per_host_limit=settings_from_config(app.config).per_host_limit)
+    if not draft.migrations and not draft.power_on:
+        return PreparedRollback(target, live, draft.notes, None)
+    label = cloud_label(conn) if app.cloud_name else target.info.cloud
+    live_id = save_snapshot(engine, live, cloud=label, source=f"cloud:{label} (before rollback)")
+    plan_id = save_plan(engine, draft, cloud=label, snapshot_id=live_id)
+    return PreparedRollback(target, live, draft.notes, plan_id)
+
+
 @click.command("rollback")
 @click.argument("snapshot_id")
 @click.option("--yes", is_flag=True, help="Run the rollback plan without asking.")
@@ -145,20 +173,14 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
                  max_parallel: int | None, bmc_file: str | None) -> None:
     """Put the cloud back as a snapshot recorded it: power on, enable, migrate back."""
     engine = app.engine()
-    target = load_snapshot(engine, snapshot_id)
-    conn = connect(app.cloud_name or target.info.cloud)
-    live = read_inventory(conn).cluster
-    draft = rollback_draft(target.cluster, live,
-                           per_host_limit=settings_from_config(app.config).per_host_limit)
-    for note in draft.notes:
+    prepared = prepare_rollback(app, snapshot_id)
+    for note in prepared.notes:
         click.echo(f"note: {note}", err=True)
-    if not draft.migrations and not draft.power_on:
+    target, plan_id = prepared.target, prepared.plan_id
+    if plan_id is None:
         click.echo(f"the cloud already matches snapshot {target.info.id}: nothing to do")
         return
-    label = cloud_label(conn) if app.cloud_name else target.info.cloud
-    live_id = save_snapshot(engine, live, cloud=label, source=f"cloud:{label} (before rollback)")
-    plan_id = save_plan(engine, draft, cloud=label, snapshot_id=live_id)
-    click.echo(render_plan(load_plan(engine, plan_id), live, approve_hint=False))
+    click.echo(render_plan(load_plan(engine, plan_id), prepared.live, approve_hint=False))
     if not yes and not dry_run and not click.confirm(
             f"roll back to snapshot {target.info.id} now?", default=False):
         raise click.exceptions.Abort()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -11,7 +12,9 @@ from consolidator.cli.context import AppContext, pass_app
 from consolidator.cli.snapshots import FORMAT
 from consolidator.cloud import connect
 from consolidator.errors import ConsolidatorError, UsageError
+from consolidator.executor import PowerLookup
 from consolidator.inventory import read_inventory
+from consolidator.model import Cluster
 from consolidator.nova import Nova
 from consolidator.render import bar, table
 from consolidator.store import journal
@@ -29,7 +32,15 @@ def hosts_group() -> None:
 def hosts_list(app: AppContext, bmc_file: str | None, fmt: str) -> None:
     """Each host's service, power (from its BMC where configured), instances and use."""
     cluster = read_inventory(connect(app.cloud_name)).cluster
-    lookup = power_lookup(app, bmc_file)
+    rows = host_rows(cluster, power_lookup(app, bmc_file))
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(render_host_rows(rows))
+
+
+def host_rows(cluster: Cluster, lookup: PowerLookup) -> list[dict[str, Any]]:
+    """One row per live host: service, power (asked of its BMC where configured), use."""
     rows = []
     for h, host in enumerate(cluster.hosts):
         driver = lookup(host.name)
@@ -43,14 +54,16 @@ def hosts_list(app: AppContext, bmc_file: str | None, fmt: str) -> None:
                      "instances": int(cluster.population[h]),
                      "vcpu": [float(used[0]), float(cap[0])],
                      "memory_mb": [float(used[1]), float(cap[1])]})
-    if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
-        return
-    click.echo(table(["HOST", "SERVICE", "POWER", "INSTANCES", "VCPU", "RAM", "REASON"], [
+    return rows
+
+
+def render_host_rows(rows: list[dict[str, Any]]) -> str:
+    """The table of 'consolidator hosts list'."""
+    return table(["HOST", "SERVICE", "POWER", "INSTANCES", "VCPU", "RAM", "REASON"], [
         [r["host"], r["service"], r["power"], r["instances"],
          f"{bar(r['vcpu'][0] / r['vcpu'][1] if r['vcpu'][1] else 0, 10)}",
          f"{bar(r['memory_mb'][0] / r['memory_mb'][1] if r['memory_mb'][1] else 0, 10)}",
-         r["disabled_reason"] or ""] for r in rows], align="lllrlll"))
+         r["disabled_reason"] or ""] for r in rows], align="lllrlll")
 
 
 @hosts_group.command("power")

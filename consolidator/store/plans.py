@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, func, select, update
 
 from consolidator.errors import ConsolidatorError, NotFoundError
 from consolidator.planner import Move, PlanDraft
@@ -65,16 +65,20 @@ class StoredPlan:
         }
 
 
-def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str) -> str:
-    """Store a proposed plan and supersede the cloud's older proposed plans, in one transaction."""
+def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
+              supersede: bool = True) -> str:
+    """Store a proposed plan and (unless told not to) supersede the cloud's older proposed
+    plans, in one transaction."""
     plan_id = str(uuid.uuid4())
     now = datetime.now(timezone.utc)
     details = {"notes": list(draft.notes), "options": dict(draft.options),
                "spare_hosts": list(draft.spare_hosts), "idle_watts": draft.idle_watts}
     with translate_errors(engine), engine.begin() as conn:
-        conn.execute(update(plans).where(plans.c.cloud == cloud, plans.c.status == "proposed")
-                     .values(status="superseded", updated_at=now,
-                             reason=f"superseded by plan {plan_id}"))
+        if supersede:
+            conn.execute(update(plans).where(plans.c.cloud == cloud,
+                                             plans.c.status == "proposed")
+                         .values(status="superseded", updated_at=now,
+                                 reason=f"superseded by plan {plan_id}"))
         conn.execute(plans.insert(), {
             "id": plan_id, "cloud": cloud, "snapshot_id": snapshot_id,
             "algorithm": draft.algorithm, "ranking": draft.ranking, "status": "proposed",
@@ -142,6 +146,15 @@ def list_plans(engine: Engine, *, cloud: str | None = None, status: str | None =
         query = query.where(plans.c.status == status)
     with translate_errors(engine), engine.connect() as conn:
         return list(conn.execute(query))
+
+
+def count_by_status(engine: Engine, cloud: str | None = None) -> dict[str, int]:
+    """How many plans are in each state (of one cloud, or all)."""
+    query = select(plans.c.status, func.count()).group_by(plans.c.status)
+    if cloud:
+        query = query.where(plans.c.cloud == cloud)
+    with translate_errors(engine), engine.connect() as conn:
+        return {status: int(n) for status, n in conn.execute(query)}
 
 
 def set_status(engine: Engine, plan_id: str, status: str, reason: str | None = None) -> str:

@@ -1,0 +1,75 @@
+"""consolidator daemon [--once]: the hourly consolidation service."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from consolidator.cli.apply import BMC_FILE, executor_settings, power_lookup
+from consolidator.cli.context import AppContext, pass_app
+from consolidator.cloud import connect
+from consolidator.daemon import Daemon, cron_trigger
+from consolidator.errors import ConsolidatorError
+
+
+def _metrics(app: AppContext):  # noqa: ANN202 - Metrics or None
+    port = app.config.get("metrics", "port")
+    if not port:
+        return None
+    from consolidator.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.start(port, app.config.get("metrics", "address"))
+    return metrics
+
+
+@click.command("daemon")
+@click.option("--once", is_flag=True,
+              help="Run one cycle now and exit with its result (for cron).")
+@BMC_FILE
+@pass_app
+def daemon_cmd(app: AppContext, once: bool, bmc_file: str | None) -> None:
+    """Snapshot, plan, (auto-)apply and keep the padding on schedule ([daemon], [padding]).
+
+    Run two daemons on one PostgreSQL database for high availability: the one holding the
+    lease works, the other stands by and takes over within [daemon] lease_ttl.
+    """
+    if app.verbose == 0:
+        logging.getLogger("consolidator").setLevel(logging.INFO)
+    engine = app.engine()
+    config = app.config
+    trigger = cron_trigger(config)  # a bad schedule fails now, in one line
+    daemon = Daemon(engine, config, app.cloud_name, lambda: connect(app.cloud_name),
+                    power_lookup(app, bmc_file), executor_settings(app, None, False),
+                    metrics=_metrics(app))
+    if not once:
+        click.echo(f"daemon starting: next cycle at {trigger.get_next_fire_time(None, _now())}",
+                   err=True)
+        daemon.serve()
+        return
+    result = daemon.cycle()
+    if result.skipped:
+        click.echo(f"cycle skipped: {result.skipped}")
+        return
+    outcome = result.outcome
+    click.echo(f"cycle done in {result.duration_s:.1f} s: snapshot {result.snapshot_id}, plan "
+               f"{result.plan_id} ({result.migrations_planned} migrations planned), spare "
+               f"target {result.spare_target}, hosts {result.hosts}")
+    if outcome is not None:
+        click.echo(f"applied: {len(outcome.migrated)} migrated, {len(outcome.powered_off)} "
+                   f"powered off, {len(outcome.failed)} failed")
+    if result.powered_on:
+        click.echo(f"powered on for the padding: {', '.join(result.powered_on)}")
+    daemon.resign()
+    if outcome is not None and not outcome.ok:
+        raise ConsolidatorError(f"the cycle's plan {result.plan_id} did not finish: see "
+                                f"'consolidator journal --plan {result.plan_id}'")
+
+
+def _now():  # noqa: ANN202
+    from datetime import datetime
+    return datetime.now().astimezone()
+
+
+COMMANDS = [daemon_cmd]

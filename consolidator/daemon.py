@@ -1,0 +1,328 @@
+"""The daemon: an hourly cycle and a capacity watch, run by the one daemon holding the lease.
+
+A cycle resumes any plan a crash left running, snapshots the cloud, computes the spare-host
+target from the padding schedule, plans (superseding older proposed plans), applies the plan
+if auto_apply is on, then powers on the most capable hosts consolidator powered off when fewer
+spare hosts are up than the target (the morning ramp). The capacity watch powers hosts on
+between cycles when the free capacity of the powered hosts falls below the padding. An empty
+host beyond the target is powered off only through a plan.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine
+
+from consolidator.cloud import cloud_label
+from consolidator.config import Config
+from consolidator.executor import Executor, ExecutorSettings, Outcome, PowerLookup
+from consolidator.inventory import FallbackRatios, read_inventory, snapshot_cloud
+from consolidator.model import Cluster
+from consolidator.nova import Nova
+from consolidator.padding import parse_windows, spare_target
+from consolidator.planner import PlanDraft
+from consolidator.planning import PlanRequest, plan_snapshot
+from consolidator.store.leases import acquire, make_holder, release
+from consolidator.store.plans import (
+    count_by_status,
+    list_plans,
+    load_plan,
+    save_plan,
+    set_status,
+)
+from consolidator.store.snapshots import load_snapshot, save_snapshot
+
+LOG = logging.getLogger(__name__)
+#: The reason prefix consolidator writes when it disables a host; only such hosts are
+#: powered back on by the ramp (a host down for another reason is left to the operator).
+OUR_REASON = "consolidator:"
+
+
+@dataclass
+class CycleResult:
+    """What one cycle did."""
+
+    snapshot_id: str = ""
+    plan_id: str = ""
+    spare_target: int = 0
+    migrations_planned: int = 0
+    outcome: Outcome | None = None
+    powered_on: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    skipped: str = ""
+    hosts: dict[str, int] = field(default_factory=dict)   # active, spare, powered_off
+
+
+class Daemon:
+    """One cloud's daemon: cycles, the capacity watch and the leader lease."""
+
+    def __init__(self, engine: Engine, config: Config, cloud: str | None,
+                 connect: Callable[[], Any], power: PowerLookup, settings: ExecutorSettings,
+                 *, clock: Callable[[], datetime] | None = None, metrics: Any = None) -> None:
+        self.engine, self.config, self.cloud_name = engine, config, cloud
+        self.connect, self.power, self.settings = connect, power, settings
+        self.windows = parse_windows(config.section("padding"))
+        self.clock = clock or (lambda: datetime.now().astimezone())
+        self.metrics = metrics
+        self.holder = make_holder()
+        self.lease = f"daemon:{cloud or 'default'}"
+        self.stop = threading.Event()
+        self.busy = threading.Lock()
+        self.executor: Executor | None = None
+
+    # -- leadership --------------------------------------------------------------------
+
+    def lead(self) -> bool:
+        """Take or renew the daemon lease; True while this daemon is the active one."""
+        return acquire(self.engine, self.lease, self.holder,
+                       self.config.get("daemon", "lease_ttl"))
+
+    def resign(self) -> None:
+        """Give the lease up (on shutdown)."""
+        release(self.engine, self.lease, self.holder)
+
+    # -- the cycle ---------------------------------------------------------------------
+
+    def target(self) -> int:
+        """The spare hosts wanted now."""
+        return spare_target(self.windows, self.clock(), self.config.get("planner", "spare"))
+
+    def cycle(self) -> CycleResult:
+        """One cycle; skipped when another daemon leads or a cycle already runs."""
+        if not self.lead():
+            return CycleResult(skipped="another daemon holds the lease")
+        if not self.busy.acquire(blocking=False):
+            return CycleResult(skipped="a cycle or a capacity watch is already running")
+        started = time.monotonic()
+        try:
+            result = self._cycle()
+        finally:
+            self.busy.release()
+        result.duration_s = time.monotonic() - started
+        LOG.info("cycle done in %.1f s: plan %s, %d migrations planned, spare target %d",
+                 result.duration_s, result.plan_id, result.migrations_planned,
+                 result.spare_target)
+        if self.metrics is not None:
+            self._observe(result)
+        return result
+
+    def _cycle(self) -> CycleResult:
+        conn = self.connect()
+        nova = Nova(conn)
+        self._resume_interrupted(nova)
+        result = CycleResult(spare_target=self.target())
+        snapshot_id, _ = snapshot_cloud(self.engine, conn, ratios=self._ratios())
+        snap = load_snapshot(self.engine, snapshot_id)
+        result.snapshot_id = snapshot_id
+        plan_id, draft = plan_snapshot(self.engine, snap, self.config,
+                                       PlanRequest(spare=result.spare_target))
+        result.plan_id, result.migrations_planned = plan_id, len(draft.migrations)
+        if draft.migrations or draft.power_off:
+            if self.config.get("daemon", "auto_apply"):
+                set_status(self.engine, plan_id, "approved", reason="auto_apply")
+                result.outcome = self._execute(nova, snap.cluster, plan_id)
+            else:
+                LOG.warning("plan %s proposed (%d migrations, %d hosts to power off): review "
+                            "it with 'consolidator plan show %s' and approve it with "
+                            "'consolidator plan approve %s'", plan_id, len(draft.migrations),
+                            len(draft.power_off), plan_id, plan_id)
+        result.powered_on = self._ramp(conn, nova, result.spare_target, spares_only=True)
+        result.hosts = host_counts(read_inventory(conn, ratios=self._ratios()).cluster)
+        return result
+
+    def _ratios(self) -> FallbackRatios:
+        get = self.config.get
+        return FallbackRatios(cpu=get("cloud", "cpu_allocation_ratio"),
+                              ram=get("cloud", "ram_allocation_ratio"),
+                              disk=get("cloud", "disk_allocation_ratio"))
+
+    def _execute(self, nova: Nova, cluster: Cluster, plan_id: str,
+                 resume: bool = False) -> Outcome:
+        plan = load_plan(self.engine, plan_id)
+        self.executor = Executor(self.engine, nova, plan.cloud, cluster, self.settings,
+                                 self.power, report=lambda line: LOG.info("%s", line.strip()))
+        if self.stop.is_set():
+            self.executor.stop.set()
+        try:
+            return self.executor.run(plan, resume=resume)
+        finally:
+            self.executor = None
+
+    def _resume_interrupted(self, nova: Nova) -> None:
+        """Finish plans a crash left running, before anything else."""
+        for row in list_plans(self.engine, cloud=None, status="running"):
+            if self.cloud_name and row.cloud != self.cloud_name:
+                continue
+            LOG.warning("resuming plan %s, which was left running", row.id)
+            self._execute(nova, load_snapshot(self.engine, row.snapshot_id).cluster, row.id,
+                          resume=True)
+
+    # -- power-on: the morning ramp and the capacity watch -----------------------------
+
+    def capacity_watch(self) -> list[str]:
+        """Power hosts on when the powered hosts' free capacity falls below the padding."""
+        if not self.lead() or not self.busy.acquire(blocking=False):
+            return []
+        try:
+            conn = self.connect()
+            return self._ramp(conn, Nova(conn), self.target(), spares_only=False)
+        finally:
+            self.busy.release()
+
+    def _ramp(self, conn: Any, nova: Nova, target: int, *, spares_only: bool) -> list[str]:
+        """Power on the most capable hosts consolidator powered off, as many as needed."""
+        live = read_inventory(conn, ratios=self._ratios()).cluster
+        want = hosts_to_power_on(live, target, spares_only=spares_only)
+        if not want or self.stop.is_set():
+            return []
+        LOG.warning("powering on %s: %s", ", ".join(want),
+                    "fewer spare hosts are up than the padding" if spares_only
+                    else "the free capacity of the powered hosts is below the padding")
+        label = cloud_label(conn)
+        snapshot_id = save_snapshot(self.engine, live, cloud=label, source=f"cloud:{label}")
+        draft = PlanDraft(algorithm="ramp", ranking=None, migrations=(), power_off=(),
+                          power_on=tuple(want), hosts_before=_powered(live),
+                          hosts_after=_powered(live) + len(want), lower_bound=0,
+                          migrations_lower_bound=0, spare=target,
+                          notes=(f"padding target {target}",))
+        plan_id = save_plan(self.engine, draft, cloud=label, snapshot_id=snapshot_id,
+                            supersede=False)
+        set_status(self.engine, plan_id, "approved", reason="padding")
+        outcome = self._execute(nova, live, plan_id)
+        return outcome.powered_on
+
+    def _observe(self, result: CycleResult) -> None:
+        outcome = result.outcome
+        hosts = result.hosts
+        self.metrics.observe_cycle(
+            duration_s=result.duration_s, hosts_active=hosts.get("active", 0),
+            hosts_spare=hosts.get("spare", 0), hosts_off=hosts.get("powered_off", 0),
+            watts_saved=hosts.get("powered_off", 0) * self.config.get("planner", "idle_watts"),
+            migrations_ok=len(outcome.migrated) if outcome else 0,
+            migrations_failed=len(outcome.failed) if outcome else 0)
+        self.metrics.set_plans(count_by_status(self.engine))
+
+    # -- the service -------------------------------------------------------------------
+
+    def serve(self) -> None:
+        """Run the schedule until SIGTERM/SIGINT; only the lease holder does any work."""
+        import signal
+
+        from apscheduler.schedulers.blocking import BlockingScheduler
+
+        trigger = cron_trigger(self.config)
+        scheduler = BlockingScheduler(timezone=trigger.timezone)
+        scheduler.add_job(self.cycle, trigger, id="cycle", max_instances=1, coalesce=True,
+                          misfire_grace_time=self.config.get("daemon", "misfire_grace_time"))
+        interval = self.config.get("daemon", "capacity_watch_interval")
+        if interval > 0:
+            scheduler.add_job(self.capacity_watch, "interval", seconds=interval,
+                              id="capacity-watch", max_instances=1, coalesce=True)
+        scheduler.add_job(self.heartbeat, "interval", id="lease",
+                          seconds=max(self.config.get("daemon", "lease_ttl") / 3, 0.5),
+                          max_instances=1, coalesce=True, next_run_time=datetime.now(
+                              trigger.timezone))
+
+        def shutdown(signum: int, _frame: object) -> None:
+            LOG.warning("%s: starting nothing new; finishing the running actions",
+                        signal.Signals(signum).name)
+            self.stop.set()
+            if self.executor is not None:
+                self.executor.stop.set()
+            scheduler.shutdown(wait=False)
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, shutdown)
+        LOG.warning("daemon %s started: schedule %r, lease %s", self.holder,
+                    self.config.get("daemon", "schedule"), self.lease)
+        try:
+            scheduler.start()
+        finally:
+            with self.busy:  # wait for a running cycle to finish or journal its actions
+                pass
+            self.resign()
+            LOG.warning("daemon %s stopped", self.holder)
+
+    def heartbeat(self) -> None:
+        """Renew or take the lease, and log when this daemon becomes active or standby."""
+        was = getattr(self, "_active", None)
+        now = self.lead()
+        self._active = now
+        if now != was:
+            LOG.warning("daemon %s is now %s", self.holder,
+                        "the active daemon" if now else "standby (another holds the lease)")
+
+
+def cron_trigger(config: Config) -> Any:
+    """The cycle's CronTrigger from [daemon] schedule and timezone; ConfigError if invalid."""
+    from apscheduler.triggers.cron import CronTrigger
+
+    from consolidator.errors import ConfigError
+
+    expression = config.get("daemon", "schedule")
+    zone = config.get("daemon", "timezone") or None
+    try:
+        return CronTrigger.from_crontab(expression, timezone=zone) if zone else \
+            CronTrigger.from_crontab(expression)
+    except (ValueError, LookupError) as exc:
+        raise ConfigError(f"[daemon] schedule = {expression!r} / timezone = {zone!r}: "
+                          f"{str(exc).splitlines()[0]}") from None
+
+
+def host_counts(cluster: Cluster) -> dict[str, int]:
+    """Powered hosts with instances (active), powered empty usable ones (spare), and hosts
+    down or off (powered_off)."""
+    up = np.array([h.state == "up" and h.power != "off" for h in cluster.hosts], dtype=bool)
+    usable = np.array([h.usable for h in cluster.hosts], dtype=bool)
+    empty = cluster.population == 0 if len(cluster.hosts) else np.zeros(0, dtype=bool)
+    return {"active": int((up & ~empty).sum()), "spare": int((up & usable & empty).sum()),
+            "powered_off": int((~up).sum())}
+
+
+def _powered(cluster: Cluster) -> int:
+    return sum(h.state == "up" and h.power != "off" for h in cluster.hosts)
+
+
+def ramp_candidates(cluster: Cluster) -> list[int]:
+    """Hosts consolidator powered off (down, disabled by us), most capable first."""
+    rows = [h for h, host in enumerate(cluster.hosts)
+            if host.state == "down" and (host.disabled_reason or "").startswith(OUR_REASON)]
+    scale = np.maximum(cluster.capacity[:, :2].max(axis=0), 1.0) if len(cluster.hosts) else 1.0
+    return sorted(rows, key=lambda h: (-float((cluster.capacity[h, :2] / scale).sum()), h))
+
+
+def hosts_to_power_on(cluster: Cluster, target: int, *, spares_only: bool) -> list[str]:
+    """The hosts to power on so that the padding holds.
+
+    spares_only: until `target` usable hosts are up and empty (the cycle's morning ramp).
+    Otherwise: until the free vCPU and memory of the usable powered hosts cover `target`
+    times the median capacity of those hosts (the capacity watch).
+    """
+    candidates = ramp_candidates(cluster)
+    if not candidates or target <= 0:
+        return []
+    usable = np.array([h.usable for h in cluster.hosts], dtype=bool)
+    if spares_only:
+        empty = usable & (cluster.population == 0)
+        missing = target - int(empty.sum())
+        return [cluster.hosts[h].name for h in candidates[:max(missing, 0)]]
+    if not usable.any():
+        return [cluster.hosts[h].name for h in candidates[:target]]
+    capacity = cluster.capacity[:, :2]
+    need = target * np.median(capacity[usable], axis=0)
+    free = (capacity[usable] - cluster.usage[usable, :2]).sum(axis=0)
+    chosen = []
+    for h in candidates:
+        if np.all(free >= need):
+            break
+        chosen.append(cluster.hosts[h].name)
+        free = free + capacity[h]
+    return chosen

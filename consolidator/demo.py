@@ -1,0 +1,374 @@
+"""consolidator demo: the whole story on the bundled fake cloud, every step verified.
+
+The fake cloud and its emulated BMCs run in a child process (a pyghmi client and BMC hang
+when they share one process); the story runs here, through the functions the CLI uses:
+snapshot, plan, approve, apply, power-off over IPMI and Redfish, the saving, the hosts,
+rollback and a final check that the cloud is back as the snapshot recorded it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from consolidator.cli.apply import power_lookup, prepare_rollback, run_plan
+from consolidator.cli.context import AppContext
+from consolidator.cli.hosts import host_rows, render_host_rows
+from consolidator.cli.snapshots import hosts_table, record_live_snapshot
+from consolidator.cloud import connect
+from consolidator.errors import ConsolidatorError
+from consolidator.executor import Outcome
+from consolidator.inventory import read_inventory
+from consolidator.model import Cluster
+from consolidator.plan_view import render_plan
+from consolidator.planning import PlanRequest, plan_snapshot
+from consolidator.power.base import BmcConfig, load_bmc_file
+from consolidator.render import kv, table
+from consolidator.store.db import redact, upgrade
+from consolidator.store.plans import load_plan, set_status
+from consolidator.store.snapshots import Snapshot, load_snapshot
+
+Echo = Callable[[str], None]
+
+CLOUD_NAME = "consolidator-demo"
+#: Fake-cloud settings that make the story quick: near-instant migrations, hosts whose
+#: nova-compute comes up soon after power-on, BMCs that shut down gracefully at once.
+FAST_SETTINGS: dict[str, Any] = {"migration_bandwidth_mb_s": 40000.0,
+                                 "service_up_delay_s": 0.2, "bmc_graceful_delay_s": 0.1}
+#: The executor's timings for the demo (the INI config it writes for itself).
+DEMO_CONFIG = """\
+[cloud]
+name = {cloud}
+
+[executor]
+poll_interval = 0.05
+migration_timeout = 60
+power_timeout = 60
+lease_ttl = 30
+
+[power]
+bmc_file = {bmc_file}
+"""
+START_TIMEOUT_S = 30.0
+
+
+class DemoError(ConsolidatorError):
+    """A demo step that did not verify: "step N (name): what was wrong"."""
+
+
+class StepFailed(Exception):
+    """A check inside a step that did not hold."""
+
+
+def check(condition: bool, message: str) -> None:
+    """Fail the current step with message unless condition holds."""
+    if not condition:
+        raise StepFailed(message)
+
+
+def bundled_scenario() -> Path:
+    """The scenario the demo serves: the package's alto-cloud.yaml (paper 004's cloud)."""
+    return Path(str(resources.files("consolidator") / "data" / "alto-cloud.yaml"))
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """What the operator asked of the demo."""
+
+    algorithm: str | None = None
+    ranking: str | None = None
+    keep: bool = False
+    db_url: str | None = None
+
+
+@dataclass
+class Served:
+    """The fake cloud child process and the files it wrote."""
+
+    process: subprocess.Popen[bytes]
+    scenario: dict[str, Any]
+    clouds_yaml: Path
+    bmc_yaml: Path
+    log: Path
+
+    @property
+    def auth_url(self) -> str:
+        """The Keystone URL in the clouds.yaml it wrote."""
+        entry = yaml.safe_load(self.clouds_yaml.read_text())["clouds"][CLOUD_NAME]
+        return str(entry["auth"]["auth_url"])
+
+
+@contextmanager
+def served_fake_cloud(workdir: Path) -> Iterator[Served]:
+    """Serve a fast copy of the bundled scenario with BMCs in a child process until exit."""
+    doc = yaml.safe_load(bundled_scenario().read_text(encoding="utf-8"))
+    doc["settings"] = {**(doc.get("settings") or {}), **FAST_SETTINGS}
+    scenario = workdir / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    clouds_yaml, bmc_yaml, log = (workdir / "clouds.yaml", workdir / "bmc.yaml",
+                                  workdir / "fake-cloud.log")
+    args = [sys.executable, "-m", "consolidator", "fake-cloud", "serve", "--scenario",
+            str(scenario), "--bmc", "--write-clouds-yaml", str(clouds_yaml), "--cloud-name",
+            CLOUD_NAME, "--write-bmc-yaml", str(bmc_yaml)]
+    with log.open("wb") as out:
+        # A session of its own: Ctrl-C reaches the demo, which then stops the child itself.
+        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not (clouds_yaml.exists() and bmc_yaml.exists()):
+            if process.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+                raise StepFailed(f"the fake cloud did not start: {tail[0]}")
+            time.sleep(0.05)
+        yield Served(process, doc, clouds_yaml, bmc_yaml, log)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@contextmanager
+def cloud_environment(clouds_yaml: Path) -> Iterator[None]:
+    """Point openstacksdk at the demo's clouds.yaml only; restore the environment after."""
+    saved = dict(os.environ)
+    for key in [k for k in os.environ if k.startswith("OS_")]:
+        del os.environ[key]
+    os.environ["OS_CLIENT_CONFIG_FILE"] = str(clouds_yaml)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+class Story:
+    """Numbered, timed steps; a step that raises becomes one DemoError naming it."""
+
+    def __init__(self, echo: Echo) -> None:
+        self.echo = echo
+        self.number = 0
+        self.started = time.monotonic()
+
+    @contextmanager
+    def step(self, title: str) -> Iterator[None]:
+        """Run one step under a numbered heading."""
+        self.number += 1
+        heading = f"{self.number}. {title}"
+        self.echo(f"\n{heading}\n{'=' * len(heading)}")
+        began = time.monotonic()
+        try:
+            yield
+        except (KeyboardInterrupt, DemoError):
+            raise
+        except (StepFailed, ConsolidatorError) as exc:
+            raise DemoError(f"demo failed at step {self.number} ({title}): {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - one line naming the step, whatever broke
+            raise DemoError(f"demo failed at step {self.number} ({title}): "
+                            f"{type(exc).__name__}: {exc}") from None
+        self.echo(f"-> verified ({time.monotonic() - began:.1f} s)")
+
+
+def run_demo(options: DemoOptions, echo: Echo) -> float:
+    """Run the whole story; return its seconds. Raises DemoError naming a failed step."""
+    story = Story(echo)
+    workdir = Path(tempfile.mkdtemp(prefix="consolidator-demo-"))
+    try:
+        with ExitStack() as stack:
+            with story.step("Start the fake cloud and its emulated BMCs"):
+                served = stack.enter_context(served_fake_cloud(workdir))
+                _show_cloud(served, echo)
+            stack.enter_context(cloud_environment(served.clouds_yaml))
+            _story(story, served, workdir, options, echo)
+    finally:
+        if options.keep:
+            echo(f"\nkept {workdir}: the database, clouds.yaml, bmc.yaml, the config "
+                 f"(consolidator.conf) and the fake cloud's log (fake-cloud.log)")
+            if not options.db_url:
+                echo(f"  look around with: consolidator --config {workdir}/consolidator.conf "
+                     f"plans list   (or journal, snapshots list)")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return time.monotonic() - story.started
+
+
+def _show_cloud(served: Served, echo: Echo) -> None:
+    doc = served.scenario
+    bmcs = load_bmc_file(served.bmc_yaml)
+    echo(f"fake Keystone, Nova and Placement at {served.auth_url} (child process "
+         f"{served.process.pid}), serving {len(doc['hosts'])} hosts and "
+         f"{len(doc['instances'])} instances shaped like paper 004's cloud")
+    echo(table(["HOST", "BMC", "LISTENS AT"],
+               [[b.host, b.driver, _where(b)] for b in bmcs.values()], align="lll"))
+    wanted = {h["name"] for h in doc["hosts"] if h.get("bmc")}
+    check(set(bmcs) == wanted, f"bmc.yaml lists {sorted(bmcs)}, expected {sorted(wanted)}")
+
+
+def _where(bmc: BmcConfig) -> str:
+    return (f"{bmc.address}:{bmc.port}/udp" if bmc.driver == "ipmi"
+            else f"{bmc.address}{bmc.system_id or ''}")
+
+
+def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
+           echo: Echo) -> None:
+    """Steps 2 to 11, against the served cloud."""
+    bmc_file = str(served.bmc_yaml)
+    config = workdir / "consolidator.conf"
+    db_url = options.db_url or f"sqlite:///{workdir / 'demo.db'}"
+    text = DEMO_CONFIG.format(cloud=CLOUD_NAME, bmc_file=bmc_file)
+    if not options.db_url:
+        text += f"\n[database]\nurl = {db_url}\n"
+    config.write_text(text, encoding="utf-8")
+    app = AppContext(config_file=str(config), db_url=options.db_url, cloud=CLOUD_NAME)
+
+    with story.step("Prepare the database (db upgrade)"):
+        before, after = upgrade(app.engine(migrated=False))
+        echo(f"database {redact(db_url)}: {before or 'empty'} -> revision {after}")
+        engine = app.engine()
+
+    with story.step("Snapshot the cloud"):
+        snap = load_snapshot(engine, record_live_snapshot(app, engine))
+        echo(f"snapshot {snap.info.id}: {snap.info.host_count} hosts and "
+             f"{snap.info.instance_count} instances read through openstacksdk")
+        echo(hosts_table(snap.cluster))
+        check(snap.info.host_count == len(served.scenario["hosts"]),
+              f"read {snap.info.host_count} hosts, the scenario has "
+              f"{len(served.scenario['hosts'])}")
+        check(snap.info.instance_count == len(served.scenario["instances"]),
+              f"read {snap.info.instance_count} instances, the scenario has "
+              f"{len(served.scenario['instances'])}")
+
+    with story.step("Plan"):
+        plan_id, draft = plan_snapshot(engine, snap, app.config, PlanRequest(
+            algorithm=options.algorithm, ranking=options.ranking))
+        echo(render_plan(load_plan(engine, plan_id), snap.cluster, approve_hint=False))
+        check(bool(draft.migrations) and bool(draft.power_off),
+              f"plan {plan_id} frees no host ({len(draft.migrations)} migrations, "
+              f"{len(draft.power_off)} hosts to power off)")
+
+    with story.step("Approve the plan"):
+        set_status(engine, plan_id, "approved", reason="approved by the demo")
+        status = load_plan(engine, plan_id).status
+        echo(f"plan {plan_id} is {status} (an operator runs: consolidator plan approve "
+             f"{plan_id})")
+        check(status == "approved", f"plan {plan_id} is {status}, not approved")
+
+    with story.step("Apply: live-migrate, disable and power off the emptied hosts"):
+        outcome = run_plan(app, plan_id, bmc_file=bmc_file, max_parallel=None,
+                           dry_run=False, resume=False, report=lambda line: echo(f"  {line}"))
+        _check_outcome(outcome, f"plan {plan_id}")
+        check(set(outcome.powered_off) == set(draft.power_off),
+              f"powered off {sorted(outcome.powered_off)}, the plan said "
+              f"{sorted(draft.power_off)}")
+        status = load_plan(engine, plan_id).status
+        check(status == "succeeded", f"plan {plan_id} ended {status}")
+
+    with story.step("The hosts powered off, asked of their BMCs over IPMI and Redfish"):
+        lookup = power_lookup(app, bmc_file)
+        rows = []
+        for host in draft.power_off:
+            driver = lookup(host)
+            check(driver is not None, f"{host} has no BMC in {bmc_file}")
+            assert driver is not None
+            rows.append([host, driver.config.driver, _where(driver.config),  # type: ignore[attr-defined]
+                         driver.power_state()])
+        echo(table(["HOST", "DRIVER", "BMC", "POWER"], rows, align="llll"))
+        drivers = sorted({r[1] for r in rows})
+        echo(f"{len(rows)} hosts powered off through {' and '.join(drivers)}")
+        off = [r[0] for r in rows if r[3] != "off"]
+        check(not off, f"the BMC of {', '.join(off)} does not report power off")
+
+    with story.step("The estimated saving"):
+        hours = 24
+        echo(kv([("hosts on", f"{draft.hosts_before} -> {draft.hosts_after} "
+                              f"(lower bound {draft.lower_bound})"),
+                 ("powered off", f"{len(outcome.powered_off)} hosts at "
+                                 f"{draft.idle_watts:.0f} W idle each"),
+                 ("saving", f"{draft.watts_saved:.0f} W = "
+                            f"{draft.watts_saved * hours / 1000:.1f} kWh a day = "
+                            f"{draft.watts_saved * hours * 365 / 1e6:.1f} MWh a year")]))
+        check(draft.watts_saved > 0, "the plan saves nothing")
+
+    with story.step("consolidator hosts list"):
+        live = read_inventory(connect(app.cloud_name)).cluster
+        rows_by_host = {r["host"]: r for r in host_rows(live, power_lookup(app, bmc_file))}
+        echo(render_host_rows(list(rows_by_host.values())))
+        for host, row in rows_by_host.items():
+            want = "off" if host in draft.power_off else "on"
+            check(row["power"] == want, f"{host} is {row['power']}, expected {want}")
+            if want == "off":
+                check(row["instances"] == 0 and row["service"].startswith("disabled"),
+                      f"{host} is off but has {row['instances']} instances and "
+                      f"service {row['service']}")
+
+    with story.step("Roll back to the snapshot"):
+        prepared = prepare_rollback(app, snap.info.id)
+        for note in prepared.notes:
+            echo(f"note: {note}")
+        check(prepared.plan_id is not None, "the rollback found nothing to undo")
+        assert prepared.plan_id is not None
+        back = prepared.plan_id
+        echo(render_plan(load_plan(engine, back), prepared.live, approve_hint=False))
+        set_status(engine, back, "approved", reason=f"rollback to snapshot {snap.info.id}")
+        outcome = run_plan(app, back, bmc_file=bmc_file, max_parallel=None, dry_run=False,
+                           resume=False, report=lambda line: echo(f"  {line}"))
+        _check_outcome(outcome, f"rollback plan {back}")
+        check(set(outcome.powered_on) == set(draft.power_off),
+              f"powered on {sorted(outcome.powered_on)}, expected {sorted(draft.power_off)}")
+
+    with story.step("Final check: every instance back home, every host on"):
+        _final_check(app, snap, bmc_file, echo)
+
+
+def _check_outcome(outcome: Outcome, what: str) -> None:
+    problems = [f"{n}: {why}" for n, why in [*outcome.failed.items(), *outcome.skipped.items(),
+                                             *outcome.left_on.items()]]
+    if outcome.interrupted:
+        problems.insert(0, "interrupted")
+    more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
+    check(outcome.ok, f"{what} did not finish: {'; '.join(problems[:2])}{more}")
+
+
+def _final_check(app: AppContext, snap: Snapshot, bmc_file: str, echo: Echo) -> None:
+    live = read_inventory(connect(app.cloud_name)).cluster
+    where = {i.id: i for i in live.instances}
+    away = [f"{i.name} on {where[i.id].host if i.id in where else 'nowhere'}, "
+            f"not {i.host}" for i in snap.cluster.instances
+            if i.id not in where or where[i.id].host != i.host
+            or where[i.id].status != i.status]
+    check(not away, f"{len(away)} instances are not back: {'; '.join(away[:3])}")
+    echo(f"all {len(snap.cluster.instances)} instances are on the host the snapshot recorded "
+         f"them on, in the state it recorded")
+    lookup = power_lookup(app, bmc_file)
+    down = _hosts_not_on(live, lookup)
+    check(not down, f"hosts not back on and enabled: {'; '.join(down)}")
+    echo(f"all {len(live.hosts)} hosts are powered on (asked of their BMCs), their "
+         f"nova-compute enabled and up")
+    again = prepare_rollback(app, snap.info.id)
+    check(again.plan_id is None, "a second rollback still finds something to do")
+    echo(f"a second rollback to snapshot {snap.info.id} finds nothing to do")
+
+
+def _hosts_not_on(live: Cluster, lookup: Callable[[str], Any]) -> list[str]:
+    down = []
+    for host in live.hosts:
+        driver = lookup(host.name)
+        power = driver.power_state() if driver is not None else host.power
+        if power != "on" or host.status != "enabled" or host.state != "up":
+            down.append(f"{host.name} ({power}, {host.status}/{host.state})")
+    return down

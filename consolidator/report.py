@@ -1,0 +1,218 @@
+"""History of a cloud from its stored snapshots, plans and journal: hosts on, cycles, energy.
+
+Pure: it takes loaded snapshots, plans and journal entries and returns a Report, which
+renders as a terminal chart and tables (like figure 7 and table II of paper 004) or as JSON.
+
+Energy: every host powered on draws the idle watts ([planner] idle_watts, 270 W in 004).
+The hosts on are a step function: each snapshot's count holds until the next snapshot, and
+the last one until the end of the period. "No policy" keeps every host of each snapshot on.
+Per day and per year are the covered hours scaled to 24 h and to 365 days.
+
+JSON shape (``consolidator report --format json``); times are ISO 8601 in UTC::
+
+    {"cloud": "alto",
+     "period": {"from": "...", "to": "...", "days": 1.0},
+     "idle_watts": 270.0,
+     "hosts_on": [{"time": "...", "hosts_on": 8, "hosts_total": 11, "spare": 2,
+                   "instances": 150}],
+     "cycles": [{"time": "...", "plan_id": "...", "algorithm": "zoned-bestfit",
+                 "ranking": null, "status": "succeeded", "migrations_planned": 4,
+                 "migrations_done": 4, "migrations_failed": 0, "power_off_planned": 1,
+                 "hosts_powered_off": 1, "hosts_powered_on": 0}],
+     "energy": {"hours": 24.0, "kwh_policy": 45.36, "kwh_no_policy": 71.28,
+                "kwh_per_day_policy": 45.36, "kwh_per_day_no_policy": 71.28,
+                "kwh_per_year_policy": 16556.4, "kwh_per_year_no_policy": 26017.2,
+                "reduction_pct": 36.36}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from consolidator.model import Cluster
+from consolidator.render import kv, table
+from consolidator.store.journal import SUCCEEDED, Entry
+from consolidator.store.plans import StoredPlan
+
+HOURS_PER_YEAR = 365 * 24
+CHART_WIDTH = 44
+
+
+@dataclass(frozen=True)
+class HostsPoint:
+    """One snapshot's count of hosts powered on, hosts in all, spare hosts and instances."""
+
+    time: datetime
+    hosts_on: int
+    hosts_total: int
+    spare: int
+    instances: int
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """One plan of the period: what it planned and what the journal shows was done."""
+
+    time: datetime
+    plan_id: str
+    algorithm: str
+    ranking: str | None
+    status: str
+    migrations_planned: int
+    migrations_done: int
+    migrations_failed: int
+    power_off_planned: int
+    hosts_powered_off: int
+    hosts_powered_on: int
+
+
+@dataclass(frozen=True)
+class Energy:
+    """Estimated energy with the policy and without it (every host on), as in 004's table II."""
+
+    hours: float
+    kwh_policy: float
+    kwh_no_policy: float
+    kwh_per_day_policy: float
+    kwh_per_day_no_policy: float
+    kwh_per_year_policy: float
+    kwh_per_year_no_policy: float
+    reduction_pct: float
+
+
+@dataclass(frozen=True)
+class Report:
+    """The history of one cloud over a period."""
+
+    cloud: str
+    start: datetime
+    end: datetime
+    idle_watts: float
+    points: tuple[HostsPoint, ...]
+    cycles: tuple[Cycle, ...]
+    energy: Energy
+
+
+def hosts_point(time: datetime, cluster: Cluster) -> HostsPoint:
+    """Count a snapshot's hosts: on means not powered off and nova-compute up; spare, also empty."""
+    on = [h.power != "off" and h.state == "up" for h in cluster.hosts]
+    population = cluster.population
+    spare = sum(1 for i, is_on in enumerate(on) if is_on and population[i] == 0)
+    return HostsPoint(time=time, hosts_on=sum(on), hosts_total=len(cluster.hosts), spare=spare,
+                      instances=len(cluster.instances))
+
+
+def cycle(plan: StoredPlan, entries: Iterable[Entry]) -> Cycle:
+    """A plan and its journal rows as one cycle; each target counts once (resumes repeat rows)."""
+    done: dict[str, set[str]] = {}
+    failed: set[str] = set()
+    for entry in entries:
+        if entry.state == SUCCEEDED:
+            done.setdefault(entry.action, set()).add(entry.target)
+        elif entry.action == "migrate" and entry.state == "failed":
+            failed.add(entry.target)
+    migrated = done.get("migrate", set())
+    draft = plan.draft
+    return Cycle(time=plan.created_at, plan_id=plan.id, algorithm=draft.algorithm,
+                 ranking=draft.ranking, status=plan.status,
+                 migrations_planned=len(draft.migrations), migrations_done=len(migrated),
+                 migrations_failed=len(failed - migrated),
+                 power_off_planned=len(draft.power_off),
+                 hosts_powered_off=len(done.get("power_off", ())),
+                 hosts_powered_on=len(done.get("power_on", ())))
+
+
+def energy(points: Sequence[HostsPoint], end: datetime, idle_watts: float) -> Energy:
+    """kWh with and without the policy: hosts on as a step function of the snapshots up to end."""
+    ordered = sorted(points, key=lambda p: p.time)
+    hours = on_hours = total_hours = 0.0
+    ends = [p.time for p in ordered[1:]] + [end]
+    for point, until in zip(ordered, ends[:len(ordered)], strict=True):
+        span = max((until - point.time).total_seconds(), 0.0) / 3600
+        hours += span
+        on_hours += point.hosts_on * span
+        total_hours += point.hosts_total * span
+    kwh_policy = idle_watts * on_hours / 1000
+    kwh_none = idle_watts * total_hours / 1000
+    scale = 1 / hours if hours else 0.0
+    return Energy(hours=hours, kwh_policy=kwh_policy, kwh_no_policy=kwh_none,
+                  kwh_per_day_policy=kwh_policy * scale * 24,
+                  kwh_per_day_no_policy=kwh_none * scale * 24,
+                  kwh_per_year_policy=kwh_policy * scale * HOURS_PER_YEAR,
+                  kwh_per_year_no_policy=kwh_none * scale * HOURS_PER_YEAR,
+                  reduction_pct=100 * (1 - kwh_policy / kwh_none) if kwh_none else 0.0)
+
+
+def build(cloud: str, start: datetime, end: datetime, idle_watts: float,
+          points: Iterable[HostsPoint], cycles: Iterable[Cycle]) -> Report:
+    """The report of a period: the points and cycles inside it, and their energy."""
+    inside = tuple(sorted((p for p in points if start <= p.time <= end), key=lambda p: p.time))
+    kept = tuple(sorted((c for c in cycles if start <= c.time <= end), key=lambda c: c.time))
+    return Report(cloud=cloud, start=start, end=end, idle_watts=idle_watts, points=inside,
+                  cycles=kept, energy=energy(inside, end, idle_watts))
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    """The report in the JSON shape of the module docstring."""
+    def stamped(item: HostsPoint | Cycle) -> dict[str, Any]:
+        return {**asdict(item), "time": item.time.isoformat()}
+
+    return {"cloud": report.cloud,
+            "period": {"from": report.start.isoformat(), "to": report.end.isoformat(),
+                       "days": (report.end - report.start).total_seconds() / 86400},
+            "idle_watts": report.idle_watts,
+            "hosts_on": [stamped(p) for p in report.points],
+            "cycles": [stamped(c) for c in report.cycles],
+            "energy": {k: round(v, 3) for k, v in asdict(report.energy).items()}}
+
+
+def hourly(points: Sequence[HostsPoint]) -> list[HostsPoint]:
+    """One point per clock hour: the last snapshot taken in it."""
+    by_hour: dict[datetime, HostsPoint] = {}
+    for point in sorted(points, key=lambda p: p.time):
+        by_hour[point.time.replace(minute=0, second=0, microsecond=0)] = point
+    return list(by_hour.values())
+
+
+def bar(on: int, total: int, widest: int) -> str:
+    """'#' per host on and '.' per host off, scaled so the widest cloud fits the chart."""
+    if widest <= 0:
+        return ""
+    per_host = min(3.0, CHART_WIDTH // widest) if widest <= CHART_WIDTH else CHART_WIDTH / widest
+    return "#" * round(on * per_host) + "." * (round(total * per_host) - round(on * per_host))
+
+
+def render_text(report: Report) -> str:
+    """The report for the terminal: the chart of hosts on, the cycles and the energy table."""
+    fmt = "%Y-%m-%d %H:%M"
+    out = [f"cloud {report.cloud}: {report.start.strftime(fmt)} to {report.end.strftime(fmt)} "
+           f"UTC", "", "Hosts powered on ('#' on, '.' off), the last snapshot of each hour:"]
+    rows = hourly(report.points)
+    widest = max((p.hosts_total for p in rows), default=0)
+    out.append(table(["TIME (UTC)", "HOSTS", "ON", "SPARE", "INSTANCES"],
+                     [[p.time.strftime(fmt), bar(p.hosts_on, p.hosts_total, widest),
+                       f"{p.hosts_on}/{p.hosts_total}", p.spare, p.instances] for p in rows],
+                     align="llrrr") if rows else "  no snapshots in this period")
+    out += ["", "Cycles (one plan each):"]
+    out.append(table(["TIME (UTC)", "PLAN", "ALGORITHM", "STATUS", "PLANNED", "MIGRATED",
+                      "FAILED", "POWERED OFF", "POWERED ON"],
+                     [[c.time.strftime(fmt), c.plan_id[:8], c.algorithm, c.status,
+                       c.migrations_planned, c.migrations_done, c.migrations_failed,
+                       f"{c.hosts_powered_off}/{c.power_off_planned}", c.hosts_powered_on]
+                      for c in report.cycles], align="llllrrrrr")
+               if report.cycles else "  no plans in this period")
+    e = report.energy
+    out += ["", f"Estimated energy ({report.idle_watts:g} W per host on, {e.hours:.1f} h "
+                f"covered by snapshots):",
+            table(["", "POLICY", "NO POLICY"],
+                  [["kWh in period", f"{e.kwh_policy:.1f}", f"{e.kwh_no_policy:.1f}"],
+                   ["kWh per day", f"{e.kwh_per_day_policy:.1f}", f"{e.kwh_per_day_no_policy:.1f}"],
+                   ["kWh per year (estimated)", f"{e.kwh_per_year_policy:.0f}",
+                    f"{e.kwh_per_year_no_policy:.0f}"],
+                   ["reduction", f"{e.reduction_pct:.1f} %", "0 %"]], align="lrr"),
+            "", kv([("migrations done", sum(c.migrations_done for c in report.cycles)),
+                    ("hosts powered off", sum(c.hosts_powered_off for c in report.cycles))])]
+    return "\n".join(out)

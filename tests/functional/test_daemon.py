@@ -1,0 +1,221 @@
+"""The daemon's cycles against the fake cloud with Redfish BMCs, under a controlled clock;
+and high availability with two real daemon processes on PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import time_machine
+import yaml
+
+from consolidator.config import config_from_sections
+from consolidator.daemon import Daemon
+from consolidator.executor import ExecutorSettings
+from consolidator.fake.cloud import FakeCloud
+from consolidator.power.base import driver_for, load_bmc_file
+from consolidator.scenario import parse_scenario
+from consolidator.store.db import make_engine, upgrade
+from consolidator.store.leases import current
+
+NIGHT = "2026-11-22 02:00:00+01:00"
+MORNING = "2026-11-22 07:00:00+01:00"
+
+
+def scenario() -> dict:
+    """Five 16-vCPU hosts with two 2-vCPU instances each: all fit on two hosts."""
+    hosts = [{"name": f"c{n}", "vcpus": 16, "memory_mb": 65536, "disk_gb": 1000,
+              "bmc": {"driver": "redfish"}} for n in range(1, 6)]
+    instances = [{"name": f"vm-{h}-{k}", "host": f"c{h}", "vcpus": 3, "memory_mb": 4096,
+                  "disk_gb": 20} for h in range(1, 6) for k in range(2)]
+    return {"hosts": hosts, "instances": instances}
+
+
+def make_daemon(cloud: FakeCloud, engine: object, tmp: Path, **daemon: str) -> Daemon:
+    config = config_from_sections({
+        "planner": {"algorithm": "firstfit"},
+        "daemon": {"auto_apply": "true", **daemon},
+        "padding": {"06:00-18:00": "2", "18:00-06:00": "0"}})
+    bmc = cloud.write_bmc_yaml(tmp / "bmc.yaml")
+    configs = load_bmc_file(bmc)
+    return Daemon(engine, config, None, cloud.connect,
+                  lambda h: driver_for(configs[h]) if h in configs else None,
+                  ExecutorSettings(poll_interval=0.02, power_timeout=30),
+                  clock=lambda: datetime.now().astimezone())
+
+
+@pytest.fixture
+def bed(tmp_path: Path) -> Iterator[tuple[FakeCloud, object]]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'c.db'}")
+    upgrade(engine)
+    with FakeCloud(parse_scenario(scenario()), bmc=True, migration_bandwidth_mb_s=1e6,
+                   service_up_delay_s=0.05, bmc_graceful_delay_s=0.05) as cloud:
+        yield cloud, engine
+
+
+def powered(cloud: FakeCloud) -> set[str]:
+    return {h.name for h in cloud.cluster().hosts if cloud.power(h.name) == "on"}
+
+
+def test_padding_follows_the_clock(bed: tuple, tmp_path: Path) -> None:
+    cloud, engine = bed
+    daemon = make_daemon(cloud, engine, tmp_path)
+    with time_machine.travel(MORNING, tick=False):
+        assert daemon.target() == 2
+    with time_machine.travel(NIGHT, tick=False):
+        assert daemon.target() == 0
+
+
+def test_second_cycle_on_an_unchanged_cloud_moves_nothing(bed: tuple, tmp_path: Path) -> None:
+    cloud, engine = bed
+    daemon = make_daemon(cloud, engine, tmp_path)
+    with time_machine.travel(NIGHT, tick=True):
+        first = daemon.cycle()
+        second = daemon.cycle()
+    assert first.outcome is not None and first.outcome.ok
+    assert first.migrations_planned > 0 and len(powered(cloud)) == 2
+    assert second.migrations_planned == 0
+    assert second.outcome is None and len(powered(cloud)) == 2
+    assert len(cloud.cluster().instances) == 10
+
+
+def test_morning_ramp_powers_hosts_on_through_the_bmcs(bed: tuple, tmp_path: Path) -> None:
+    cloud, engine = bed
+    daemon = make_daemon(cloud, engine, tmp_path)
+    with time_machine.travel(NIGHT, tick=True):
+        daemon.cycle()
+    assert len(powered(cloud)) == 2
+    with time_machine.travel(MORNING, tick=True):
+        morning = daemon.cycle()
+    assert len(morning.powered_on) == 2 and len(powered(cloud)) == 4
+    services = {s.host: s for s in cloud.connect().compute.services()}
+    for host in morning.powered_on:
+        assert services[host].state == "up" and services[host].status == "enabled"
+    assert morning.hosts["spare"] == 2
+
+
+def test_capacity_watch_powers_on_when_free_capacity_is_low(bed: tuple, tmp_path: Path) -> None:
+    cloud, engine = bed
+    daemon = make_daemon(cloud, engine, tmp_path)
+    with time_machine.travel(NIGHT, tick=True):
+        daemon.cycle()
+        assert daemon.capacity_watch() == []        # padding 0 at night: nothing to do
+    with time_machine.travel(MORNING, tick=True):
+        # Two powered hosts of 16 vCPUs hold 30 vCPUs: 2 free, far below 2 hosts' worth.
+        started = daemon.capacity_watch()
+    assert len(started) >= 1
+    assert set(started) <= powered(cloud)
+
+
+@pytest.fixture
+def pg_url(pg_database: str) -> str:
+    engine = make_engine(pg_database)
+    upgrade(engine)
+    engine.dispose()
+    return pg_database
+
+
+def test_two_daemons_fail_over_on_postgresql(pg_url: str, tmp_path: Path) -> None:
+    config = tmp_path / "c.conf"
+    config.write_text("[daemon]\nschedule = 0 0 1 1 *\nlease_ttl = 3\n"
+                      "capacity_watch_interval = 0\n")
+    env = {**os.environ, "CONSOLIDATOR_DB_URL": pg_url, "OS_CLOUD": "nowhere",
+           "OS_CLIENT_CONFIG_FILE": str(tmp_path / "none.yaml")}
+    procs = [subprocess.Popen([sys.executable, "-m", "consolidator", "--config", str(config),
+                               "daemon"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    engine = make_engine(pg_url)
+    try:
+        deadline = time.monotonic() + 30
+        while (lease := current(engine, "daemon:nowhere")) is None:
+            assert time.monotonic() < deadline, "no daemon took the lease"
+            time.sleep(0.2)
+        pids = {str(p.pid): p for p in procs}
+        active = pids[lease.holder.split(":")[1]]
+        standby = next(p for p in procs if p is not active)
+        active.send_signal(signal.SIGKILL)
+        active.wait(timeout=10)
+        killed_at = time.monotonic()
+        while (lease := current(engine, "daemon:nowhere")) is None or \
+                lease.holder.split(":")[1] != str(standby.pid):
+            assert time.monotonic() - killed_at < 3 + 3, "the standby did not take over"
+            time.sleep(0.2)
+        standby.send_signal(signal.SIGTERM)
+        _, err = standby.communicate(timeout=30)
+        assert standby.returncode == 0, err
+        assert "is now the active daemon" in err and "stopped" in err
+        assert current(engine, "daemon:nowhere") is None      # released on shutdown
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+
+
+def test_daemon_once_from_the_command_line(tmp_path: Path) -> None:
+    from tests.functional.cli import run
+    from tests.functional.served import served_cloud
+
+    doc = {**scenario(), "settings": {"migration_bandwidth_mb_s": 1e6,
+                                      "service_up_delay_s": 0.1, "bmc_graceful_delay_s": 0.05}}
+    config = tmp_path / "c.conf"
+    config.write_text("[daemon]\nauto_apply = true\n[executor]\npoll_interval = 0.05\n"
+                      "[padding]\n00:00-24:00 = 1\n")
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    with served_cloud(doc, tmp_path) as served:
+        env = {"OS_CLIENT_CONFIG_FILE": str(served.clouds_yaml),
+               "CONSOLIDATOR_BMC_FILE": str(served.bmc_yaml)}
+        assert run("db", "upgrade", db_url=db_url).code == 0
+        once = run("--config", str(config), "--cloud", served.cloud_name, "daemon", "--once",
+                   db_url=db_url, env=env, timeout=180)
+        assert once.code == 0, once.out + once.err
+        assert "cycle done" in once.out and "applied:" in once.out
+        state = served.state()["hosts"]
+        assert sum(h["power"] == "on" for h in state.values()) == 3   # 2 busy + 1 spare
+        assert yaml.safe_load(served.clouds_yaml.read_text())
+
+
+def test_a_few_new_instances_plan_only_a_few_migrations(bed: tuple, tmp_path: Path) -> None:
+    """As 004's long-term run: after the first packing, later cycles only adjust."""
+    from consolidator.model import Cluster, Instance
+    from consolidator.planner import make_plan
+    from consolidator.store.snapshots import load_snapshot
+
+    cloud, engine = bed
+    daemon = make_daemon(cloud, engine, tmp_path)
+    with time_machine.travel(MORNING, tick=True):
+        first = daemon.cycle()
+    assert first.outcome is not None and first.outcome.ok
+    packed = load_snapshot(engine, daemon.cycle().snapshot_id).cluster
+    spare = next(h.name for h in packed.hosts if h.usable and not packed.instances_on(h.name))
+    new = tuple(Instance(name=f"new-{k}", host=spare, vcpus=1, memory_mb=1024, disk_gb=10)
+                for k in range(3))
+    grown = Cluster(hosts=packed.hosts, instances=packed.instances + new,
+                    server_groups=packed.server_groups)
+    draft = make_plan(grown, "firstfit", spare=2)
+    assert len(draft.migrations) <= len(new)
+    assert {m.instance_name for m in draft.migrations} <= {i.name for i in new}
+    assert draft.hosts_after <= len(powered(cloud)) + 1
+
+
+def test_cycle_metrics(bed: tuple, tmp_path: Path) -> None:
+    from consolidator.metrics import Metrics
+
+    cloud, engine = bed
+    daemon = make_daemon(cloud, engine, tmp_path)
+    daemon.metrics = Metrics()
+    with time_machine.travel(NIGHT, tick=True):
+        daemon.cycle()
+    text = daemon.metrics.exposition().decode()
+    assert 'consolidator_hosts{state="powered_off"} 3.0' in text
+    assert 'consolidator_hosts{state="active"} 2.0' in text
+    assert 'consolidator_migrations_total{result="succeeded"}' in text
+    assert 'consolidator_plans{status="succeeded"} 1.0' in text
+    assert "consolidator_watts_saved 810.0" in text

@@ -1,0 +1,87 @@
+"""Prometheus metrics: values in the exposition text, and the HTTP endpoint."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from consolidator.metrics import Metrics, MetricsError
+
+
+def samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """{(sample name, sorted labels): value} parsed from the exposition text."""
+    text = metrics.exposition().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_a_fresh_registry_shows_every_series_at_zero() -> None:
+    got = samples(Metrics())
+    assert got[("consolidator_hosts", (("state", "spare"),))] == 0
+    assert got[("consolidator_migrations_total", (("result", "failed"),))] == 0
+    assert got[("consolidator_plans", (("status", "superseded"),))] == 0
+    assert got[("consolidator_cycle_duration_seconds", ())] == 0
+
+
+def test_observed_cycles_set_gauges_and_add_to_counters() -> None:
+    metrics = Metrics()
+    metrics.observe_cycle(12.5, hosts_active=5, hosts_spare=2, hosts_off=4, watts_saved=1080.0,
+                          migrations_ok=7, migrations_failed=1, at=1_700_000_000.0)
+    metrics.observe_cycle(3.0, hosts_active=6, hosts_spare=1, hosts_off=4, watts_saved=1080.0,
+                          migrations_ok=2, migrations_failed=0, at=1_700_003_600.0)
+    got = samples(metrics)
+    assert got[("consolidator_hosts", (("state", "active"),))] == 6
+    assert got[("consolidator_hosts", (("state", "spare"),))] == 1
+    assert got[("consolidator_hosts", (("state", "powered_off"),))] == 4
+    assert got[("consolidator_cycle_duration_seconds", ())] == 3.0
+    assert got[("consolidator_watts_saved", ())] == 1080.0
+    assert got[("consolidator_last_cycle_timestamp_seconds", ())] == 1_700_003_600.0
+    assert got[("consolidator_migrations_total", (("result", "succeeded"),))] == 9
+    assert got[("consolidator_migrations_total", (("result", "failed"),))] == 1
+
+
+def test_plan_counts_replace_the_previous_ones() -> None:
+    metrics = Metrics()
+    metrics.set_plans({"proposed": 1, "succeeded": 20})
+    metrics.set_plans({"succeeded": 21, "superseded": 3})
+    got = samples(metrics)
+    assert got[("consolidator_plans", (("status", "proposed"),))] == 0
+    assert got[("consolidator_plans", (("status", "succeeded"),))] == 21
+    assert got[("consolidator_plans", (("status", "superseded"),))] == 3
+
+
+def test_two_instances_do_not_share_state() -> None:
+    first, second = Metrics(), Metrics()
+    first.observe_cycle(1.0, 1, 1, 1, 270.0, 5, 0)
+    assert samples(second)[("consolidator_migrations_total", (("result", "succeeded"),))] == 0
+
+
+def test_the_endpoint_serves_metrics_over_http() -> None:
+    metrics = Metrics()
+    metrics.observe_cycle(2.0, hosts_active=7, hosts_spare=1, hosts_off=3, watts_saved=810.0,
+                          migrations_ok=4, migrations_failed=0)
+    port = metrics.start(0)
+    try:
+        response = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+        assert response.status_code == 200
+        assert response.headers["Content-Type"].startswith("text/plain")
+        assert 'consolidator_hosts{state="active"} 7.0' in response.text
+        assert "consolidator_watts_saved 810.0" in response.text
+        with pytest.raises(RuntimeError):
+            metrics.start(0)
+    finally:
+        metrics.stop()
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+
+
+def test_a_busy_port_is_a_one_line_error() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(MetricsError, match=f"127.0.0.1:{port}"):
+            Metrics().start(port)
