@@ -24,7 +24,7 @@ from sqlalchemy import Engine
 
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
-from consolidator.nova import Nova
+from consolidator.nova import Nova, ServerState
 from consolidator.planner import Move
 from consolidator.store import journal
 from consolidator.store.leases import acquire, acquire_or_raise, make_holder, release
@@ -399,6 +399,19 @@ class Executor:
 
     # -- resume ------------------------------------------------------------------------
 
+    def _settle(self, server_id: str) -> ServerState | None:
+        """The server once a migration that outlived its executor has ended (or timed out)."""
+        deadline = time.monotonic() + self.settings.migration_timeout
+        server = self.nova.server(server_id)
+        if server is not None and (server.status == "MIGRATING" or server.task_state):
+            self.report(f"resume: waiting for the migration of {server_id} to end")
+        while server is not None and (server.status == "MIGRATING" or server.task_state):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(max(self.settings.poll_interval, 0.2))
+            server = self.nova.server(server_id)
+        return server
+
     def _reconcile(self, plan: StoredPlan) -> set[str]:
         """Settle the journal of an interrupted run against the live state; return the
         instances already where the plan wants them."""
@@ -410,7 +423,7 @@ class Executor:
                 journal.finish(self.engine, entry.id, journal.FAILED,
                                "interrupted; reconciled on resume")
                 continue
-            server = self.nova.server(move.instance_id)
+            server = self._settle(move.instance_id)
             there = (server is not None and server.status == "ACTIVE"
                      and server.compute_host == self.hosts[move.destination].compute_host)
             journal.finish(self.engine, entry.id, journal.SUCCEEDED if there else journal.FAILED,
