@@ -30,6 +30,7 @@ from consolidator.cli.snapshots import hosts_table, record_live_snapshot
 from consolidator.cloud import connect
 from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
+from consolidator.fake.process import stop_child
 from consolidator.inventory import read_inventory
 from consolidator.model import Cluster
 from consolidator.plan_view import render_plan
@@ -135,12 +136,7 @@ def served_fake_cloud(workdir: Path) -> Iterator[Served]:
             time.sleep(0.05)
         yield Served(process, doc, clouds_yaml, bmc_yaml, log)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_child(process)
 
 
 @contextmanager

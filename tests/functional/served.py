@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from consolidator.fake.process import stop_child
+
 START_TIMEOUT_S = 30.0
 
 
@@ -92,9 +94,4 @@ def served_cloud(scenario: Mapping[str, Any] | str | Path, tmp_path: Path, *,
         yield ServedCloud(clouds_yaml=clouds_yaml, bmc_yaml=bmc_yaml, cloud_name=cloud_name,
                           control_url=f"{base[0]}//{base[2]}/_fake", process=process)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_child(process)

@@ -13,6 +13,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 
+from consolidator.fake.process import stop_child
 from consolidator.power.base import BmcConfig, PowerError, driver_for
 
 SYSTEM_UUID = "27946b59-9e44-4fa7-8e91-f3527a1ef094"
@@ -67,12 +68,7 @@ def emulator(tmp_path: Path) -> Iterator[str]:
                 time.sleep(0.1)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_child(process)
 
 
 def _config(url: str, password: str = PASSWORD, system_id: str | None = None) -> BmcConfig:
