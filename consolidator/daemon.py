@@ -134,8 +134,10 @@ class Daemon:
                             "it with 'consolidator plan show %s' and approve it with "
                             "'consolidator plan approve %s'", plan_id, len(draft.migrations),
                             len(draft.power_off), plan_id, plan_id)
-        result.powered_on = self._ramp(conn, nova, result.spare_target, spares_only=True)
-        result.hosts = host_counts(read_inventory(conn, ratios=self._ratios()).cluster)
+        result.powered_on, live = self._ramp(conn, nova, result.spare_target, spares_only=True)
+        if result.powered_on:  # the read before the ramp no longer holds
+            live = read_inventory(conn, ratios=self._ratios()).cluster
+        result.hosts = host_counts(live)
         return result
 
     def _ratios(self) -> FallbackRatios:
@@ -173,16 +175,18 @@ class Daemon:
             return []
         try:
             conn = self.connect()
-            return self._ramp(conn, Nova(conn), self.target(), spares_only=False)
+            return self._ramp(conn, Nova(conn), self.target(), spares_only=False)[0]
         finally:
             self.busy.release()
 
-    def _ramp(self, conn: Any, nova: Nova, target: int, *, spares_only: bool) -> list[str]:
-        """Power on the most capable hosts consolidator powered off, as many as needed."""
+    def _ramp(self, conn: Any, nova: Nova, target: int, *, spares_only: bool
+              ) -> tuple[list[str], Cluster]:
+        """Power on the most capable hosts consolidator powered off, as many as needed;
+        return them and the live cluster read before."""
         live = read_inventory(conn, ratios=self._ratios()).cluster
         want = hosts_to_power_on(live, target, spares_only=spares_only)
         if not want or self.stop.is_set():
-            return []
+            return [], live
         LOG.warning("powering on %s: %s", ", ".join(want),
                     "fewer spare hosts are up than the padding" if spares_only
                     else "the free capacity of the powered hosts is below the padding")
@@ -197,7 +201,7 @@ class Daemon:
                             supersede=False)
         set_status(self.engine, plan_id, "approved", reason="padding")
         outcome = self._execute(nova, live, plan_id)
-        return outcome.powered_on
+        return outcome.powered_on, live
 
     def _observe(self, result: CycleResult) -> None:
         outcome = result.outcome

@@ -250,10 +250,6 @@ class Cluster:
         """The instances currently on a host."""
         return [i for i in self.instances if i.host == host]
 
-    def groups_of(self, instance_id: str) -> list[ServerGroup]:
-        """The server groups an instance belongs to."""
-        return [g for g in self.server_groups if instance_id in g.members]
-
 
 def _reject_duplicates(what: str, names: list[str]) -> None:
     seen: set[str] = set()

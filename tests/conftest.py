@@ -57,10 +57,15 @@ def empty_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return request.getfixturevalue("pg_database")
 
 
+def migrated(url: str) -> str:
+    """Bring the database at url to the current schema; return url."""
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    return url
+
+
 @pytest.fixture
 def db_url(empty_db_url: str) -> str:
     """A migrated database on SQLite and PostgreSQL."""
-    engine = make_engine(empty_db_url)
-    upgrade(engine)
-    engine.dispose()
-    return empty_db_url
+    return migrated(empty_db_url)

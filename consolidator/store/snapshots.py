@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import Engine, Table, func, select
+from sqlalchemy import Engine, Table, select
 
 from consolidator.model import Cluster, Host, Instance, ServerGroup
 from consolidator.store.db import resolve_id, translate_errors
@@ -145,9 +145,3 @@ def usage_history(engine: Engine, cloud: str, *, before: datetime, limit: int
             if usage:
                 history.setdefault(instance_id, []).append(usage)
     return history
-
-
-def count_snapshots(engine: Engine) -> int:
-    """How many snapshots are stored."""
-    with translate_errors(engine), engine.connect() as conn:
-        return conn.execute(select(func.count()).select_from(snapshots)).scalar_one()

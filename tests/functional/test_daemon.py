@@ -24,6 +24,7 @@ from consolidator.power.base import driver_for, load_bmc_file
 from consolidator.scenario import parse_scenario
 from consolidator.store.db import make_engine, upgrade
 from consolidator.store.leases import current
+from tests.conftest import migrated
 
 NIGHT = "2026-11-22 02:00:00+01:00"
 MORNING = "2026-11-22 07:00:00+01:00"
@@ -116,10 +117,7 @@ def test_capacity_watch_powers_on_when_free_capacity_is_low(bed: tuple, tmp_path
 
 @pytest.fixture
 def pg_url(pg_database: str) -> str:
-    engine = make_engine(pg_database)
-    upgrade(engine)
-    engine.dispose()
-    return pg_database
+    return migrated(pg_database)
 
 
 def test_two_daemons_fail_over_on_postgresql(pg_url: str, tmp_path: Path) -> None:
