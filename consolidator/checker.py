@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Protocol
 
 import numpy as np
 
@@ -26,9 +27,22 @@ class PlanCheckError(ConsolidatorError):
     """A plan violates a constraint: a bug in whatever produced it."""
 
 
+class MoveLike(Protocol):
+    """What the checker needs of a migration (a plan's Move has it)."""
+
+    @property
+    def instance_id(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def destination(self) -> str: ...
+    @property
+    def wave(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class MoveSpec:
-    """What the checker needs of a migration."""
+    """A bare migration, for checking moves that come from no plan (tests, tools)."""
 
     instance_id: str
     source: str
@@ -39,7 +53,7 @@ class MoveSpec:
 Chance = tuple[np.ndarray, np.ndarray, np.ndarray, float]
 
 
-def check_plan(cluster: Cluster, moves: Sequence[MoveSpec], power_off: Sequence[str], *,
+def check_plan(cluster: Cluster, moves: Sequence[MoveLike], power_off: Sequence[str], *,
                rules: Rules | None = None, per_host_limit: int | None = None,
                chance: Chance | None = None) -> list[str]:
     """Every violation of the plan, as sentences; an empty list means the plan is sound.
@@ -67,7 +81,7 @@ def check_plan(cluster: Cluster, moves: Sequence[MoveSpec], power_off: Sequence[
     capacity = cluster.capacity
     used = cluster.usage.copy()
     initial = cluster.usage  # a host over capacity before the plan may not get fuller
-    by_wave: dict[int, list[MoveSpec]] = defaultdict(list)
+    by_wave: dict[int, list[MoveLike]] = defaultdict(list)
     for m in moves:
         by_wave[m.wave].append(m)
     demand = cluster.demand
@@ -102,7 +116,7 @@ def check_plan(cluster: Cluster, moves: Sequence[MoveSpec], power_off: Sequence[
     return problems
 
 
-def _move_problems(cluster: Cluster, move: MoveSpec, current: str, rules: Rules,
+def _move_problems(cluster: Cluster, move: MoveLike, current: str, rules: Rules,
                    hard_affinity: set[str]) -> list[str]:
     out = []
     inst = cluster.instances[cluster.instance_index[move.instance_id]]
@@ -129,7 +143,7 @@ def _move_problems(cluster: Cluster, move: MoveSpec, current: str, rules: Rules,
     return out
 
 
-def _group_problems(cluster: Cluster, host_of: dict[str, str], batch: Sequence[MoveSpec],
+def _group_problems(cluster: Cluster, host_of: dict[str, str], batch: Sequence[MoveLike],
                     wave: int) -> list[str]:
     """Anti-affinity while a wave runs: arrivals must not meet another member."""
     out = []
@@ -147,7 +161,7 @@ def _group_problems(cluster: Cluster, host_of: dict[str, str], batch: Sequence[M
     return out
 
 
-def _chance_problems(cluster: Cluster, host_of: dict[str, str], moves: Sequence[MoveSpec],
+def _chance_problems(cluster: Cluster, host_of: dict[str, str], moves: Sequence[MoveLike],
                      chance: Chance) -> list[str]:
     mean, std, limit, confidence = chance
     z = NormalDist().inv_cdf(confidence)
@@ -178,7 +192,7 @@ def _final_group_problems(cluster: Cluster, host_of: dict[str, str]) -> list[str
     return out
 
 
-def assert_plan_sound(cluster: Cluster, moves: Sequence[MoveSpec], power_off: Sequence[str],
+def assert_plan_sound(cluster: Cluster, moves: Sequence[MoveLike], power_off: Sequence[str],
                       *, rules: Rules | None = None, per_host_limit: int | None = None,
                       chance: Chance | None = None) -> None:
     """Raise PlanCheckError naming every violation."""

@@ -1,4 +1,5 @@
-"""The openstacksdk edge: connecting, raw JSON reads with retries, and error translation.
+"""The openstacksdk edge: connecting, microversions, raw JSON reads with retries and paging,
+and error translation.
 
 Everything that talks to OpenStack goes through here, so that openstacksdk and keystoneauth
 exceptions become CloudError with one line naming the cloud and the cause.
@@ -10,9 +11,11 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 import openstack
 import tenacity
+from keystoneauth1 import discover
 from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
 from openstack.connection import Connection
@@ -21,6 +24,9 @@ from consolidator.errors import CloudError
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
+
+#: The newest compute microversion whose responses this project understands.
+NOVA_MAX_MICROVERSION = (2, 96)
 
 #: HTTP statuses worth retrying on reads (idempotent requests only).
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -160,3 +166,49 @@ def has_endpoint(conn: Connection, service: str) -> bool:
         return bool(getattr(conn, service).get_endpoint())
     except (ks_exc.EndpointNotFound, ks_exc.CatalogException, sdk_exc.ServiceDisabledException):
         return False
+
+
+def mv_string(version: tuple[int, int] | None) -> str | None:
+    """'2.96' for (2, 96); None for None."""
+    return discover.version_to_string(version) if version else None
+
+
+def compute_microversion(conn: Connection) -> tuple[int, int] | None:
+    """The highest compute microversion both the cloud and this module understand."""
+    data = conn.compute.get_endpoint_data()
+    if data is None or not data.max_microversion:
+        return None
+    cloud_max = tuple(discover.normalize_version_number(data.max_microversion))[:2]
+    return min(cloud_max, NOVA_MAX_MICROVERSION)  # type: ignore[return-value]
+
+
+def paged(proxy: Any, path: str, key: str, *, microversion: str | None, limit: int | None,
+          params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    """Every item of a Nova list, following `<key>_links` next hrefs (marker as a fallback)."""
+    query = dict(params or {})
+    if limit:
+        query["limit"] = limit
+    url: str | None = f"{path}?{urlencode(query)}" if query else path
+    seen: set[str] = set()
+    while url and url not in seen:
+        seen.add(url)
+        body = get_json(proxy, url, microversion=microversion)
+        items = body.get(key) or []
+        yield from items
+        links = body.get(f"{key}_links") or []
+        url = next((link["href"] for link in links if link.get("rel") == "next"), None)
+        if url is None and limit and len(items) >= limit and "id" in items[-1]:
+            url = f"{path}?{urlencode({**query, 'marker': items[-1]['id']})}"
+
+
+def offset_paged(conn: Connection, path: str, key: str, mv: str | None,
+                  params: dict[str, Any], limit: int = 1000) -> Iterator[dict[str, Any]]:
+    """Every item of a Nova list that pages by limit and offset (server groups)."""
+    offset = 0
+    while True:
+        query = urlencode({**params, "limit": limit, "offset": offset})
+        items = get_json(conn.compute, f"{path}?{query}", microversion=mv).get(key) or []
+        yield from items
+        if len(items) < limit:
+            return
+        offset += len(items)

@@ -19,26 +19,18 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine
 
-from consolidator.cloud import cloud_label
+from consolidator.app.apply import PlanRun
+from consolidator.app.context import AppContext
+from consolidator.app.planning import PlanRequest, make_plan
+from consolidator.app.snapshots import read_cloud, record_snapshot, store_inventory
 from consolidator.config import Config
-from consolidator.executor import Executor, ExecutorSettings, Outcome, PowerLookup
-from consolidator.inventory import FallbackRatios, read_inventory, snapshot_cloud
+from consolidator.executor import Outcome
 from consolidator.model import Cluster
-from consolidator.nova import Nova
 from consolidator.padding import parse_windows, spare_target
-from consolidator.planner import PlanDraft
-from consolidator.planning import PlanRequest, plan_snapshot
+from consolidator.plan import PlanDraft
 from consolidator.store.leases import acquire, make_holder, release
-from consolidator.store.plans import (
-    count_by_status,
-    list_plans,
-    load_plan,
-    save_plan,
-    set_status,
-)
-from consolidator.store.snapshots import load_snapshot, save_snapshot
+from consolidator.store.plans import count_by_status, list_plans, save_plan, set_status
 
 LOG = logging.getLogger(__name__)
 #: The reason prefix consolidator writes when it disables a host; only such hosts are
@@ -64,19 +56,19 @@ class CycleResult:
 class Daemon:
     """One cloud's daemon: cycles, the capacity watch and the leader lease."""
 
-    def __init__(self, engine: Engine, config: Config, cloud: str | None,
-                 connect: Callable[[], Any], power: PowerLookup, settings: ExecutorSettings,
-                 *, clock: Callable[[], datetime] | None = None, metrics: Any = None) -> None:
-        self.engine, self.config, self.cloud_name = engine, config, cloud
-        self.connect, self.power, self.settings = connect, power, settings
-        self.windows = parse_windows(config.section("padding"))
+    def __init__(self, ctx: AppContext, *, clock: Callable[[], datetime] | None = None,
+                 metrics: Any = None) -> None:
+        self.ctx = ctx
+        ctx.report = _log_line  # the daemon logs what the CLI would print
+        self.engine, self.config, self.cloud_name = ctx.engine(), ctx.config, ctx.cloud_name
+        self.windows = parse_windows(self.config.section("padding"))
         self.clock = clock or (lambda: datetime.now().astimezone())
         self.metrics = metrics
         self.holder = make_holder()
-        self.lease = f"daemon:{cloud or 'default'}"
+        self.lease = f"daemon:{self.cloud_name or 'default'}"
         self.stop = threading.Event()
         self.busy = threading.Lock()
-        self.executor: Executor | None = None
+        self.run: PlanRun | None = None
 
     # -- leadership --------------------------------------------------------------------
 
@@ -115,57 +107,44 @@ class Daemon:
         return result
 
     def _cycle(self) -> CycleResult:
-        conn = self.connect()
-        nova = Nova(conn)
-        self._resume_interrupted(nova)
+        self._resume_interrupted()
         result = CycleResult(spare_target=self.target())
-        snapshot_id, _ = snapshot_cloud(self.engine, conn, ratios=self._ratios())
-        snap = load_snapshot(self.engine, snapshot_id)
-        result.snapshot_id = snapshot_id
-        plan_id, draft = plan_snapshot(self.engine, snap, self.config,
-                                       PlanRequest(spare=result.spare_target))
-        result.plan_id, result.migrations_planned = plan_id, len(draft.migrations)
+        snap, _ = record_snapshot(self.ctx)
+        result.snapshot_id = snap.info.id
+        plan = make_plan(self.ctx, snap, PlanRequest(spare=result.spare_target))
+        draft = plan.draft
+        result.plan_id, result.migrations_planned = plan.id, len(draft.migrations)
         if draft.migrations or draft.power_off:
             if self.config.get("daemon", "auto_apply"):
-                set_status(self.engine, plan_id, "approved", reason="auto_apply")
-                result.outcome = self._execute(nova, snap.cluster, plan_id)
+                set_status(self.engine, plan.id, "approved", reason="auto_apply")
+                result.outcome = self._execute(plan.id)
             else:
                 LOG.warning("plan %s proposed (%d migrations, %d hosts to power off): review "
                             "it with 'consolidator plan show %s' and approve it with "
-                            "'consolidator plan approve %s'", plan_id, len(draft.migrations),
-                            len(draft.power_off), plan_id, plan_id)
-        result.powered_on, live = self._ramp(conn, nova, result.spare_target, spares_only=True)
+                            "'consolidator plan approve %s'", plan.id, len(draft.migrations),
+                            len(draft.power_off), plan.id, plan.id)
+        result.powered_on, live = self._ramp(result.spare_target, spares_only=True)
         if result.powered_on:  # the read before the ramp no longer holds
-            live = read_inventory(conn, ratios=self._ratios()).cluster
+            live = read_cloud(self.ctx).cluster
         result.hosts = host_counts(live)
         return result
 
-    def _ratios(self) -> FallbackRatios:
-        get = self.config.get
-        return FallbackRatios(cpu=get("cloud", "cpu_allocation_ratio"),
-                              ram=get("cloud", "ram_allocation_ratio"),
-                              disk=get("cloud", "disk_allocation_ratio"))
-
-    def _execute(self, nova: Nova, cluster: Cluster, plan_id: str,
-                 resume: bool = False) -> Outcome:
-        plan = load_plan(self.engine, plan_id)
-        self.executor = Executor(self.engine, nova, plan.cloud, cluster, self.settings,
-                                 self.power, report=lambda line: LOG.info("%s", line.strip()))
+    def _execute(self, plan_id: str, resume: bool = False) -> Outcome:
+        self.run = PlanRun(self.ctx, plan_id)
         if self.stop.is_set():
-            self.executor.stop.set()
+            self.run.stop()
         try:
-            return self.executor.run(plan, resume=resume)
+            return self.run.run(resume=resume)
         finally:
-            self.executor = None
+            self.run = None
 
-    def _resume_interrupted(self, nova: Nova) -> None:
+    def _resume_interrupted(self) -> None:
         """Finish plans a crash left running, before anything else."""
         for row in list_plans(self.engine, cloud=None, status="running"):
             if self.cloud_name and row.cloud != self.cloud_name:
                 continue
             LOG.warning("resuming plan %s, which was left running", row.id)
-            self._execute(nova, load_snapshot(self.engine, row.snapshot_id).cluster, row.id,
-                          resume=True)
+            self._execute(row.id, resume=True)
 
     # -- power-on: the morning ramp and the capacity watch -----------------------------
 
@@ -174,33 +153,31 @@ class Daemon:
         if not self.lead() or not self.busy.acquire(blocking=False):
             return []
         try:
-            conn = self.connect()
-            return self._ramp(conn, Nova(conn), self.target(), spares_only=False)[0]
+            return self._ramp(self.target(), spares_only=False)[0]
         finally:
             self.busy.release()
 
-    def _ramp(self, conn: Any, nova: Nova, target: int, *, spares_only: bool
-              ) -> tuple[list[str], Cluster]:
+    def _ramp(self, target: int, *, spares_only: bool) -> tuple[list[str], Cluster]:
         """Power on the most capable hosts consolidator powered off, as many as needed;
         return them and the live cluster read before."""
-        live = read_inventory(conn, ratios=self._ratios()).cluster
+        inventory = read_cloud(self.ctx)
+        live = inventory.cluster
         want = hosts_to_power_on(live, target, spares_only=spares_only)
         if not want or self.stop.is_set():
             return [], live
         LOG.warning("powering on %s: %s", ", ".join(want),
                     "fewer spare hosts are up than the padding" if spares_only
                     else "the free capacity of the powered hosts is below the padding")
-        label = cloud_label(conn)
-        snapshot_id = save_snapshot(self.engine, live, cloud=label, source=f"cloud:{label}")
+        snapshot = store_inventory(self.ctx, inventory)
         draft = PlanDraft(algorithm="ramp", ranking=None, migrations=(), power_off=(),
                           power_on=tuple(want), hosts_before=_powered(live),
                           hosts_after=_powered(live) + len(want), lower_bound=0,
                           migrations_lower_bound=0, spare=target,
                           notes=(f"padding target {target}",))
-        plan_id = save_plan(self.engine, draft, cloud=label, snapshot_id=snapshot_id,
-                            supersede=False)
-        set_status(self.engine, plan_id, "approved", reason="padding")
-        outcome = self._execute(nova, live, plan_id)
+        plan = save_plan(self.engine, draft, cloud=snapshot.info.cloud,
+                         snapshot_id=snapshot.info.id, supersede=False)
+        set_status(self.engine, plan.id, "approved", reason="padding")
+        outcome = self._execute(plan.id)
         return outcome.powered_on, live
 
     def _observe(self, result: CycleResult) -> None:
@@ -239,8 +216,8 @@ class Daemon:
             LOG.warning("%s: starting nothing new; finishing the running actions",
                         signal.Signals(signum).name)
             self.stop.set()
-            if self.executor is not None:
-                self.executor.stop.set()
+            if self.run is not None:
+                self.run.stop()
             scheduler.shutdown(wait=False)
 
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -263,6 +240,10 @@ class Daemon:
         if now != was:
             LOG.warning("daemon %s is now %s", self.holder,
                         "the active daemon" if now else "standby (another holds the lease)")
+
+
+def _log_line(line: str) -> None:
+    LOG.info("%s", line.strip())
 
 
 def cron_trigger(config: Config) -> Any:

@@ -23,23 +23,23 @@ from typing import Any
 
 import yaml
 
-from consolidator.cli.apply import power_lookup, prepare_rollback, run_plan
-from consolidator.cli.context import AppContext
-from consolidator.cli.hosts import host_rows, render_host_rows
-from consolidator.cli.snapshots import hosts_table, record_live_snapshot
-from consolidator.cloud import connect
+from consolidator.app.apply import apply_plan
+from consolidator.app.context import AppContext
+from consolidator.app.hosts import host_rows
+from consolidator.app.planning import PlanRequest, make_plan
+from consolidator.app.rollback import prepare_rollback
+from consolidator.app.snapshots import read_cloud, record_snapshot
 from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
 from consolidator.fake.process import stop_child
-from consolidator.inventory import read_inventory
 from consolidator.model import Cluster
-from consolidator.plan_view import render_plan
-from consolidator.planning import PlanRequest, plan_snapshot
 from consolidator.power.base import BmcConfig, load_bmc_file
 from consolidator.render import kv, table
+from consolidator.render.hosts import live_hosts, snapshot_hosts
+from consolidator.render.plan import render_plan
 from consolidator.store.db import redact, upgrade
 from consolidator.store.plans import load_plan, set_status
-from consolidator.store.snapshots import Snapshot, load_snapshot
+from consolidator.store.snapshots import Snapshot
 
 Echo = Callable[[str], None]
 
@@ -230,7 +230,8 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
     if not options.db_url:
         text += f"\n[database]\nurl = {db_url}\n"
     config.write_text(text, encoding="utf-8")
-    app = AppContext(config_file=str(config), db_url=options.db_url, cloud=CLOUD_NAME)
+    app = AppContext(config_file=str(config), db_url=options.db_url, cloud=CLOUD_NAME,
+                     bmc_file=bmc_file, report=lambda line: echo(f"  {line}"))
 
     with story.step("Prepare the database (db upgrade)"):
         before, after = upgrade(app.engine(migrated=False))
@@ -238,10 +239,10 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         engine = app.engine()
 
     with story.step("Snapshot the cloud"):
-        snap = load_snapshot(engine, record_live_snapshot(app, engine))
+        snap, _ = record_snapshot(app)
         echo(f"snapshot {snap.info.id}: {snap.info.host_count} hosts and "
              f"{snap.info.instance_count} instances read through openstacksdk")
-        echo(hosts_table(snap.cluster))
+        echo(snapshot_hosts(snap.cluster))
         check(snap.info.host_count == len(served.scenario["hosts"]),
               f"read {snap.info.host_count} hosts, the scenario has "
               f"{len(served.scenario['hosts'])}")
@@ -250,9 +251,10 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
               f"{len(served.scenario['instances'])}")
 
     with story.step("Plan"):
-        plan_id, draft = plan_snapshot(engine, snap, app.config, PlanRequest(
-            algorithm=options.algorithm, ranking=options.ranking))
-        echo(render_plan(load_plan(engine, plan_id), snap.cluster, approve_hint=False))
+        plan = make_plan(app, snap, PlanRequest(algorithm=options.algorithm,
+                                                ranking=options.ranking))
+        plan_id, draft = plan.id, plan.draft
+        echo(render_plan(plan, snap.cluster, approve_hint=False))
         check(bool(draft.migrations) and bool(draft.power_off),
               f"plan {plan_id} frees no host ({len(draft.migrations)} migrations, "
               f"{len(draft.power_off)} hosts to power off)")
@@ -265,8 +267,7 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         check(status == "approved", f"plan {plan_id} is {status}, not approved")
 
     with story.step("Apply: live-migrate, disable and power off the emptied hosts"):
-        outcome = run_plan(app, plan_id, bmc_file=bmc_file, max_parallel=None,
-                           dry_run=False, resume=False, report=lambda line: echo(f"  {line}"))
+        outcome = apply_plan(app, plan_id)
         _check_outcome(outcome, f"plan {plan_id}")
         check(set(outcome.powered_off) == set(draft.power_off),
               f"powered off {sorted(outcome.powered_off)}, the plan said "
@@ -275,7 +276,7 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         check(status == "succeeded", f"plan {plan_id} ended {status}")
 
     with story.step("The hosts powered off, asked of their BMCs over IPMI and Redfish"):
-        lookup = power_lookup(app, bmc_file)
+        lookup = app.power_lookup()
         rows = []
         for host in draft.power_off:
             driver = lookup(host)
@@ -301,9 +302,8 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         check(draft.watts_saved > 0, "the plan saves nothing")
 
     with story.step("consolidator hosts list"):
-        live = read_inventory(connect(app.cloud_name)).cluster
-        rows_by_host = {r["host"]: r for r in host_rows(live, power_lookup(app, bmc_file))}
-        echo(render_host_rows(list(rows_by_host.values())))
+        rows_by_host = {r["host"]: r for r in host_rows(app)}
+        echo(live_hosts(list(rows_by_host.values())))
         for host, row in rows_by_host.items():
             want = "off" if host in draft.power_off else "on"
             check(row["power"] == want, f"{host} is {row['power']}, expected {want}")
@@ -319,16 +319,15 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         check(prepared.plan_id is not None, "the rollback found nothing to undo")
         assert prepared.plan_id is not None
         back = prepared.plan_id
-        echo(render_plan(load_plan(engine, back), prepared.live, approve_hint=False))
+        echo(render_plan(prepared.plan, prepared.live, approve_hint=False))
         set_status(engine, back, "approved", reason=f"rollback to snapshot {snap.info.id}")
-        outcome = run_plan(app, back, bmc_file=bmc_file, max_parallel=None, dry_run=False,
-                           resume=False, report=lambda line: echo(f"  {line}"))
+        outcome = apply_plan(app, back)
         _check_outcome(outcome, f"rollback plan {back}")
         check(set(outcome.powered_on) == set(draft.power_off),
               f"powered on {sorted(outcome.powered_on)}, expected {sorted(draft.power_off)}")
 
     with story.step("Final check: every instance back home, every host on"):
-        _final_check(app, snap, bmc_file, echo)
+        _final_check(app, snap, echo)
 
 
 def _check_outcome(outcome: Outcome, what: str) -> None:
@@ -340,8 +339,8 @@ def _check_outcome(outcome: Outcome, what: str) -> None:
     check(outcome.ok, f"{what} did not finish: {'; '.join(problems[:2])}{more}")
 
 
-def _final_check(app: AppContext, snap: Snapshot, bmc_file: str, echo: Echo) -> None:
-    live = read_inventory(connect(app.cloud_name)).cluster
+def _final_check(app: AppContext, snap: Snapshot, echo: Echo) -> None:
+    live = read_cloud(app).cluster
     where = {i.id: i for i in live.instances}
     away = [f"{i.name} on {where[i.id].host if i.id in where else 'nowhere'}, "
             f"not {i.host}" for i in snap.cluster.instances
@@ -350,8 +349,7 @@ def _final_check(app: AppContext, snap: Snapshot, bmc_file: str, echo: Echo) -> 
     check(not away, f"{len(away)} instances are not back: {'; '.join(away[:3])}")
     echo(f"all {len(snap.cluster.instances)} instances are on the host the snapshot recorded "
          f"them on, in the state it recorded")
-    lookup = power_lookup(app, bmc_file)
-    down = _hosts_not_on(live, lookup)
+    down = _hosts_not_on(live, app.power_lookup())
     check(not down, f"hosts not back on and enabled: {'; '.join(down)}")
     echo(f"all {len(live.hosts)} hosts are powered on (asked of their BMCs), their "
          f"nova-compute enabled and up")

@@ -25,10 +25,10 @@ from sqlalchemy import Engine
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.nova import Nova, ServerState
-from consolidator.planner import Move
+from consolidator.plan import Move, StoredPlan
 from consolidator.store import journal
 from consolidator.store.leases import acquire, acquire_or_raise, make_holder, release
-from consolidator.store.plans import StoredPlan, set_status
+from consolidator.store.plans import set_status
 
 if TYPE_CHECKING:
     from consolidator.power.base import PowerDriver

@@ -1,4 +1,4 @@
-"""Read a live cloud (Nova + Placement, through openstacksdk) into a Cluster.
+"""Read a live cloud (Nova + Placement, through openstacksdk) into a Cluster; read-only.
 
 Servers, hypervisors and services are paged as raw JSON through the SDK's authenticated
 session: building SDK resource objects costs ~5 ms a server, raw pages cost ~0.1 ms. Auth,
@@ -10,27 +10,28 @@ from __future__ import annotations
 
 import logging
 import math
-import re
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
 
-from keystoneauth1 import discover
 from openstack.connection import Connection
-from sqlalchemy import Engine
 
-from consolidator.cloud import HttpStatusError, cloud_errors, cloud_label, get_json, has_endpoint
+from consolidator.cloud import (
+    HttpStatusError,
+    cloud_errors,
+    cloud_label,
+    compute_microversion,
+    get_json,
+    has_endpoint,
+    mv_string,
+    offset_paged,
+    paged,
+)
 from consolidator.errors import CloudError
-from consolidator.model import Cluster, Host, Instance, ServerGroup
-from consolidator.store.snapshots import save_snapshot
-from consolidator.telemetry import PrometheusSource, fetch_usage, with_usage
+from consolidator.model import Cluster, Host, Instance, ServerGroup, natural_key
 
 LOG = logging.getLogger(__name__)
 
-#: The newest compute microversion whose responses this module understands.
-NOVA_MAX_MICROVERSION = (2, 96)
 #: Servers that hold no resources on a host.
 HOSTLESS_STATES = {"SHELVED_OFFLOADED", "DELETED"}
 
@@ -52,43 +53,8 @@ class Inventory:
     capacity_source: str
     microversion: str | None
     notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-def natural_key(name: str) -> list[Any]:
-    """Sort key that orders compute-2 before compute-10."""
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
-
-
-def _mv_string(version: tuple[int, int] | None) -> str | None:
-    return discover.version_to_string(version) if version else None
-
-
-def compute_microversion(conn: Connection) -> tuple[int, int] | None:
-    """The highest compute microversion both the cloud and this module understand."""
-    data = conn.compute.get_endpoint_data()
-    if data is None or not data.max_microversion:
-        return None
-    cloud_max = tuple(discover.normalize_version_number(data.max_microversion))[:2]
-    return min(cloud_max, NOVA_MAX_MICROVERSION)  # type: ignore[return-value]
-
-
-def paged(proxy: Any, path: str, key: str, *, microversion: str | None, limit: int | None,
-          params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
-    """Every item of a Nova list, following `<key>_links` next hrefs (marker as a fallback)."""
-    query = dict(params or {})
-    if limit:
-        query["limit"] = limit
-    url: str | None = f"{path}?{urlencode(query)}" if query else path
-    seen: set[str] = set()
-    while url and url not in seen:
-        seen.add(url)
-        body = get_json(proxy, url, microversion=microversion)
-        items = body.get(key) or []
-        yield from items
-        links = body.get(f"{key}_links") or []
-        url = next((link["href"] for link in links if link.get("rel") == "next"), None)
-        if url is None and limit and len(items) >= limit and "id" in items[-1]:
-            url = f"{path}?{urlencode({**query, 'marker': items[-1]['id']})}"
+    #: The cloud's name (its clouds.yaml entry).
+    cloud: str = "default"
 
 
 def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
@@ -98,7 +64,7 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
     notes: list[str] = []
     with cloud_errors(conn, "negotiating the compute API version"):
         version = compute_microversion(conn)
-    mv = _mv_string(version)
+    mv = mv_string(version)
     with cloud_errors(conn, "checking the catalog for placement"):
         placement_present = has_endpoint(conn, "placement")
     # Without Placement, capacity must come from os-hypervisors, which drops it at 2.88.
@@ -106,7 +72,7 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
     with cloud_errors(conn, "listing hypervisors"):
         hypervisors = list(paged(
             conn.compute, "/os-hypervisors/detail", "hypervisors",
-            microversion=_mv_string(hyp_version),
+            microversion=mv_string(hyp_version),
             limit=page_size if hyp_version and hyp_version >= (2, 33) else None))
     with cloud_errors(conn, "listing compute services"):
         services = {s.get("host"): s for s in paged(
@@ -144,26 +110,7 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
     for note in notes:
         LOG.info("inventory: %s", note)
     return Inventory(cluster=cluster, capacity_source=source, microversion=mv,
-                     notes=tuple(notes))
-
-
-def snapshot_cloud(engine: Engine, conn: Connection, *, ratios: FallbackRatios | None = None,
-                   page_size: int = 1000, workers: int = 8,
-                   telemetry: PrometheusSource | None = None) -> tuple[str, Inventory]:
-    """Read the live cloud (and its CPU usage, if telemetry is set) and store it as one
-    snapshot in one transaction; return its id."""
-    inventory = read_inventory(conn, ratios=ratios, page_size=page_size, workers=workers)
-    if telemetry is not None:
-        usage = fetch_usage(telemetry)
-        inventory = replace(inventory, cluster=with_usage(inventory.cluster, usage),
-                            notes=inventory.notes + (
-                                f"CPU usage statistics for {len(usage)} instances from "
-                                f"{telemetry.url}",))
-    label = cloud_label(conn)
-    snapshot_id = save_snapshot(engine, inventory.cluster, cloud=label,
-                                source=f"cloud:{label}",
-                                capacity_source=inventory.capacity_source)
-    return snapshot_id, inventory
+                     notes=tuple(notes), cloud=cloud_label(conn))
 
 
 def _placement_capacity(conn: Connection, hypervisors: list[dict[str, Any]], workers: int
@@ -312,24 +259,11 @@ def _instances(servers: list[dict[str, Any]], hosts: list[Host],
     return out
 
 
-def _offset_paged(conn: Connection, path: str, key: str, mv: str | None,
-                  params: dict[str, Any], limit: int = 1000) -> Iterator[dict[str, Any]]:
-    """Every item of a Nova list that pages by limit and offset (server groups)."""
-    offset = 0
-    while True:
-        query = urlencode({**params, "limit": limit, "offset": offset})
-        items = get_json(conn.compute, f"{path}?{query}", microversion=mv).get(key) or []
-        yield from items
-        if len(items) < limit:
-            return
-        offset += len(items)
-
-
 def _server_groups(conn: Connection, mv: str | None, known: set[str], notes: list[str]
                    ) -> list[ServerGroup]:
     groups: dict[str, ServerGroup] = {}
     dropped = 0
-    for raw in _offset_paged(conn, "/os-server-groups", "server_groups", mv,
+    for raw in offset_paged(conn, "/os-server-groups", "server_groups", mv,
                              {"all_projects": "True"}):
         policy = raw.get("policy") or next(iter(raw.get("policies") or []), None)
         if policy is None or raw.get("id") in groups:

@@ -19,11 +19,11 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest, start_http_server
 
 from consolidator.errors import ConsolidatorError
-from consolidator.store.plans import TRANSITIONS
+from consolidator.plan import STATES
 
 HOST_STATES = ("active", "spare", "powered_off")
 MIGRATION_RESULTS = ("succeeded", "failed")
-PLAN_STATUSES = tuple(TRANSITIONS)
+PLAN_STATUSES = STATES
 
 
 class MetricsError(ConsolidatorError):

@@ -5,10 +5,12 @@ Nothing here does I/O. Capacity follows Placement: (total - reserved) x allocati
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -257,3 +259,8 @@ def _reject_duplicates(what: str, names: list[str]) -> None:
         if name in seen:
             raise ModelError(f"duplicate {what} {name!r}")
         seen.add(name)
+
+
+def natural_key(name: str) -> list[Any]:
+    """Sort key that orders compute-2 before compute-10."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]

@@ -13,9 +13,15 @@ from urllib.parse import urlencode
 
 from openstack.connection import Connection
 
-from consolidator.cloud import HttpStatusError, cloud_errors, error_text, get_json
+from consolidator.cloud import (
+    HttpStatusError,
+    cloud_errors,
+    compute_microversion,
+    error_text,
+    get_json,
+    paged,
+)
 from consolidator.errors import CloudError
-from consolidator.inventory import compute_microversion, paged
 
 #: Microversion of the live-migration POST (block_migration "auto" needs 2.25; 2.30 adds force).
 LIVE_MIGRATION_MICROVERSION = "2.30"

@@ -16,54 +16,15 @@ import numpy as np
 
 from consolidator.algorithms.base import Packing, Problem, Ranker, get_algorithm
 from consolidator.algorithms.bounds import host_lower_bound, migration_lower_bound
-from consolidator.checker import MoveSpec, assert_plan_sound
+from consolidator.checker import assert_plan_sound
 from consolidator.constraints import Rules, UsageModel, build_problem
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
-
-#: The idle draw of a compute host measured in paper 004.
-DEFAULT_IDLE_WATTS = 270.0
+from consolidator.plan import DEFAULT_IDLE_WATTS, Move, PlanDraft
 
 
 class PlanError(ConsolidatorError):
     """A plan cannot be made (for example no safe order of migrations exists)."""
-
-
-@dataclass(frozen=True)
-class Move:
-    """One live migration of a plan."""
-
-    instance_id: str
-    instance_name: str
-    source: str
-    destination: str
-    wave: int
-
-
-@dataclass(frozen=True)
-class PlanDraft:
-    """A checked plan before it is stored (it has no id yet)."""
-
-    algorithm: str
-    ranking: str | None
-    migrations: tuple[Move, ...]
-    power_off: tuple[str, ...]
-    hosts_before: int
-    hosts_after: int
-    lower_bound: int
-    migrations_lower_bound: int
-    spare: int
-    spare_hosts: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-    options: Mapping[str, Any] = field(default_factory=dict)
-    idle_watts: float = DEFAULT_IDLE_WATTS
-    #: Hosts to power on and enable before the migrations (rollback, morning ramp).
-    power_on: tuple[str, ...] = ()
-
-    @property
-    def watts_saved(self) -> float:
-        """Estimated power saved: idle watts per host powered off."""
-        return self.idle_watts * len(self.power_off)
 
 
 @dataclass(frozen=True)
@@ -76,7 +37,7 @@ class PlanSettings:
     usage: UsageModel = field(default_factory=UsageModel)
 
 
-def make_plan(cluster: Cluster, algorithm: str, *, settings: PlanSettings | None = None,
+def plan_cluster(cluster: Cluster, algorithm: str, *, settings: PlanSettings | None = None,
               spare: int = 0, options: Mapping[str, Any] | None = None,
               ranking: Ranker | None = None) -> PlanDraft:
     """Run an algorithm on a cluster and turn its packing into a checked plan."""
@@ -124,8 +85,7 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
         spare=problem.spare, spare_hosts=tuple(names[h] for h in sorted(spares)),
         notes=tuple(notes), options=_plain_options(problem.options),
         idle_watts=settings.idle_watts)
-    assert_plan_sound(cluster, [MoveSpec(m.instance_id, m.source, m.destination, m.wave)
-                                for m in moves], draft.power_off, rules=settings.rules,
+    assert_plan_sound(cluster, moves, draft.power_off, rules=settings.rules,
                       per_host_limit=settings.per_host_limit,
                       chance=_chance(problem))
     return draft

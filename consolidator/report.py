@@ -1,7 +1,8 @@
 """History of a cloud from its stored snapshots, plans and journal: hosts on, cycles, energy.
 
 Pure: it takes loaded snapshots, plans and journal entries and returns a Report, which
-renders as a terminal chart and tables (like figure 7 and table II of paper 004) or as JSON.
+consolidator.render.report shows as a terminal chart and tables (like figure 7 and table II
+of paper 004), and to_json as JSON.
 
 Energy: every host powered on draws the idle watts ([planner] idle_watts, 270 W in 004).
 The hosts on are a step function: each snapshot's count holds until the next snapshot, and
@@ -32,13 +33,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from consolidator.journal_entry import SUCCEEDED, Entry
 from consolidator.model import Cluster
-from consolidator.render import kv, table
-from consolidator.store.journal import SUCCEEDED, Entry
-from consolidator.store.plans import StoredPlan
+from consolidator.plan import StoredPlan
 
 HOURS_PER_YEAR = 365 * 24
-CHART_WIDTH = 44
 
 
 @dataclass(frozen=True)
@@ -175,44 +174,3 @@ def hourly(points: Sequence[HostsPoint]) -> list[HostsPoint]:
     for point in sorted(points, key=lambda p: p.time):
         by_hour[point.time.replace(minute=0, second=0, microsecond=0)] = point
     return list(by_hour.values())
-
-
-def bar(on: int, total: int, widest: int) -> str:
-    """'#' per host on and '.' per host off, scaled so the widest cloud fits the chart."""
-    if widest <= 0:
-        return ""
-    per_host = min(3.0, CHART_WIDTH // widest) if widest <= CHART_WIDTH else CHART_WIDTH / widest
-    return "#" * round(on * per_host) + "." * (round(total * per_host) - round(on * per_host))
-
-
-def render_text(report: Report) -> str:
-    """The report for the terminal: the chart of hosts on, the cycles and the energy table."""
-    fmt = "%Y-%m-%d %H:%M"
-    out = [f"cloud {report.cloud}: {report.start.strftime(fmt)} to {report.end.strftime(fmt)} "
-           f"UTC", "", "Hosts powered on ('#' on, '.' off), the last snapshot of each hour:"]
-    rows = hourly(report.points)
-    widest = max((p.hosts_total for p in rows), default=0)
-    out.append(table(["TIME (UTC)", "HOSTS", "ON", "SPARE", "INSTANCES"],
-                     [[p.time.strftime(fmt), bar(p.hosts_on, p.hosts_total, widest),
-                       f"{p.hosts_on}/{p.hosts_total}", p.spare, p.instances] for p in rows],
-                     align="llrrr") if rows else "  no snapshots in this period")
-    out += ["", "Cycles (one plan each):"]
-    out.append(table(["TIME (UTC)", "PLAN", "ALGORITHM", "STATUS", "PLANNED", "MIGRATED",
-                      "FAILED", "POWERED OFF", "POWERED ON"],
-                     [[c.time.strftime(fmt), c.plan_id[:8], c.algorithm, c.status,
-                       c.migrations_planned, c.migrations_done, c.migrations_failed,
-                       f"{c.hosts_powered_off}/{c.power_off_planned}", c.hosts_powered_on]
-                      for c in report.cycles], align="llllrrrrr")
-               if report.cycles else "  no plans in this period")
-    e = report.energy
-    out += ["", f"Estimated energy ({report.idle_watts:g} W per host on, {e.hours:.1f} h "
-                f"covered by snapshots):",
-            table(["", "POLICY", "NO POLICY"],
-                  [["kWh in period", f"{e.kwh_policy:.1f}", f"{e.kwh_no_policy:.1f}"],
-                   ["kWh per day", f"{e.kwh_per_day_policy:.1f}", f"{e.kwh_per_day_no_policy:.1f}"],
-                   ["kWh per year (estimated)", f"{e.kwh_per_year_policy:.0f}",
-                    f"{e.kwh_per_year_no_policy:.0f}"],
-                   ["reduction", f"{e.reduction_pct:.1f} %", "0 %"]], align="lrr"),
-            "", kv([("migrations done", sum(c.migrations_done for c in report.cycles)),
-                    ("hosts powered off", sum(c.hosts_powered_off for c in report.cycles))])]
-    return "\n".join(out)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from consolidator.checker import MoveSpec, assert_plan_sound
+from consolidator.checker import assert_plan_sound
 from consolidator.constraints import Rules
 from consolidator.model import Cluster
-from consolidator.planner import Move, PlanDraft, plan_waves
+from consolidator.plan import Move, PlanDraft
+from consolidator.planner import plan_waves
 
 
 def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
@@ -53,8 +54,7 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
     migrations = tuple(Move(future.instances[i].id, future.instances[i].name,
                             future.hosts[s].name, future.hosts[d].name, w)
                        for i, s, d, w in waves)
-    assert_plan_sound(future, [MoveSpec(m.instance_id, m.source, m.destination, m.wave)
-                               for m in migrations], (), rules=replace(rules, exclude_key=""),
+    assert_plan_sound(future, migrations, (), rules=replace(rules, exclude_key=""),
                       per_host_limit=per_host_limit)
     powered = sum(h.power != "off" and h.state == "up" for h in live.hosts)
     return PlanDraft(algorithm="rollback", ranking=None, migrations=migrations, power_off=(),

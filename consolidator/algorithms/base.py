@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from consolidator.errors import UsageError
 from consolidator.model import Cluster
+from consolidator.registry import Registry
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,28 +98,7 @@ class Algorithm:
     run: AlgorithmFunc
 
 
-REGISTRY: dict[str, Algorithm] = {}
-
-
-def register(name: str, summary: str, paper: str) -> Callable[[AlgorithmFunc], AlgorithmFunc]:
-    """Decorator: register an algorithm under its CLI name."""
-    def wrap(func: AlgorithmFunc) -> AlgorithmFunc:
-        REGISTRY[name] = Algorithm(name=name, summary=summary, paper=paper, run=func)
-        return func
-    return wrap
-
-
-def get_algorithm(name: str) -> Algorithm:
-    """The registered algorithm of that name, or a UsageError listing the valid names."""
-    load_all()
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise UsageError(f"unknown algorithm {name!r}: choose one of "
-                         f"{', '.join(sorted(REGISTRY))}") from None
-
-
-def load_all() -> dict[str, Algorithm]:
+def _load_algorithms() -> None:
     """Import every algorithm module so that it registers itself."""
     from consolidator.algorithms import (  # noqa: F401
         firstfit,
@@ -127,4 +106,21 @@ def load_all() -> dict[str, Algorithm]:
         importance3d,
         zoned_bestfit,
     )
-    return REGISTRY
+
+
+#: Every packing algorithm, by its CLI name.
+ALGORITHMS: Registry[Algorithm] = Registry("algorithm", _load_algorithms)
+
+
+def register(name: str, summary: str, paper: str) -> Callable[[AlgorithmFunc], AlgorithmFunc]:
+    """Decorator: register an algorithm under its CLI name."""
+    def wrap(func: AlgorithmFunc) -> AlgorithmFunc:
+        ALGORITHMS.add(name, summary, paper, Algorithm(name=name, summary=summary, paper=paper,
+                                                       run=func))
+        return func
+    return wrap
+
+
+def get_algorithm(name: str) -> Algorithm:
+    """The registered algorithm of that name, or a UsageError listing the valid names."""
+    return ALGORITHMS.get(name)

@@ -8,7 +8,8 @@ import traceback
 
 import click
 
-from consolidator.cli.context import AppContext
+from consolidator.app.context import AppContext
+from consolidator.cli.context import report_to_stderr
 from consolidator.errors import ConsolidatorError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -37,7 +38,8 @@ def cli(ctx: click.Context, config_file: str | None, db_url: str | None, cloud: 
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if verbose < 2:
         logging.getLogger("alembic").setLevel(logging.WARNING)
-    app = AppContext(config_file=config_file, db_url=db_url, cloud=cloud, verbose=verbose)
+    app = AppContext(config_file=config_file, db_url=db_url, cloud=cloud, verbose=verbose,
+                     report=report_to_stderr)
     _ = app.config  # validate the config file up front, whatever the command reads
     ctx.obj = app
 

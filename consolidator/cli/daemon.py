@@ -6,9 +6,8 @@ import logging
 
 import click
 
-from consolidator.cli.apply import BMC_FILE, executor_settings, power_lookup
-from consolidator.cli.context import AppContext, pass_app
-from consolidator.cloud import connect
+from consolidator.app.context import AppContext
+from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.daemon import Daemon, cron_trigger
 from consolidator.errors import ConsolidatorError
 
@@ -37,12 +36,10 @@ def daemon_cmd(app: AppContext, once: bool, bmc_file: str | None) -> None:
     """
     if app.verbose == 0:
         logging.getLogger("consolidator").setLevel(logging.INFO)
-    engine = app.engine()
-    config = app.config
-    trigger = cron_trigger(config)  # a bad schedule fails now, in one line
-    daemon = Daemon(engine, config, app.cloud_name, lambda: connect(app.cloud_name),
-                    power_lookup(app, bmc_file), executor_settings(app, None, False),
-                    metrics=_metrics(app))
+    app.bmc_file = bmc_file
+    app.engine()
+    trigger = cron_trigger(app.config)  # a bad schedule fails now, in one line
+    daemon = Daemon(app, metrics=_metrics(app))
     if not once:
         click.echo(f"daemon starting: next cycle at {trigger.get_next_fire_time(None, _now())}",
                    err=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from consolidator.cli.context import AppContext, pass_app
+from consolidator.app.context import AppContext
+from consolidator.cli.context import pass_app
 from consolidator.store.db import redact, upgrade
 
 

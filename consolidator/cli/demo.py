@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from consolidator.algorithms.base import get_algorithm
-from consolidator.algorithms.ranking import get_ranking
-from consolidator.cli.context import AppContext, pass_app
+from consolidator.app.context import AppContext
+from consolidator.cli.context import pass_app
 from consolidator.demo import DemoOptions, run_demo
+from consolidator.rankings import get_ranking
 
 
 @click.command("demo")

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
-from consolidator.cli.apply import BMC_FILE, power_lookup
-from consolidator.cli.context import AppContext, pass_app
-from consolidator.cli.snapshots import FORMAT
-from consolidator.cloud import connect
-from consolidator.errors import ConsolidatorError, UsageError
-from consolidator.executor import PowerLookup
-from consolidator.inventory import read_inventory
-from consolidator.model import Cluster
-from consolidator.nova import Nova
-from consolidator.render import bar, table
+from consolidator.app import power
+from consolidator.app.context import AppContext
+from consolidator.app.hosts import host_rows
+from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
+from consolidator.render import table
+from consolidator.render.hosts import live_hosts
 from consolidator.store import journal
+from consolidator.store.plans import resolve_plan_id
 
 
 @click.group("hosts")
@@ -31,39 +27,12 @@ def hosts_group() -> None:
 @pass_app
 def hosts_list(app: AppContext, bmc_file: str | None, fmt: str) -> None:
     """Each host's service, power (from its BMC where configured), instances and use."""
-    cluster = read_inventory(connect(app.cloud_name)).cluster
-    rows = host_rows(cluster, power_lookup(app, bmc_file))
+    app.bmc_file = bmc_file
+    rows = host_rows(app)
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
-    click.echo(render_host_rows(rows))
-
-
-def host_rows(cluster: Cluster, lookup: PowerLookup) -> list[dict[str, Any]]:
-    """One row per live host: service, power (asked of its BMC where configured), use."""
-    rows = []
-    for h, host in enumerate(cluster.hosts):
-        driver = lookup(host.name)
-        try:
-            power = driver.power_state() if driver else f"{host.power} (no BMC)"
-        except ConsolidatorError as exc:
-            power = f"unknown ({str(exc)[:40]})"
-        cap, used = cluster.capacity[h], cluster.usage[h]
-        rows.append({"host": host.name, "service": f"{host.status}/{host.state}",
-                     "disabled_reason": host.disabled_reason, "power": power,
-                     "instances": int(cluster.population[h]),
-                     "vcpu": [float(used[0]), float(cap[0])],
-                     "memory_mb": [float(used[1]), float(cap[1])]})
-    return rows
-
-
-def render_host_rows(rows: list[dict[str, Any]]) -> str:
-    """The table of 'consolidator hosts list'."""
-    return table(["HOST", "SERVICE", "POWER", "INSTANCES", "VCPU", "RAM", "REASON"], [
-        [r["host"], r["service"], r["power"], r["instances"],
-         f"{bar(r['vcpu'][0] / r['vcpu'][1] if r['vcpu'][1] else 0, 10)}",
-         f"{bar(r['memory_mb'][0] / r['memory_mb'][1] if r['memory_mb'][1] else 0, 10)}",
-         r["disabled_reason"] or ""] for r in rows], align="lllrlll")
+    click.echo(live_hosts(rows))
 
 
 @hosts_group.command("power")
@@ -78,25 +47,15 @@ def hosts_power(app: AppContext, action: str, host: str, yes: bool,
 
     Power-off is refused while any server (any project, any state) is on the host.
     """
-    driver = power_lookup(app, bmc_file)(host)
-    if driver is None:
-        raise UsageError(f"host {host!r} is not in the BMC file")
+    app.bmc_file = bmc_file
     if action == "status":
-        click.echo(f"{host}: {driver.power_state()}")
-        return
-    if action == "on":
-        click.echo(f"{host}: {driver.power_on()}")
-        return
-    nova = Nova(connect(app.cloud_name))
-    servers = nova.servers_on(host)
-    if servers:
-        raise ConsolidatorError(f"refusing to power off {host}: {len(servers)} servers are on "
-                                f"it (migrate them first, e.g. with a plan)")
-    if not yes and not click.confirm(f"power off {host}?", default=False):
-        raise click.exceptions.Abort()
-    if nova.servers_on(host):  # re-read right before the destructive call
-        raise ConsolidatorError(f"refusing to power off {host}: servers appeared on it")
-    click.echo(f"{host}: {driver.power_off(graceful=True)}")
+        click.echo(f"{host}: {power.power_status(app, host)}")
+    elif action == "on":
+        click.echo(f"{host}: {power.power_on(app, host)}")
+    else:
+        click.echo(f"{host}: " + power.power_off(
+            app, host, lambda question: yes or click.confirm(question, default=False,
+                                                             abort=True)))
 
 
 @click.command("journal")
@@ -106,8 +65,6 @@ def hosts_power(app: AppContext, action: str, host: str, yes: bool,
 @pass_app
 def journal_cmd(app: AppContext, plan_id: str | None, limit: int, fmt: str) -> None:
     """The executor's journal: every action, when, and how it ended."""
-    from consolidator.store.plans import resolve_plan_id
-
     engine = app.engine()
     full = resolve_plan_id(engine, plan_id) if plan_id else None
     rows = journal.entries(engine, plan_id=full)[-limit:]

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import click
 
-from consolidator.algorithms.base import get_algorithm, load_all
-from consolidator.algorithms.ranking import RANKINGS, get_ranking
-from consolidator.cli.context import AppContext, pass_app
-from consolidator.cli.snapshots import FORMAT, record_live_snapshot
-from consolidator.plan_view import render_plan
-from consolidator.planning import PlanRequest, plan_snapshot
+from consolidator.algorithms.base import ALGORITHMS
+from consolidator.app.context import AppContext
+from consolidator.app.planning import PlanRequest, make_plan, validate_request
+from consolidator.app.snapshots import record_scenario, record_snapshot
+from consolidator.cli.context import FORMAT, pass_app
+from consolidator.plan import STATES
+from consolidator.rankings import RANKINGS
 from consolidator.render import table
-from consolidator.scenario import load_scenario
+from consolidator.render.plan import render_plan
 from consolidator.store.plans import list_plans, load_plan, resolve_plan_id, set_status
-from consolidator.store.snapshots import load_snapshot, save_snapshot
+from consolidator.store.snapshots import load_snapshot
 
 
 def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -66,30 +66,24 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     if ctx.invoked_subcommand is not None:
         return
     app: AppContext = ctx.obj
-    config = app.config
-    get_algorithm(algorithm or config.get("planner", "algorithm"))
     options = _parse_options(raw_options)
     if light:
         options["light"] = True
-    get_ranking(ranking if ranking is not None else config.get("planner", "ranking"), options)
+    request = PlanRequest(algorithm=algorithm, ranking=ranking, spare=spare,
+                          capacity_model=capacity_model, confidence=confidence, options=options)
+    validate_request(app, request)
     if snapshot_ref and scenario:
         raise click.UsageError("give --snapshot or --scenario, not both")
     engine = app.engine()
     if scenario:
-        loaded = load_scenario(scenario)
-        cloud = app.cloud_name or str(loaded.extras.get("name") or Path(scenario).stem)
-        snapshot_ref = save_snapshot(engine, loaded.cluster, cloud=cloud,
-                                     source=f"scenario:{Path(scenario).absolute()}",
-                                     capacity_source="scenario")
-    elif not snapshot_ref:
-        snapshot_ref = record_live_snapshot(app, engine)
-    snap = load_snapshot(engine, snapshot_ref)
+        snap = record_scenario(app, scenario)
+    elif snapshot_ref:
+        snap = load_snapshot(engine, snapshot_ref)
+    else:
+        snap = record_snapshot(app)[0]
     started = time.monotonic()
-    plan_id, _ = plan_snapshot(engine, snap, config, PlanRequest(
-        algorithm=algorithm, ranking=ranking, spare=spare, capacity_model=capacity_model,
-        confidence=confidence, options=options))
+    stored = make_plan(app, snap, request)
     elapsed = time.monotonic() - started
-    stored = load_plan(engine, plan_id)
     if fmt == "json":
         click.echo(json.dumps(stored.to_json(), indent=2))
     else:
@@ -142,8 +136,7 @@ def plans_group() -> None:
 
 
 @plans_group.command("list")
-@click.option("--status", type=click.Choice(["proposed", "approved", "running", "succeeded",
-                                             "failed", "cancelled", "superseded"]),
+@click.option("--status", type=click.Choice(list(STATES)),
               help="Only plans in this state.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @FORMAT
@@ -172,13 +165,11 @@ def plans_list(app: AppContext, status: str | None, limit: int, fmt: str) -> Non
 @click.command("algorithms")
 def algorithms_cmd() -> None:
     """List the packing algorithms and rankings, each with its paper."""
-    algos = load_all()
     click.echo(table(["ALGORITHM", "WHAT IT DOES", "PAPER"],
-                     [[a.name, a.summary, a.paper] for a in sorted(algos.values(),
-                                                                    key=lambda a: a.name)]))
+                     [[e.name, e.summary, e.source] for e in ALGORITHMS]))
     click.echo()
     click.echo(table(["RANKING", "WHAT IT DOES", "PAPER"],
-                     [[n, s, p] for n, (s, p, _) in sorted(RANKINGS.items())]))
+                     [[e.name, e.summary, e.source] for e in RANKINGS]))
 
 
 COMMANDS = [plan_group, plans_group, algorithms_cmd]

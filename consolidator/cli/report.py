@@ -9,8 +9,10 @@ import click
 from sqlalchemy import Engine
 
 from consolidator import report
-from consolidator.cli.context import AppContext, pass_app
+from consolidator.app.context import AppContext
+from consolidator.cli.context import pass_app
 from consolidator.errors import UsageError
+from consolidator.render.report import render_text
 from consolidator.store import journal
 from consolidator.store.plans import list_plans, load_plan
 from consolidator.store.snapshots import list_snapshots, load_snapshot
@@ -55,7 +57,7 @@ def report_cmd(app: AppContext, days: float, until: datetime | None, cloud_optio
     if fmt == "json":
         click.echo(json.dumps(report.to_json(result), indent=2))
     else:
-        click.echo(report.render_text(result))
+        click.echo(render_text(result))
 
 
 def _only_cloud(engine: Engine) -> str:

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from consolidator.cli.snapshots import FORMAT
+from consolidator.cli.context import FORMAT
 
 EXPERIMENTS = {
     "abp": "section IV of paper 000 (ABP against Pack, Spread and XBalance)",

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 
 import click
-from sqlalchemy import Engine
 
-from consolidator.cli.context import AppContext, pass_app
-from consolidator.cloud import connect
-from consolidator.inventory import FallbackRatios, snapshot_cloud
-from consolidator.model import Cluster
+from consolidator.app.context import AppContext
+from consolidator.app.snapshots import record_scenario, record_snapshot
+from consolidator.cli.context import FORMAT, pass_app
 from consolidator.render import kv, table
-from consolidator.scenario import cluster_to_document, dump_document, load_scenario
-from consolidator.store.snapshots import Snapshot, list_snapshots, load_snapshot, save_snapshot
-from consolidator.telemetry import PrometheusSource
-
-FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-                      show_default=True, help="Output format.")
+from consolidator.render.hosts import snapshot_hosts
+from consolidator.scenario import cluster_to_document, dump_document
+from consolidator.store.snapshots import Snapshot, list_snapshots, load_snapshot
 
 
 @click.command("snapshot")
@@ -29,45 +22,9 @@ FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), d
 @pass_app
 def snapshot_cmd(app: AppContext, scenario: str | None) -> None:
     """Record the cloud's placement as a new snapshot and print its id."""
-    engine = app.engine()
-    if scenario is None:
-        click.echo(record_live_snapshot(app, engine))
-        return
-    loaded = load_scenario(scenario)
-    cloud = app.cloud_name or str(loaded.extras.get("name") or Path(scenario).stem)
-    snapshot_id = save_snapshot(engine, loaded.cluster, cloud=cloud,
-                                source=f"scenario:{Path(scenario).absolute()}",
-                                capacity_source="scenario")
-    click.echo(snapshot_id)
-
-
-def record_live_snapshot(app: AppContext, engine: Engine) -> str:
-    """Snapshot the live cloud, reporting progress on stderr; return the snapshot id."""
-    config = app.config
-    conn = connect(app.cloud_name)
-    label = app.cloud_name or "default"
-    click.echo(f"reading cloud {label!r} ...", err=True)
-    started = time.monotonic()
-    ratios = FallbackRatios(cpu=config.get("cloud", "cpu_allocation_ratio"),
-                            ram=config.get("cloud", "ram_allocation_ratio"),
-                            disk=config.get("cloud", "disk_allocation_ratio"))
-    url = config.get("telemetry", "prometheus_url")
-    telemetry = PrometheusSource(
-        url=url, mean_query=config.get("telemetry", "cpu_mean_query"),
-        std_query=config.get("telemetry", "cpu_std_query"),
-        instance_label=config.get("telemetry", "instance_label"),
-        timeout=config.get("telemetry", "timeout")) if url else None
-    snapshot_id, inventory = snapshot_cloud(
-        engine, conn, ratios=ratios, page_size=config.get("inventory", "page_size"),
-        workers=config.get("inventory", "workers"), telemetry=telemetry)
-    cluster = inventory.cluster
-    click.echo(f"read {len(cluster.hosts)} hosts, {len(cluster.instances)} instances and "
-               f"{len(cluster.server_groups)} server groups in "
-               f"{time.monotonic() - started:.1f} s (compute API {inventory.microversion}, "
-               f"capacity from {inventory.capacity_source})", err=True)
-    for note in inventory.notes:
-        click.echo(f"note: {note}", err=True)
-    return snapshot_id
+    app.engine()
+    snapshot = record_scenario(app, scenario) if scenario else record_snapshot(app)[0]
+    click.echo(snapshot.info.id)
 
 
 @click.group("snapshots")
@@ -114,22 +71,7 @@ def snapshots_show(app: AppContext, snapshot_id: str, fmt: str) -> None:
                    ("hosts", snap.info.host_count), ("instances", snap.info.instance_count),
                    ("server groups", len(snap.cluster.server_groups))]))
     click.echo()
-    click.echo(hosts_table(snap.cluster))
-
-
-def hosts_table(cluster: Cluster) -> str:
-    """One row per host: service, power, population and use against capacity."""
-    rows = []
-    for i, host in enumerate(cluster.hosts):
-        cap = cluster.capacity[i]
-        used = cluster.usage[i]
-        rows.append([host.name, host.availability_zone, f"{host.status}/{host.state}",
-                     host.power, int(cluster.population[i]),
-                     f"{used[0]:g}/{cap[0]:g}",
-                     f"{used[1] / 1024:.0f}/{cap[1] / 1024:.0f}",
-                     f"{used[2]:g}/{cap[2]:g}"])
-    return table(["HOST", "AZ", "SERVICE", "POWER", "INSTANCES", "VCPU", "RAM GiB", "DISK GB"],
-                 rows, align="llllrrrr")
+    click.echo(snapshot_hosts(snap.cluster))
 
 
 def _info_json(info: object) -> dict:

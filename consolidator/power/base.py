@@ -13,11 +13,11 @@ from typing import Any, Protocol
 import yaml
 
 from consolidator.errors import ConfigError, ConsolidatorError
+from consolidator.registry import Registry
 
 log = logging.getLogger(__name__)
 
 POWER_ON, POWER_OFF, POWER_UNKNOWN = "on", "off", "unknown"
-DRIVERS = ("ipmi", "redfish")
 _KEYS = {"driver": str, "address": str, "port": int, "username": str, "password": str,
          "password_file": str, "verify_tls": bool, "system_id": str,
          "timeout": (int, float)}
@@ -83,9 +83,9 @@ def _check_entry(path: Path, host: str, entry: Mapping[str, Any]) -> None:
     for key in ("driver", "address", "username"):
         if not entry.get(key):
             raise _file_error(path, where, f"missing key {key!r}")
-    if entry["driver"] not in DRIVERS:
+    if entry["driver"] not in POWER_DRIVERS:
         raise _file_error(path, where, f"driver {entry['driver']!r} is not one of "
-                                       f"{', '.join(DRIVERS)}")
+                                       f"{', '.join(POWER_DRIVERS.names())}")
 
 
 def _password(path: Path, host: str, entry: Mapping[str, Any]) -> str:
@@ -157,18 +157,32 @@ def load_bmc_file(path: str | Path) -> dict[str, BmcConfig]:
     return configs
 
 
+def _ipmi(config: BmcConfig) -> PowerDriver:
+    from consolidator.power.ipmi import IpmiDriver
+
+    return IpmiDriver(config)
+
+
+def _redfish(config: BmcConfig) -> PowerDriver:
+    from consolidator.power.redfish import RedfishDriver
+
+    return RedfishDriver(config)
+
+
+#: Every power driver by its bmc.yaml name; the object makes a driver from a BmcConfig
+#: (the protocol library is imported only when a driver is made).
+POWER_DRIVERS: Registry[Callable[[BmcConfig], PowerDriver]] = Registry("power driver",
+                                                                      lambda: None)
+POWER_DRIVERS.add("ipmi", "IPMI 2.0 over LAN (lanplus), chassis power", "pyghmi", _ipmi)
+POWER_DRIVERS.add("redfish", "Redfish ComputerSystem.Reset and PowerState", "sushy", _redfish)
+
+
 def driver_for(config: BmcConfig) -> PowerDriver:
     """The power driver for a host's BMC, chosen by config.driver."""
-    if config.driver == "ipmi":
-        from consolidator.power.ipmi import IpmiDriver
-
-        return IpmiDriver(config)
-    if config.driver == "redfish":
-        from consolidator.power.redfish import RedfishDriver
-
-        return RedfishDriver(config)
-    raise config.error(f"unknown driver {config.driver!r} (expected one of "
-                       f"{', '.join(DRIVERS)})")
+    if config.driver not in POWER_DRIVERS:
+        raise config.error(f"unknown driver {config.driver!r} (expected one of "
+                           f"{', '.join(POWER_DRIVERS.names())})")
+    return POWER_DRIVERS.get(config.driver)(config)
 
 
 def wait_for_state(read: Callable[[], str], target: str, deadline: float,

@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from consolidator.algorithms.abp import ABPRanking, DemandStats, gamma, system_stats
-from consolidator.algorithms.ranking import PrimeRanking, XBalanceRanking
 from consolidator.errors import UsageError
+from consolidator.rankings.abp import ABPRanking, DemandStats, gamma, system_stats
+from consolidator.rankings.baseline import PrimeRanking, XBalanceRanking
 from consolidator.render import table
 
 NODES = 32

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from consolidator.algorithms.ucac import (
+from consolidator.rankings.ucac import (
     Batch,
     best_fit_nsigma,
     best_fit_ucac,

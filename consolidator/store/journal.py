@@ -1,34 +1,23 @@
-"""The executor's journal: a row written before every action and updated after it."""
+"""The executor's journal in the database: a row written before every action and updated
+after it.
+
+The states and the Entry come from consolidator.journal_entry; they are imported here for the
+store's callers: ``journal.SUCCEEDED``, ``journal.Entry``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import Engine, select, update
 
+from consolidator.journal_entry import FAILED, RUNNING, SKIPPED, SUCCEEDED, Entry
 from consolidator.store.db import translate_errors
 from consolidator.store.tables import journal
 
-RUNNING, SUCCEEDED, FAILED, SKIPPED = "running", "succeeded", "failed", "skipped"
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One journal row."""
-
-    id: int
-    cloud: str
-    plan_id: str | None
-    action: str
-    target: str
-    params: dict[str, Any]
-    state: str
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    result: str | None
+__all__ = ["FAILED", "RUNNING", "SKIPPED", "SUCCEEDED", "Entry", "begin", "entries", "finish",
+           "record"]
 
 
 def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, target: str,

@@ -1,74 +1,24 @@
-"""Plans: stored with their migrations and power actions, and moved through their states.
-
-proposed -> approved -> running -> succeeded | failed | cancelled; a newer plan for the same
-cloud marks older proposed plans superseded.
-"""
+"""Plans in the database: stored with their migrations and power actions, and moved through
+the states that consolidator.plan defines."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import Engine, func, select, update
 
-from consolidator.errors import ConsolidatorError, NotFoundError
-from consolidator.planner import Move, PlanDraft
+from consolidator.errors import NotFoundError
+from consolidator.plan import Move, PlanDraft, StoredPlan, check_transition
 from consolidator.store.db import resolve_id, translate_errors
 from consolidator.store.tables import plan_migrations, plan_power_actions, plans
 
-TRANSITIONS: dict[str, set[str]] = {
-    "proposed": {"approved", "cancelled", "superseded"},
-    "approved": {"running", "cancelled"},
-    # running -> running and failed -> running: apply --resume after a crash or a signal;
-    # the executor's lease, not the state, keeps two executors apart.
-    "running": {"running", "succeeded", "failed", "cancelled"},
-    "failed": {"running"},
-    "succeeded": set(), "cancelled": set(), "superseded": set(),
-}
-
-
-class PlanStateError(ConsolidatorError):
-    """A plan cannot go from its state to the one asked for."""
-
-
-@dataclass(frozen=True)
-class StoredPlan:
-    """A plan as stored: the draft, its identity and its state."""
-
-    id: str
-    cloud: str
-    snapshot_id: str
-    status: str
-    created_at: datetime
-    updated_at: datetime
-    reason: str | None
-    draft: PlanDraft
-
-    def to_json(self) -> dict[str, Any]:
-        """The plan as JSON (the contract of DESIGN.md section 3, plus extra keys)."""
-        d = self.draft
-        return {
-            "id": self.id, "cloud": self.cloud, "snapshot_id": self.snapshot_id,
-            "algorithm": d.algorithm, "ranking": d.ranking, "status": self.status,
-            "created_at": self.created_at.isoformat(), "updated_at": self.updated_at.isoformat(),
-            "migrations": [{"instance_id": m.instance_id, "instance_name": m.instance_name,
-                            "source": m.source, "destination": m.destination, "wave": m.wave}
-                           for m in d.migrations],
-            "power_off": list(d.power_off), "power_on": list(d.power_on),
-            "spare_hosts": list(d.spare_hosts),
-            "hosts_before": d.hosts_before, "hosts_after": d.hosts_after,
-            "lower_bound": d.lower_bound, "migrations_lower_bound": d.migrations_lower_bound,
-            "spare": d.spare, "watts_saved": d.watts_saved, "notes": list(d.notes),
-            "options": dict(d.options), "reason": self.reason,
-        }
-
 
 def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
-              supersede: bool = True) -> str:
+              supersede: bool = True) -> StoredPlan:
     """Store a proposed plan and (unless told not to) supersede the cloud's older proposed
-    plans, in one transaction."""
+    plans, in one transaction; return it as stored."""
     plan_id = str(uuid.uuid4())
     now = datetime.now(timezone.utc)
     details = {"notes": list(draft.notes), "options": dict(draft.options),
@@ -97,7 +47,8 @@ def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
             conn.execute(plan_power_actions.insert(), [
                 {"plan_id": plan_id, "host": host, "action": action, "position": pos}
                 for pos, (action, host) in enumerate(actions)])
-    return plan_id
+    return StoredPlan(id=plan_id, cloud=cloud, snapshot_id=snapshot_id, status="proposed",
+                      created_at=now, updated_at=now, reason=None, draft=draft)
 
 
 def resolve_plan_id(engine: Engine, ref: str) -> str:
@@ -164,8 +115,7 @@ def set_status(engine: Engine, plan_id: str, status: str, reason: str | None = N
                                .with_for_update()).scalar_one_or_none()
         if current is None:
             raise NotFoundError(f"plan {plan_id!r} does not exist")
-        if status not in TRANSITIONS.get(current, set()):
-            raise PlanStateError(f"plan {plan_id} is {current}: it cannot become {status}")
+        check_transition(plan_id, current, status)
         conn.execute(update(plans).where(plans.c.id == plan_id, plans.c.status == current)
                      .values(status=status, reason=reason,
                              updated_at=datetime.now(timezone.utc)))

@@ -48,8 +48,9 @@ _INSTANCE_COLUMNS = ("name", "host", "vcpus", "memory_mb", "disk_gb", "status", 
 
 
 def save_snapshot(engine: Engine, cluster: Cluster, *, cloud: str, source: str,
-                  capacity_source: str = "placement", taken_at: datetime | None = None) -> str:
-    """Store a cluster as a new snapshot in one transaction; return its id."""
+                  capacity_source: str = "placement", taken_at: datetime | None = None
+                  ) -> Snapshot:
+    """Store a cluster as a new snapshot in one transaction; return it as stored."""
     header = {"id": str(uuid.uuid4()), "cloud": cloud,
               "taken_at": taken_at or datetime.now(timezone.utc), "source": source,
               "capacity_source": capacity_source, "host_count": len(cluster.hosts),
@@ -59,7 +60,7 @@ def save_snapshot(engine: Engine, cluster: Cluster, *, cloud: str, source: str,
         for table, rows in snapshot_rows(header["id"], cluster):
             if rows:
                 conn.execute(table.insert(), rows)
-    return header["id"]
+    return Snapshot(info=SnapshotInfo(**header), cluster=cluster)
 
 
 def snapshot_rows(snapshot_id: str, cluster: Cluster) -> list[tuple[Table, list[dict]]]:

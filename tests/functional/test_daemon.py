@@ -16,14 +16,15 @@ import pytest
 import time_machine
 import yaml
 
+from consolidator.app.context import AppContext
 from consolidator.config import config_from_sections
 from consolidator.daemon import Daemon
-from consolidator.executor import ExecutorSettings
 from consolidator.fake.cloud import FakeCloud
 from consolidator.power.base import driver_for, load_bmc_file
 from consolidator.scenario import parse_scenario
 from consolidator.store.db import make_engine, upgrade
 from consolidator.store.leases import current
+from consolidator.store.snapshots import load_snapshot
 from tests.conftest import migrated
 
 NIGHT = "2026-11-22 02:00:00+01:00"
@@ -39,17 +40,19 @@ def scenario() -> dict:
     return {"hosts": hosts, "instances": instances}
 
 
-def make_daemon(cloud: FakeCloud, engine: object, tmp: Path, **daemon: str) -> Daemon:
+def make_daemon(cloud: FakeCloud, engine: object, tmp: Path, *,
+                telemetry: dict[str, str] | None = None, **daemon: str) -> Daemon:
     config = config_from_sections({
         "planner": {"algorithm": "firstfit"},
         "daemon": {"auto_apply": "true", **daemon},
+        "executor": {"poll_interval": "0.02", "power_timeout": "30"},
+        "telemetry": telemetry or {},
         "padding": {"06:00-18:00": "2", "18:00-06:00": "0"}})
     bmc = cloud.write_bmc_yaml(tmp / "bmc.yaml")
     configs = load_bmc_file(bmc)
-    return Daemon(engine, config, None, cloud.connect,
-                  lambda h: driver_for(configs[h]) if h in configs else None,
-                  ExecutorSettings(poll_interval=0.02, power_timeout=30),
-                  clock=lambda: datetime.now().astimezone())
+    ctx = AppContext.of(config=config, engine=engine, connect=cloud.connect,
+                        power=lambda h: driver_for(configs[h]) if h in configs else None)
+    return Daemon(ctx, clock=lambda: datetime.now().astimezone())
 
 
 @pytest.fixture
@@ -183,21 +186,22 @@ def test_daemon_once_from_the_command_line(tmp_path: Path) -> None:
 def test_a_few_new_instances_plan_only_a_few_migrations(bed: tuple, tmp_path: Path) -> None:
     """As 004's long-term run: after the first packing, later cycles only adjust."""
     from consolidator.model import Cluster, Instance
-    from consolidator.planner import make_plan
+    from consolidator.planner import plan_cluster
     from consolidator.store.snapshots import load_snapshot
 
     cloud, engine = bed
     daemon = make_daemon(cloud, engine, tmp_path)
-    with time_machine.travel(MORNING, tick=True):
+    with time_machine.travel(MORNING, tick=True):  # both cycles under the same padding
         first = daemon.cycle()
+        second = daemon.cycle()
     assert first.outcome is not None and first.outcome.ok
-    packed = load_snapshot(engine, daemon.cycle().snapshot_id).cluster
+    packed = load_snapshot(engine, second.snapshot_id).cluster
     spare = next(h.name for h in packed.hosts if h.usable and not packed.instances_on(h.name))
     new = tuple(Instance(name=f"new-{k}", host=spare, vcpus=1, memory_mb=1024, disk_gb=10)
                 for k in range(3))
     grown = Cluster(hosts=packed.hosts, instances=packed.instances + new,
                     server_groups=packed.server_groups)
-    draft = make_plan(grown, "firstfit", spare=2)
+    draft = plan_cluster(grown, "firstfit", spare=2)
     assert len(draft.migrations) <= len(new)
     assert {m.instance_name for m in draft.migrations} <= {i.name for i in new}
     assert draft.hosts_after <= len(powered(cloud)) + 1
@@ -217,3 +221,25 @@ def test_cycle_metrics(bed: tuple, tmp_path: Path) -> None:
     assert 'consolidator_migrations_total{result="succeeded"}' in text
     assert 'consolidator_plans{status="succeeded"} 1.0' in text
     assert "consolidator_watts_saved 810.0" in text
+
+
+def test_daemon_snapshots_carry_the_usage_statistics(tmp_path: Path) -> None:
+    """The daemon reads the cloud as 'snapshot' does: with [telemetry], its snapshots hold
+    every instance's CPU usage, so capacity_model = ucac has data to work with."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'c.db'}")
+    upgrade(engine)
+    doc = scenario()
+    for n, inst in enumerate(doc["instances"]):
+        inst["usage"] = {"cpu_mean": 0.5 + n % 3, "cpu_std": 0.25}
+    with FakeCloud(parse_scenario(doc), bmc=True, migration_bandwidth_mb_s=1e6,
+                   service_up_delay_s=0.05, bmc_graceful_delay_s=0.05) as cloud:
+        daemon = make_daemon(cloud, engine, tmp_path, auto_apply="false",
+                             telemetry={"prometheus_url": cloud.prometheus_url})
+        with time_machine.travel(NIGHT, tick=True):
+            result = daemon.cycle()
+    assert not result.skipped
+    snap = load_snapshot(engine, result.snapshot_id)
+    usage = {i.name: i.usage for i in snap.cluster.instances}
+    assert len(usage) == 10
+    assert usage["vm-1-1"] == {"cpu_mean": 1.5, "cpu_std": 0.25}
+    assert all(u is not None for u in usage.values())

@@ -14,19 +14,22 @@ from pathlib import Path
 import pytest
 import yaml
 
+from consolidator.app.context import AppContext
+from consolidator.app.planning import PlanRequest, make_plan
+from consolidator.app.snapshots import record_snapshot
 from consolidator.config import Config
 from consolidator.executor import Executor, ExecutorSettings, Outcome
 from consolidator.fake.cloud import FakeCloud
-from consolidator.inventory import read_inventory, snapshot_cloud
+from consolidator.inventory import read_inventory
 from consolidator.nova import Nova
-from consolidator.planning import PlanRequest, plan_snapshot
+from consolidator.plan import StoredPlan
 from consolidator.power.base import driver_for, load_bmc_file
 from consolidator.rollback import rollback_draft
 from consolidator.scenario import parse_scenario
 from consolidator.store import journal
 from consolidator.store.db import make_engine, upgrade
 from consolidator.store.leases import LeaseHeldError, acquire
-from consolidator.store.plans import StoredPlan, load_plan, save_plan, set_status
+from consolidator.store.plans import load_plan, save_plan, set_status
 from consolidator.store.snapshots import load_snapshot
 
 
@@ -49,13 +52,12 @@ class Bed:
     snapshot_id: str = ""
 
     def plan(self) -> StoredPlan:
-        conn = self.cloud.connect()
-        self.snapshot_id, _ = snapshot_cloud(self.engine, conn)
-        snap = load_snapshot(self.engine, self.snapshot_id)
-        plan_id, _ = plan_snapshot(self.engine, snap, Config(),
-                                   PlanRequest(algorithm="firstfit"))
-        set_status(self.engine, plan_id, "approved")
-        return load_plan(self.engine, plan_id)
+        ctx = AppContext.of(config=Config(), engine=self.engine, connect=self.cloud.connect)
+        snap, _ = record_snapshot(ctx)
+        self.snapshot_id = snap.info.id
+        plan = make_plan(ctx, snap, PlanRequest(algorithm="firstfit"))
+        set_status(self.engine, plan.id, "approved")
+        return load_plan(self.engine, plan.id)
 
     def executor(self, **settings: float) -> Executor:
         path = self.cloud.write_bmc_yaml(self.tmp / "bmc.yaml")
@@ -208,7 +210,7 @@ def test_rollback_after_a_partly_failed_plan(bed: Bed) -> None:
     live = read_inventory(bed.cloud.connect()).cluster
     draft = rollback_draft(before.cluster, live)
     assert set(draft.power_on) == {"c3", "c5"}
-    back_id = save_plan(bed.engine, draft, cloud=before.info.cloud, snapshot_id=before.info.id)
+    back_id = save_plan(bed.engine, draft, cloud=before.info.cloud, snapshot_id=before.info.id).id
     set_status(bed.engine, back_id, "approved")
     outcome = bed.executor().run(load_plan(bed.engine, back_id))
     assert outcome.ok, outcome

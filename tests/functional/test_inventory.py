@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from consolidator.app.context import AppContext
+from consolidator.app.snapshots import record_snapshot
 from consolidator.cloud import connect
+from consolidator.config import Config
 from consolidator.errors import CloudError
 from consolidator.fake.cloud import FakeCloud
-from consolidator.inventory import FallbackRatios, read_inventory, snapshot_cloud
+from consolidator.inventory import FallbackRatios, read_inventory
 from consolidator.scenario import parse_scenario
 from consolidator.store.db import make_engine
 from consolidator.store.snapshots import list_snapshots, load_snapshot
@@ -191,12 +194,13 @@ def test_failed_read_stores_nothing(db_url: str) -> None:
     with fake() as cloud:
         cloud.add_fault({"type": "http_error", "method": "GET",
                          "path": "/compute/v2.1/servers/detail", "status": 500})
+        ctx = AppContext.of(config=Config(), engine=engine, connect=cloud.connect)
         with pytest.raises(CloudError):
-            snapshot_cloud(engine, cloud.connect())
+            record_snapshot(ctx)
         assert list_snapshots(engine) == []
         cloud.clear_faults()
-        snapshot_id, inventory = snapshot_cloud(engine, cloud.connect())
-    assert load_snapshot(engine, snapshot_id).cluster == inventory.cluster
+        snapshot, inventory = record_snapshot(ctx)
+    assert load_snapshot(engine, snapshot.info.id).cluster == inventory.cluster
 
 
 def test_snapshot_command_against_served_cloud(tmp_path: Path) -> None:

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from consolidator.planner import make_plan
+from consolidator.plan import PlanStateError
+from consolidator.planner import plan_cluster
 from consolidator.scenario import load_cluster
 from consolidator.store.db import make_engine
-from consolidator.store.plans import PlanStateError, load_plan, save_plan, set_status
+from consolidator.store.plans import load_plan, save_plan, set_status
 from consolidator.store.snapshots import save_snapshot
 from tests.functional.cli import run
 
@@ -22,14 +23,14 @@ CONTRACT_KEYS = {"id", "snapshot_id", "algorithm", "ranking", "status", "migrati
 def test_plan_store_round_trip_and_states(db_url: str, bundled_scenario: Path) -> None:
     engine = make_engine(db_url)
     cluster = load_cluster(bundled_scenario)
-    snapshot_id = save_snapshot(engine, cluster, cloud="alto", source="test")
-    draft = make_plan(cluster, "zoned-bestfit", spare=1)
-    first = save_plan(engine, draft, cloud="alto", snapshot_id=snapshot_id)
+    snapshot_id = save_snapshot(engine, cluster, cloud="alto", source="test").info.id
+    draft = plan_cluster(cluster, "zoned-bestfit", spare=1)
+    first = save_plan(engine, draft, cloud="alto", snapshot_id=snapshot_id).id
     stored = load_plan(engine, first[:8])
     assert stored.draft == draft and stored.status == "proposed"
-    second = save_plan(engine, draft, cloud="alto", snapshot_id=snapshot_id)
+    second = save_plan(engine, draft, cloud="alto", snapshot_id=snapshot_id).id
     assert load_plan(engine, first).status == "superseded"
-    other = save_plan(engine, draft, cloud="elsewhere", snapshot_id=snapshot_id)
+    other = save_plan(engine, draft, cloud="elsewhere", snapshot_id=snapshot_id).id
     assert load_plan(engine, second).status == "proposed"   # other clouds are not touched
     set_status(engine, second, "approved")
     with pytest.raises(PlanStateError, match="is approved: it cannot become proposed"):

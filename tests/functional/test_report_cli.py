@@ -10,7 +10,7 @@ import time_machine
 from sqlalchemy import Engine
 
 from consolidator.model import Cluster, Host, Instance
-from consolidator.planner import Move, PlanDraft
+from consolidator.plan import Move, PlanDraft
 from consolidator.store import journal
 from consolidator.store.db import make_engine
 from consolidator.store.plans import save_plan, set_status
@@ -55,7 +55,7 @@ def run_cycle(engine: Engine, hour: int) -> None:
     now = DAY + timedelta(hours=hour)
     cluster = simulated_cluster(HOSTS_ON[hour], moved=hour > 3)
     snapshot_id = save_snapshot(engine, cluster, cloud="alto", source="simulated",
-                                taken_at=now)
+                                taken_at=now).info.id
     moves = tuple(Move(f"id-{n}", f"vm-{n:03d}", "compute-06", "compute-01", 1)
                   for n in (50, 51))
     actions = {3: (draft(migrations=moves), [("migrate", "id-50"), ("migrate", "id-51")]),
@@ -65,7 +65,7 @@ def run_cycle(engine: Engine, hour: int) -> None:
                                                        ("power_off", "compute-08")])}
     plan, done = actions.get(hour, (draft(), []))
     with time_machine.travel(now + timedelta(minutes=1), tick=False):
-        plan_id = save_plan(engine, plan, cloud="alto", snapshot_id=snapshot_id)
+        plan_id = save_plan(engine, plan, cloud="alto", snapshot_id=snapshot_id).id
         if not done:
             return
         for status in ("approved", "running"):

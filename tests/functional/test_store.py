@@ -44,8 +44,8 @@ def test_unmigrated_database_is_refused_then_upgrade_creates_schema(empty_db_url
 def test_snapshot_round_trip(db_url: str, bundled_scenario: Path) -> None:
     engine = make_engine(db_url)
     cluster = load_cluster(bundled_scenario)
-    first = save_snapshot(engine, cluster, cloud="alto", source="test")
-    second = save_snapshot(engine, cluster, cloud="other", source="test")
+    first = save_snapshot(engine, cluster, cloud="alto", source="test").info.id
+    second = save_snapshot(engine, cluster, cloud="other", source="test").info.id
     snap = load_snapshot(engine, first)
     assert snap.cluster == cluster
     assert snap.info.cloud == "alto"
@@ -61,7 +61,7 @@ def test_unknown_and_ambiguous_ids(db_url: str, bundled_scenario: Path) -> None:
     with pytest.raises(NotFoundError, match="snapshot 'nope' does not exist"):
         load_snapshot(engine, "nope")
     cluster = load_cluster(bundled_scenario)
-    ids = [save_snapshot(engine, cluster, cloud="c", source="t") for _ in range(20)]
+    ids = [save_snapshot(engine, cluster, cloud="c", source="t").info.id for _ in range(20)]
     shared = {i[0] for i in ids}
     common = next(c for c in shared if sum(i.startswith(c) for i in ids) > 1)
     with pytest.raises(UsageError, match="ambiguous"):
@@ -75,7 +75,7 @@ def test_snapshot_round_trip_keeps_aggregates(db_url: str, bundled_scenario: Pat
              for n, h in enumerate(cluster.hosts)]
     cluster = Cluster(hosts=tuple(hosts), instances=cluster.instances,
                       server_groups=cluster.server_groups)
-    snap = load_snapshot(engine, save_snapshot(engine, cluster, cloud="c", source="t"))
+    snap = load_snapshot(engine, save_snapshot(engine, cluster, cloud="c", source="t").info.id)
     assert snap.cluster == cluster
     assert snap.cluster.hosts[1].aggregates == ("gpu-hosts", "rack-1")
 

@@ -6,11 +6,13 @@ import math
 
 import pytest
 
+from consolidator.app.context import AppContext
+from consolidator.app.snapshots import record_snapshot
+from consolidator.config import config_from_sections
 from consolidator.constraints import UsageModel, build_problem
 from consolidator.errors import CloudError
 from consolidator.fake.cloud import FakeCloud
-from consolidator.inventory import snapshot_cloud
-from consolidator.planner import PlanSettings, make_plan
+from consolidator.planner import PlanSettings, plan_cluster
 from consolidator.scenario import parse_scenario
 from consolidator.store.db import make_engine
 from consolidator.store.snapshots import load_snapshot, usage_history
@@ -35,8 +37,10 @@ def test_fake_cloud_serves_prometheus_and_snapshot_stores_usage(db_url: str) -> 
         usage = fetch_usage(source)
         assert len(usage) == 9
         assert all(u["cpu_std"] == 0.5 for u in usage.values())
-        snapshot_id, _ = snapshot_cloud(engine, cloud.connect(), telemetry=source)
-    snap = load_snapshot(engine, snapshot_id)
+        config = config_from_sections({"telemetry": {"prometheus_url": cloud.prometheus_url}})
+        recorded, _ = record_snapshot(AppContext.of(config=config, engine=engine,
+                                                    connect=cloud.connect))
+    snap = load_snapshot(engine, recorded.info.id)
     by_name = {i.name: i for i in snap.cluster.instances}
     assert by_name["vm4"].usage == {"cpu_mean": 2.0, "cpu_std": 0.5}
     assert by_name["quiet"].usage is None
@@ -60,8 +64,8 @@ def test_pooling_two_windows() -> None:
 def test_ucac_capacity_model_limits_what_a_host_takes() -> None:
     cluster = parse_scenario(doc()).cluster
     pooled = pooled_cluster(cluster, {})
-    plain = make_plan(pooled, "firstfit")
-    strict = make_plan(pooled, "firstfit",
+    plain = plan_cluster(pooled, "firstfit")
+    strict = plan_cluster(pooled, "firstfit",
                        settings=PlanSettings(usage=UsageModel(confidence=0.999)))
     assert len(strict.power_off) <= len(plain.power_off)
     problem = build_problem(pooled, usage=UsageModel(confidence=0.999))

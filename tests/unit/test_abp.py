@@ -7,7 +7,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from consolidator.algorithms.abp import (
+from consolidator.errors import UsageError
+from consolidator.planner import plan_cluster
+from consolidator.rankings.abp import (
     ABPRanking,
     DemandStats,
     gamma,
@@ -16,8 +18,6 @@ from consolidator.algorithms.abp import (
     make_abp,
     system_stats,
 )
-from consolidator.errors import UsageError
-from consolidator.planner import make_plan
 
 from .builders import cluster, hosts, vm
 
@@ -140,6 +140,6 @@ def test_abp_plugs_into_the_planner() -> None:
     vms = [vm("a", "h1", 4, 8192), vm("b", "h2", 2, 4096), vm("c", "h3", 8, 8192),
            vm("d", "h4", 2, 2048), vm("e", "h4", 1, 1024)]
     ranking = make_abp({})
-    draft = make_plan(cluster(hs, vms), "firstfit", ranking=ranking)
+    draft = plan_cluster(cluster(hs, vms), "firstfit", ranking=ranking)
     assert draft is not None
     assert ranking.demand.count >= len(vms)

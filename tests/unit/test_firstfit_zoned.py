@@ -6,14 +6,14 @@ import numpy as np
 
 from consolidator.constraints import Rules, build_problem
 from consolidator.model import Instance
-from consolidator.planner import make_plan
+from consolidator.planner import plan_cluster
 from tests.unit.builders import cluster, hosts, vm
 
 
 def test_firstfit_empties_from_the_end_into_the_first_host() -> None:
     c = cluster(hosts(("c1", 8, 8192), ("c2", 8, 8192), ("c3", 8, 8192)),
                 [vm("a", "c1", 2), vm("b", "c2", 2), vm("c", "c3", 2)])
-    plan = make_plan(c, "firstfit")
+    plan = plan_cluster(c, "firstfit")
     assert [(m.instance_name, m.source, m.destination) for m in plan.migrations] == [
         ("b", "c2", "c1"), ("c", "c3", "c1")]
     assert plan.power_off == ("c2", "c3")
@@ -24,7 +24,7 @@ def test_firstfit_leaves_a_host_whole_when_one_instance_does_not_fit() -> None:
     # c3's two instances need 6 vCPUs; c1 has 4 free and c2 has 1: c3 stays as it is.
     c = cluster(hosts(("c1", 8, 65536), ("c2", 8, 65536), ("c3", 8, 65536)),
                 [vm("a", "c1", 4), vm("b", "c2", 7), vm("x", "c3", 3), vm("y", "c3", 3)])
-    plan = make_plan(c, "firstfit")
+    plan = plan_cluster(c, "firstfit")
     assert all(m.source != "c3" for m in plan.migrations)
     assert "c3" not in plan.power_off
     assert any("c3" in n for n in plan.notes)
@@ -35,7 +35,7 @@ def test_zoned_bestfit_empties_least_populated_into_most_populated() -> None:
     c = cluster(hosts(("c1", 64, 262144), ("c2", 64, 262144), ("c3", 64, 262144)),
                 [vm("a1", "c1"), vm("a2", "c1"), vm("a3", "c1"), vm("b1", "c2"),
                  vm("c1x", "c3"), vm("c2x", "c3")])
-    plan = make_plan(c, "zoned-bestfit")
+    plan = plan_cluster(c, "zoned-bestfit")
     moves = {m.instance_name: m.destination for m in plan.migrations}
     assert moves == {"b1": "c1", "c1x": "c1", "c2x": "c1"}
     assert plan.power_off == ("c2", "c3")
@@ -49,7 +49,7 @@ def test_zones_separate_important_from_unimportant() -> None:
     c = cluster(hosts(("c1", 8, 65536), ("c2", 8, 65536), ("c3", 8, 65536)),
                 [vm("i1", "c1", 2), vm("i2", "c1", 2), vm("u1", "c1", 2, metadata=low),
                  vm("i3", "c2", 2), vm("u2", "c3", 2, metadata=low)])
-    plan = make_plan(c, "zoned-bestfit", options={"zones": zones})
+    plan = plan_cluster(c, "zoned-bestfit", options={"zones": zones})
     moves = {m.instance_name: m.destination for m in plan.migrations}
     assert "i3" not in moves or moves["i3"] != "c1"
     assert moves.get("u2") == "c1"

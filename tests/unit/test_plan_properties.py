@@ -6,13 +6,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consolidator.algorithms.base import load_all
+from consolidator.algorithms.base import ALGORITHMS
 from consolidator.checker import MoveSpec, check_plan
 from consolidator.constraints import Rules
 from consolidator.model import Cluster, Host, Instance, ServerGroup
-from consolidator.planner import PlanSettings, make_plan
+from consolidator.planner import PlanSettings, plan_cluster
 
-ALGORITHMS = sorted(load_all())
+ALGORITHM_NAMES = ALGORITHMS.names()
 
 
 @st.composite
@@ -54,13 +54,13 @@ def clusters(draw: st.DrawFn) -> Cluster:
     return Cluster(hosts=tuple(hosts), instances=tuple(instances), server_groups=tuple(groups))
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", ALGORITHM_NAMES)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster=clusters(), spare=st.integers(0, 2), limit=st.integers(1, 3))
 def test_every_plan_passes_the_checker(algorithm: str, cluster: Cluster, spare: int,
                                        limit: int) -> None:
     settings_ = PlanSettings(rules=Rules(excluded_hosts=("h7",)), per_host_limit=limit)
-    draft = make_plan(cluster, algorithm, settings=settings_, spare=spare)
+    draft = plan_cluster(cluster, algorithm, settings=settings_, spare=spare)
     moves = [MoveSpec(m.instance_id, m.source, m.destination, m.wave) for m in draft.migrations]
     assert check_plan(cluster, moves, draft.power_off, rules=settings_.rules,
                       per_host_limit=limit) == []

@@ -10,7 +10,13 @@ from consolidator.algorithms.state import PackingState
 from consolidator.checker import MoveSpec, PlanCheckError, assert_plan_sound, check_plan
 from consolidator.constraints import Rules, build_problem
 from consolidator.model import ServerGroup
-from consolidator.planner import PlanError, PlanSettings, draft_from_packing, make_plan, plan_waves
+from consolidator.planner import (
+    PlanError,
+    PlanSettings,
+    draft_from_packing,
+    plan_cluster,
+    plan_waves,
+)
 from tests.unit.builders import cluster, hosts, vm
 
 
@@ -38,7 +44,7 @@ def test_chains_collapse_and_round_trips_vanish() -> None:
 def test_waves_respect_the_per_host_limit() -> None:
     c = cluster(hosts(("a", 64, 65536), ("b", 64, 65536)),
                 [vm(f"v{i}", "b") for i in range(7)])
-    draft = make_plan(c, "firstfit", settings=PlanSettings(per_host_limit=3))
+    draft = plan_cluster(c, "firstfit", settings=PlanSettings(per_host_limit=3))
     waves = [m.wave for m in draft.migrations]
     assert sorted(waves) == [1, 1, 1, 2, 2, 2, 3]
 
@@ -66,7 +72,7 @@ def test_a_cycle_without_room_is_refused() -> None:
 def test_spares_prefer_hosts_already_empty_then_the_most_capable() -> None:
     c = cluster(hosts(("a", 32, 65536), ("b", 8, 8192), ("c", 16, 16384), ("d", 8, 8192)),
                 [vm("x", "b"), vm("y", "c")])
-    draft = make_plan(c, "firstfit", spare=2)
+    draft = plan_cluster(c, "firstfit", spare=2)
     assert draft.spare_hosts == ("d",) or "d" in draft.spare_hosts
     assert len(draft.spare_hosts) == 2
     assert not set(draft.spare_hosts) & set(draft.power_off)
@@ -91,7 +97,7 @@ def test_constraints_pin_hosts_and_instances() -> None:
     c = cluster(hosts(("a", 8, 8192), ("b", 8, 8192), ("c", 8, 8192), ("d", 8, 8192)),
                 [vm("keep", "a", metadata={"consolidator:exclude": "true"}),
                  vm("off", "b", status="SHUTOFF"), vm("free", "c"), vm("e", "d")])
-    draft = make_plan(c, "firstfit", settings=PlanSettings(rules=Rules(excluded_hosts=("d",))))
+    draft = plan_cluster(c, "firstfit", settings=PlanSettings(rules=Rules(excluded_hosts=("d",))))
     assert [m.instance_name for m in draft.migrations] == ["free"]
     assert draft.power_off == ("c",)
     assert any("keep" in n for n in draft.notes) and any("off" in n for n in draft.notes)
@@ -101,7 +107,7 @@ def test_no_move_across_availability_zones() -> None:
     hs = hosts(("a", 8, 8192), ("b", 8, 8192))
     other = hosts(("c", 8, 8192), availability_zone="az2")
     c = cluster(hs + other, [vm("x", "a"), vm("y", "c")])
-    draft = make_plan(c, "firstfit")
+    draft = plan_cluster(c, "firstfit")
     assert all(m.instance_name != "y" for m in draft.migrations)
 
 
@@ -142,7 +148,7 @@ def test_the_last_host_of_a_zone_stays_powered() -> None:
     c = cluster(hosts(("a", 8, 8192), ("b", 16, 8192)) + hosts(("c", 8, 8192),
                                                                availability_zone="az2"),
                 [vm("x", "c")])
-    draft = make_plan(c, "zoned-bestfit")
+    draft = plan_cluster(c, "zoned-bestfit")
     assert draft.migrations == ()
     assert draft.power_off == ("a",)
     assert "b" in draft.spare_hosts

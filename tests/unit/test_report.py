@@ -6,20 +6,19 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from consolidator.planner import Move, PlanDraft
+from consolidator.journal_entry import Entry
+from consolidator.plan import Move, PlanDraft, StoredPlan
+from consolidator.render import count_bar as bar
+from consolidator.render.report import render_text
 from consolidator.report import (
     HostsPoint,
-    bar,
     build,
     cycle,
     energy,
     hosts_point,
     hourly,
-    render_text,
     to_json,
 )
-from consolidator.store.journal import Entry
-from consolidator.store.plans import StoredPlan
 from tests.unit.builders import cluster, hosts, vm
 
 MIDNIGHT = datetime(2024, 5, 1, tzinfo=timezone.utc)

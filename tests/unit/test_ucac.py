@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from consolidator.algorithms.ucac import (
+from consolidator.rankings.ucac import (
     UCaCRanking,
     best_fit_nsigma,
     best_fit_ucac,

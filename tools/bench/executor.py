@@ -36,17 +36,15 @@ def scenario(migrations: int) -> dict:
 
 
 def run_once(concurrency: int, migrations: int) -> list[object]:
+    from consolidator.app.apply import PlanRun
+    from consolidator.app.context import AppContext
+    from consolidator.app.planning import PlanRequest, make_plan
+    from consolidator.app.snapshots import record_snapshot
     from consolidator.cloud import connect
     from consolidator.config import Config
-    from consolidator.executor import Executor, ExecutorSettings
-    from consolidator.fake.cloud import FakeCloud  # noqa: F401 - importable check
-    from consolidator.inventory import snapshot_cloud
-    from consolidator.nova import Nova
-    from consolidator.planning import PlanRequest, plan_snapshot
     from consolidator.scenario import dump_document
     from consolidator.store.db import make_engine, upgrade
-    from consolidator.store.plans import load_plan, set_status
-    from consolidator.store.snapshots import load_snapshot
+    from consolidator.store.plans import set_status
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "s.json"
@@ -62,18 +60,18 @@ def run_once(concurrency: int, migrations: int) -> list[object]:
             engine = make_engine(f"sqlite:///{tmp}/b.db")
             upgrade(engine)
             conn = connect("bench")
-            snapshot_id, _ = snapshot_cloud(engine, conn)
-            snap = load_snapshot(engine, snapshot_id)
-            config = Config(values={("planner", "max_migrations_per_host"): 10})
-            plan_id, draft = plan_snapshot(engine, snap, config,
-                                           PlanRequest(algorithm="firstfit"))
-            set_status(engine, plan_id, "approved")
-            executor = Executor(engine, Nova(conn), snap.info.cloud, snap.cluster,
-                                ExecutorSettings(max_parallel=concurrency, poll_interval=0.05),
-                                lambda _host: None)
+            config = Config(values={("planner", "max_migrations_per_host"): 10,
+                                    ("executor", "max_parallel"): concurrency,
+                                    ("executor", "poll_interval"): 0.05})
+            ctx = AppContext.of(config=config, engine=engine, connect=lambda: conn,
+                                power=lambda _host: None)
+            snap, _ = record_snapshot(ctx)
+            plan = make_plan(ctx, snap, PlanRequest(algorithm="firstfit"))
+            set_status(engine, plan.id, "approved")
+            run = PlanRun(ctx, plan.id)
             cpu0 = resource.getrusage(resource.RUSAGE_SELF)
             started = time.perf_counter()
-            outcome = executor.run(load_plan(engine, plan_id))
+            outcome = run.run()
             wall = time.perf_counter() - started
             cpu1 = resource.getrusage(resource.RUSAGE_SELF)
         finally:

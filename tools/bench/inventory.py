@@ -23,8 +23,10 @@ from pathlib import Path
 
 def measure(mode: str, cloud: str, db_url: str) -> dict:
     """Run in a child: read the cloud once and report seconds and peak RSS."""
+    from consolidator.app.context import AppContext
+    from consolidator.app.snapshots import record_snapshot
     from consolidator.cloud import connect
-    from consolidator.inventory import snapshot_cloud
+    from consolidator.config import Config
     from consolidator.store.db import make_engine, upgrade
 
     conn = connect(cloud)
@@ -34,7 +36,8 @@ def measure(mode: str, cloud: str, db_url: str) -> dict:
         engine = make_engine(db_url)
         upgrade(engine)
         started = time.perf_counter()
-        _, inventory = snapshot_cloud(engine, conn)
+        _, inventory = record_snapshot(AppContext.of(config=Config(), engine=engine,
+                                                     connect=lambda: conn))
         count = len(inventory.cluster.instances)
     else:
         count = sum(1 for _ in conn.compute.servers(details=True, all_projects=True))

@@ -26,14 +26,14 @@ LIMITS = {"hvp": 1000, "importance-3d": 1000}
 def measure(algorithm: str, hosts: int, seed: int) -> dict:
     """In a child: generate, plan once, report."""
     from consolidator.fake.generate import generate
-    from consolidator.planner import make_plan
+    from consolidator.planner import plan_cluster
     from consolidator.scenario import parse_scenario
 
     cluster = parse_scenario(generate(hosts, per_host=10, seed=seed, fill=0.5)).cluster
     name, options = (("hvp", {"light": True}) if algorithm == "hvp-light"
                      else (algorithm, {}))
     started = time.perf_counter()
-    draft = make_plan(cluster, name, options=options)
+    draft = plan_cluster(cluster, name, options=options)
     seconds = time.perf_counter() - started
     return {"instances": len(cluster.instances), "before": draft.hosts_before,
             "after": draft.hosts_after, "lower_bound": draft.lower_bound,

@@ -1,17 +1,17 @@
-"""Plan a stored snapshot as the config says: the one path the CLI and the daemon share."""
+"""Making a plan: a snapshot, the config and what the operator asked, merged; then stored."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Engine
-
-from consolidator.algorithms.ranking import get_ranking
-from consolidator.config import Config
+from consolidator.algorithms.base import get_algorithm
+from consolidator.app.context import AppContext
+from consolidator.app.settings import algorithm_options, settings_from_config
 from consolidator.constraints import UsageModel
-from consolidator.plan_config import algorithm_options, settings_from_config
-from consolidator.planner import PlanDraft, make_plan
+from consolidator.plan import PlanDraft, StoredPlan
+from consolidator.planner import plan_cluster
+from consolidator.rankings import get_ranking
 from consolidator.store.plans import save_plan
 from consolidator.store.snapshots import Snapshot, usage_history
 from consolidator.telemetry import pooled_cluster
@@ -29,9 +29,18 @@ class PlanRequest:
     options: dict[str, Any] | None = None
 
 
-def plan_snapshot(engine: Engine, snapshot: Snapshot, config: Config,
-                  request: PlanRequest) -> tuple[str, PlanDraft]:
-    """Make, check and store a proposed plan for a snapshot; return its id and the draft."""
+def validate_request(ctx: AppContext, request: PlanRequest) -> None:
+    """Fail early, in one line, on an unknown algorithm or ranking or a bad ranking option."""
+    config = ctx.config
+    get_algorithm(request.algorithm or config.get("planner", "algorithm"))
+    ranking = request.ranking if request.ranking is not None \
+        else config.get("planner", "ranking")
+    get_ranking(ranking, request.options or {})
+
+
+def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> PlanDraft:
+    """Make and check a plan for a snapshot, as the config and the request say."""
+    config = ctx.config
     algorithm = request.algorithm or config.get("planner", "algorithm")
     options = dict(request.options or {})
     confidence = request.confidence if request.confidence is not None \
@@ -42,7 +51,8 @@ def plan_snapshot(engine: Engine, snapshot: Snapshot, config: Config,
     model = request.capacity_model or config.get("planner", "capacity_model")
     cluster = snapshot.cluster
     if model == "ucac" or ranking_name == "ucac":
-        history = usage_history(engine, snapshot.info.cloud, before=snapshot.info.taken_at,
+        history = usage_history(ctx.engine(), snapshot.info.cloud,
+                                before=snapshot.info.taken_at,
                                 limit=config.get("telemetry", "history"))
         cluster = pooled_cluster(cluster, history)
     settings = replace(settings_from_config(config), usage=UsageModel(
@@ -50,8 +60,13 @@ def plan_snapshot(engine: Engine, snapshot: Snapshot, config: Config,
         fallback_mean=config.get("telemetry", "fallback_mean"),
         fallback_cov=config.get("telemetry", "fallback_cov")))
     spare = request.spare if request.spare is not None else config.get("planner", "spare")
-    draft = make_plan(cluster, algorithm, settings=settings, spare=spare,
-                      options=algorithm_options(config, algorithm, cluster, options),
-                      ranking=ranking)
-    plan_id = save_plan(engine, draft, cloud=snapshot.info.cloud, snapshot_id=snapshot.info.id)
-    return plan_id, draft
+    return plan_cluster(cluster, algorithm, settings=settings, spare=spare,
+                        options=algorithm_options(config, algorithm, cluster, options),
+                        ranking=ranking)
+
+
+def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> StoredPlan:
+    """Make, check and store a proposed plan for a snapshot."""
+    draft = draft_plan(ctx, snapshot, request)
+    return save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
+                     snapshot_id=snapshot.info.id)

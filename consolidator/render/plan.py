@@ -7,8 +7,8 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from consolidator.model import Cluster
+from consolidator.plan import StoredPlan
 from consolidator.render import bar, kv, table
-from consolidator.store.plans import StoredPlan
 
 #: Migrations listed in the table view before it says how many more there are.
 MAX_LISTED = 60

@@ -1,4 +1,8 @@
-"""Plain-text rendering for the terminal: tables and bars. No colours, no I/O."""
+"""Plain-text rendering for the terminal: tables, bars and charts. No colours, no I/O.
+
+The primitives are here; ``plan``, ``hosts`` and ``report`` render those views with them.
+Every command renders through this package.
+"""
 
 from __future__ import annotations
 
@@ -47,3 +51,15 @@ def kv(pairs: Sequence[tuple[str, object]]) -> str:
     """Aligned 'key: value' lines."""
     width = max((len(k) for k, _ in pairs), default=0)
     return "\n".join(f"{k + ':':<{width + 1}} {_cell(v)}" for k, v in pairs)
+
+
+#: The widest a count bar gets, in characters.
+CHART_WIDTH = 44
+
+
+def count_bar(on: int, total: int, widest: int) -> str:
+    """'#' per host on and '.' per host off, scaled so the widest cloud fits the chart."""
+    if widest <= 0:
+        return ""
+    per_host = min(3.0, CHART_WIDTH // widest) if widest <= CHART_WIDTH else CHART_WIDTH / widest
+    return "#" * round(on * per_host) + "." * (round(total * per_host) - round(on * per_host))

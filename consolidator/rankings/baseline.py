@@ -1,4 +1,4 @@
-"""Host rankings: which feasible host an instance goes to (paper 000, section II).
+"""The baseline host rankings of paper 000 (section II): pack, spread, xbalance.
 
 A ranking plugs into any algorithm's target choice (``PackingState.choose``). Each scores
 every feasible host at once with NumPy and takes the best; ties go to the lowest host row.
@@ -7,16 +7,15 @@ Utilisation is the Placement use over capacity, u = g / c, as in 000.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from consolidator.algorithms.abp import make_abp
-from consolidator.algorithms.ucac import make_ucac
 from consolidator.errors import UsageError
 from consolidator.model import RESOURCES
+from consolidator.rankings import RANKINGS
 
 #: Placement columns only: rankings never look at algorithm-specific columns.
 R = len(RESOURCES)
@@ -85,9 +84,6 @@ class XBalanceRanking:
         return best(np.sqrt(variance) @ self.weights, feasible)
 
 
-RankingFactory = Callable[[Mapping[str, Any]], Any]
-
-
 def _resource(options: Mapping[str, Any]) -> int:
     name = str(options.get("prime_resource", "vcpus"))
     if name not in RESOURCES:
@@ -104,28 +100,13 @@ def _weights(options: Mapping[str, Any]) -> np.ndarray:
     return np.array(values, dtype=np.float64)
 
 
-RANKINGS: dict[str, tuple[str, str, RankingFactory]] = {
-    "pack": ("Pack_r: fill the host with the least prime resource left", "000 II.B",
-             lambda o: PrimeRanking("pack", _resource(o), pack=True)),
-    "pack-dist": ("Pack_dist: the host whose utilisation vector is longest after", "000 II.B",
-                  lambda o: DistanceRanking("pack-dist", pack=True)),
-    "spread": ("Spread_r: the host with the most prime resource left", "000 II.C",
-               lambda o: PrimeRanking("spread", _resource(o), pack=False)),
-    "spread-dist": ("Spread_dist: the host whose utilisation vector is shortest after",
-                    "000 II.C", lambda o: DistanceRanking("spread-dist", pack=False)),
-    "xbalance": ("XBalance: min w'sigma, spreading (w>0) or packing (w<0) per resource",
-                 "000 II.D", lambda o: XBalanceRanking("xbalance", _weights(o))),
-    "abp": ("ABP: the host whose utilisation variability after best matches the demand's",
-            "000 III", make_abp),
-    "ucac": ("BF-UCaC: the host of highest used capacity at confidence after, within V",
-             "003 5.1", make_ucac),
-}
-
-
-def get_ranking(name: str | None, options: Mapping[str, Any] | None = None) -> Any:
-    """The ranking of that name (None or '' for the algorithm's own choice)."""
-    if not name:
-        return None
-    if name not in RANKINGS:
-        raise UsageError(f"unknown ranking {name!r}: choose one of {', '.join(sorted(RANKINGS))}")
-    return RANKINGS[name][2](options or {})
+RANKINGS.add("pack", "Pack_r: fill the host with the least prime resource left", "000 II.B",
+             lambda o: PrimeRanking("pack", _resource(o), pack=True))
+RANKINGS.add("pack-dist", "Pack_dist: the host whose utilisation vector is longest after",
+             "000 II.B", lambda o: DistanceRanking("pack-dist", pack=True))
+RANKINGS.add("spread", "Spread_r: the host with the most prime resource left", "000 II.C",
+             lambda o: PrimeRanking("spread", _resource(o), pack=False))
+RANKINGS.add("spread-dist", "Spread_dist: the host whose utilisation vector is shortest after",
+             "000 II.C", lambda o: DistanceRanking("spread-dist", pack=False))
+RANKINGS.add("xbalance", "XBalance: min w'sigma, spreading (w>0) or packing (w<0) per resource",
+             "000 II.D", lambda o: XBalanceRanking("xbalance", _weights(o)))

@@ -1,0 +1,63 @@
+"""Running a stored plan: the one place the executor is built, for apply, rollback and the
+daemon alike."""
+
+from __future__ import annotations
+
+from consolidator.app.context import AppContext
+from consolidator.app.settings import executor_settings
+from consolidator.errors import UsageError
+from consolidator.executor import Executor, Outcome
+from consolidator.nova import Nova
+from consolidator.plan import StoredPlan
+from consolidator.store.plans import load_plan, set_status
+from consolidator.store.snapshots import load_snapshot
+
+
+class PlanRun:
+    """One run of a stored plan through the executor; ``stop()`` starts nothing new."""
+
+    def __init__(self, ctx: AppContext, plan_ref: str, *, max_parallel: int | None = None,
+                 dry_run: bool = False, conn: object = None) -> None:
+        engine = ctx.engine()
+        self.plan: StoredPlan = load_plan(engine, plan_ref)
+        conn = conn if conn is not None else ctx.connect(ctx.cloud_name or self.plan.cloud)
+        cluster = load_snapshot(engine, self.plan.snapshot_id).cluster
+        self.executor = Executor(engine, Nova(conn), self.plan.cloud, cluster,
+                                 executor_settings(ctx.config, max_parallel=max_parallel,
+                                                   dry_run=dry_run),
+                                 ctx.power_lookup(), report=ctx.report)
+
+    def stop(self) -> None:
+        """Start no new action; the running ones finish or time out."""
+        self.executor.stop.set()
+
+    def run(self, *, resume: bool = False) -> Outcome:
+        """Run (or resume) the plan; it ends succeeded or failed, or stays as it was."""
+        return self.executor.run(self.plan, resume=resume)
+
+
+def check_applicable(ctx: AppContext, plan_ref: str, *, yes: bool, dry_run: bool,
+                     resume: bool) -> StoredPlan:
+    """The plan, once its state allows this run; a proposed plan with --yes is approved."""
+    engine = ctx.engine()
+    plan = load_plan(engine, plan_ref)
+    if resume:
+        if plan.status not in ("running", "failed"):
+            raise UsageError(f"plan {plan.id} is {plan.status}: only a running or failed plan "
+                             f"can be resumed")
+    elif plan.status == "proposed":
+        if not yes and not dry_run:
+            raise UsageError(f"plan {plan.id} is proposed, not approved: run 'consolidator plan "
+                             f"approve {plan.id}' first, or give --yes")
+        if not dry_run:
+            set_status(engine, plan.id, "approved", reason="approved by apply --yes")
+    elif plan.status != "approved":
+        hint = " (resume it with --resume)" if plan.status in ("running", "failed") else ""
+        raise UsageError(f"plan {plan.id} is {plan.status}: it cannot be applied{hint}")
+    return plan
+
+
+def apply_plan(ctx: AppContext, plan_ref: str, *, max_parallel: int | None = None,
+               dry_run: bool = False, resume: bool = False) -> Outcome:
+    """Run a stored plan to its end with the executor."""
+    return PlanRun(ctx, plan_ref, max_parallel=max_parallel, dry_run=dry_run).run(resume=resume)

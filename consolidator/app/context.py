@@ -1,0 +1,111 @@
+"""What every use case is given: the config, the database, the cloud and the BMCs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from consolidator.config import Config, load_config
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from consolidator.executor import PowerLookup
+
+Reporter = Callable[[str], None]
+
+
+def _silent(_line: str) -> None:
+    """The default reporter: say nothing."""
+
+
+@dataclass
+class AppContext:
+    """The global options, and the config, engine, cloud and BMCs they lead to.
+
+    Made by the CLI from its options, or by a test or embedding program with ``config``,
+    ``engine``, ``connector`` and ``power`` given directly.
+    """
+
+    config_file: str | None = None
+    db_url: str | None = None
+    cloud: str | None = None
+    verbose: int = 0
+    bmc_file: str | None = None
+    report: Reporter = _silent
+    #: cloud name (None: the default) -> an openstacksdk Connection.
+    connector: Callable[[str | None], Any] | None = None
+    #: host name -> its PowerDriver (None without a BMC); default: from the BMC file.
+    power: PowerLookup | None = None
+    _config: Config | None = field(default=None, repr=False)
+    _engine: Engine | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, *, config: Config, engine: Engine, connect: Callable[[], Any],
+           power: PowerLookup | None = None, report: Reporter = _silent,
+           cloud: str | None = None) -> AppContext:
+        """A context for a program that already holds its config, engine and cloud."""
+        return cls(cloud=cloud, report=report, connector=lambda _name: connect(), power=power,
+                   _config=config, _engine=engine)
+
+    @property
+    def config(self) -> Config:
+        """The validated config (defaults when no file is given or present)."""
+        if self._config is None:
+            self._config = load_config(self.config_file, required=self.config_file is not None)
+        return self._config
+
+    @property
+    def database_url(self) -> str | None:
+        """--db-url, else [database] url, else None (the SQLite default)."""
+        return self.db_url or self.config.get("database", "url") or None
+
+    def engine(self, *, migrated: bool = True) -> Engine:
+        """The database engine; by default it must be at the current schema revision."""
+        from consolidator.store.db import check_migrated, make_engine
+
+        if self._engine is None:
+            self._engine = make_engine(self.database_url, create=not migrated)
+        if migrated:
+            check_migrated(self._engine)
+        return self._engine
+
+    @property
+    def cloud_name(self) -> str | None:
+        """--cloud / OS_CLOUD, else [cloud] name, else None."""
+        return self.cloud or self.config.get("cloud", "name") or os.environ.get("OS_CLOUD")
+
+    def connect(self, cloud: str | None = None) -> Any:
+        """An openstacksdk Connection to `cloud`, else to this context's cloud."""
+        name = cloud or self.cloud_name
+        if self.connector is not None:
+            return self.connector(name)
+        from consolidator.cloud import connect
+
+        return connect(name)
+
+    def power_lookup(self) -> PowerLookup:
+        """host name -> its PowerDriver, from the BMC file (None for hosts it does not list)."""
+        if self.power is None:
+            self.power = _bmc_file_lookup(self.bmc_file or self.config.get("power", "bmc_file"),
+                                          required=self.bmc_file is not None)
+        return self.power
+
+
+def _bmc_file_lookup(path: str, *, required: bool) -> PowerLookup:
+    """A lookup over a BMC file; a missing default file means no host has a BMC."""
+    from consolidator.power.base import driver_for, load_bmc_file
+
+    configs = load_bmc_file(path) if required or Path(path).exists() else {}
+    drivers: dict[str, Any] = {}
+
+    def lookup(host: str) -> Any:
+        if host not in configs:
+            return None
+        if host not in drivers:
+            drivers[host] = driver_for(configs[host])
+        return drivers[host]
+    return lookup

@@ -1,0 +1,44 @@
+"""Rollback: read the live cloud and store the plan that puts it back as a snapshot was."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from consolidator.app.context import AppContext
+from consolidator.app.settings import settings_from_config
+from consolidator.app.snapshots import read_cloud, store_inventory
+from consolidator.model import Cluster
+from consolidator.plan import StoredPlan
+from consolidator.rollback import rollback_draft
+from consolidator.store.plans import save_plan
+from consolidator.store.snapshots import Snapshot, load_snapshot
+
+
+@dataclass(frozen=True)
+class PreparedRollback:
+    """A stored rollback plan (None when the cloud already matches) and what it came from."""
+
+    target: Snapshot
+    live: Cluster
+    notes: tuple[str, ...]
+    plan: StoredPlan | None
+
+    @property
+    def plan_id(self) -> str | None:
+        """The rollback plan's id, or None when there is nothing to do."""
+        return self.plan.id if self.plan is not None else None
+
+
+def prepare_rollback(ctx: AppContext, snapshot_ref: str) -> PreparedRollback:
+    """Read the live cloud and store the proposed plan back to the snapshot."""
+    engine = ctx.engine()
+    target = load_snapshot(engine, snapshot_ref)
+    inventory = read_cloud(ctx, ctx.cloud_name or target.info.cloud)
+    live = inventory.cluster
+    draft = rollback_draft(target.cluster, live,
+                           per_host_limit=settings_from_config(ctx.config).per_host_limit)
+    if not draft.migrations and not draft.power_on:
+        return PreparedRollback(target, live, draft.notes, None)
+    snapshot = store_inventory(ctx, inventory, source_suffix=" (before rollback)")
+    plan = save_plan(engine, draft, cloud=snapshot.info.cloud, snapshot_id=snapshot.info.id)
+    return PreparedRollback(target, live, draft.notes, plan)

@@ -1,0 +1,86 @@
+"""From the config to the objects the core and the adapters take: one place for each.
+
+Planner rules and settings, per-algorithm options, the executor's limits, the inventory's
+fallback allocation ratios and the telemetry source are all read here, so a new option is
+read in exactly one function.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from consolidator.config import Config
+from consolidator.constraints import Rules, read_name_list
+from consolidator.model import Cluster
+from consolidator.planner import PlanSettings
+from consolidator.zones import zones_for_cluster
+
+if TYPE_CHECKING:
+    from consolidator.executor import ExecutorSettings
+    from consolidator.inventory import FallbackRatios
+    from consolidator.telemetry import PrometheusSource
+
+
+def rules_from_config(config: Config) -> Rules:
+    """The planner's [planner] rules."""
+    globs = tuple(g.strip() for g in config.get("planner", "excluded_hosts").split(",")
+                  if g.strip())
+    listed = config.get("planner", "importance_file")
+    return Rules(excluded_hosts=globs, exclude_key=config.get("planner", "exclude_key"),
+                 importance_key=config.get("planner", "importance_key"),
+                 importance_extra_spec=config.get("planner", "importance_extra_spec"),
+                 unimportant=read_name_list(listed) if listed else frozenset(),
+                 allow_cold_migration=config.get("planner", "allow_cold_migration"))
+
+
+def settings_from_config(config: Config) -> PlanSettings:
+    """Rules plus the per-host limit and idle watts."""
+    return PlanSettings(rules=rules_from_config(config),
+                        per_host_limit=config.get("planner", "max_migrations_per_host"),
+                        idle_watts=config.get("planner", "idle_watts"))
+
+
+def algorithm_options(config: Config, algorithm: str, cluster: Cluster,
+                      extra: dict[str, Any]) -> dict[str, Any]:
+    """Options for an algorithm: what the config says for it, then the command line's."""
+    options: dict[str, Any] = {}
+    if algorithm == "zoned-bestfit":
+        options["zones"] = zones_for_cluster(cluster, config.section("zones"))
+    options.update(extra)
+    return options
+
+
+def executor_settings(config: Config, *, max_parallel: int | None = None,
+                      dry_run: bool = False) -> ExecutorSettings:
+    """The [executor] settings, with the command line's overrides."""
+    from consolidator.executor import ExecutorSettings
+
+    return ExecutorSettings(
+        max_parallel=max_parallel or config.get("executor", "max_parallel"),
+        migration_timeout=config.get("executor", "migration_timeout"),
+        poll_interval=config.get("executor", "poll_interval"),
+        power_timeout=config.get("executor", "power_timeout"),
+        lease_ttl=config.get("executor", "lease_ttl"), dry_run=dry_run)
+
+
+def fallback_ratios(config: Config) -> FallbackRatios:
+    """[cloud] allocation ratios, for capacity read without Placement."""
+    from consolidator.inventory import FallbackRatios
+
+    return FallbackRatios(cpu=config.get("cloud", "cpu_allocation_ratio"),
+                          ram=config.get("cloud", "ram_allocation_ratio"),
+                          disk=config.get("cloud", "disk_allocation_ratio"))
+
+
+def telemetry_source(config: Config) -> PrometheusSource | None:
+    """The [telemetry] Prometheus source, or None when no URL is set."""
+    url = config.get("telemetry", "prometheus_url")
+    if not url:
+        return None
+    from consolidator.telemetry import PrometheusSource
+
+    return PrometheusSource(
+        url=url, mean_query=config.get("telemetry", "cpu_mean_query"),
+        std_query=config.get("telemetry", "cpu_std_query"),
+        instance_label=config.get("telemetry", "instance_label"),
+        timeout=config.get("telemetry", "timeout"))

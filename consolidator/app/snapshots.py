@@ -1,0 +1,69 @@
+"""Reading the cloud and recording snapshots: the one code path that reads a live cloud."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from consolidator.app.context import AppContext
+from consolidator.app.settings import fallback_ratios, telemetry_source
+from consolidator.inventory import Inventory, read_inventory
+from consolidator.scenario import load_scenario
+from consolidator.store.snapshots import Snapshot, save_snapshot
+
+
+def read_cloud(ctx: AppContext, cloud: str | None = None, *, conn: Any = None) -> Inventory:
+    """Read the live cloud (this context's, or `cloud`, or an open connection) as the config
+    says: [cloud] ratios, [inventory] paging and workers, and the [telemetry] CPU usage
+    statistics when a Prometheus URL is set."""
+    config = ctx.config
+    conn = conn if conn is not None else ctx.connect(cloud)
+    inventory = read_inventory(conn, ratios=fallback_ratios(config),
+                               page_size=config.get("inventory", "page_size"),
+                               workers=config.get("inventory", "workers"))
+    source = telemetry_source(config)
+    if source is None:
+        return inventory
+    from consolidator.telemetry import fetch_usage, with_usage
+
+    usage = fetch_usage(source)
+    return replace(inventory, cluster=with_usage(inventory.cluster, usage),
+                   notes=inventory.notes + (f"CPU usage statistics for {len(usage)} "
+                                            f"instances from {source.url}",))
+
+
+def record_snapshot(ctx: AppContext, *, source_suffix: str = "") -> tuple[Snapshot, Inventory]:
+    """Read the live cloud and store it as one snapshot; report what was read."""
+    conn = ctx.connect()
+    ctx.report(f"reading cloud {ctx.cloud_name or 'default'!r} ...")
+    started = time.monotonic()
+    inventory = read_cloud(ctx, conn=conn)
+    cluster = inventory.cluster
+    ctx.report(f"read {len(cluster.hosts)} hosts, {len(cluster.instances)} instances and "
+               f"{len(cluster.server_groups)} server groups in "
+               f"{time.monotonic() - started:.1f} s (compute API {inventory.microversion}, "
+               f"capacity from {inventory.capacity_source})")
+    for note in inventory.notes:
+        ctx.report(f"note: {note}")
+    snapshot = store_inventory(ctx, inventory, source_suffix=source_suffix)
+    return snapshot, inventory
+
+
+def store_inventory(ctx: AppContext, inventory: Inventory, *, source_suffix: str = ""
+                    ) -> Snapshot:
+    """Store an inventory already read as a snapshot of this context's cloud."""
+    label = inventory.cloud
+    return save_snapshot(ctx.engine(), inventory.cluster, cloud=label,
+                         source=f"cloud:{label}{source_suffix}",
+                         capacity_source=inventory.capacity_source)
+
+
+def record_scenario(ctx: AppContext, path: str) -> Snapshot:
+    """Store a scenario file as a snapshot of a cloud named after the scenario."""
+    loaded = load_scenario(path)
+    cloud = ctx.cloud_name or str(loaded.extras.get("name") or Path(path).stem)
+    return save_snapshot(ctx.engine(), loaded.cluster, cloud=cloud,
+                         source=f"scenario:{Path(path).absolute()}",
+                         capacity_source="scenario")

@@ -1,0 +1,39 @@
+"""The report of a period for the terminal: hosts on per hour, the cycles, the energy."""
+
+from __future__ import annotations
+
+from consolidator.render import count_bar, kv, table
+from consolidator.report import Report, hourly
+
+
+def render_text(report: Report) -> str:
+    """The report for the terminal: the chart of hosts on, the cycles and the energy table."""
+    fmt = "%Y-%m-%d %H:%M"
+    out = [f"cloud {report.cloud}: {report.start.strftime(fmt)} to {report.end.strftime(fmt)} "
+           f"UTC", "", "Hosts powered on ('#' on, '.' off), the last snapshot of each hour:"]
+    rows = hourly(report.points)
+    widest = max((p.hosts_total for p in rows), default=0)
+    out.append(table(["TIME (UTC)", "HOSTS", "ON", "SPARE", "INSTANCES"],
+                     [[p.time.strftime(fmt), count_bar(p.hosts_on, p.hosts_total, widest),
+                       f"{p.hosts_on}/{p.hosts_total}", p.spare, p.instances] for p in rows],
+                     align="llrrr") if rows else "  no snapshots in this period")
+    out += ["", "Cycles (one plan each):"]
+    out.append(table(["TIME (UTC)", "PLAN", "ALGORITHM", "STATUS", "PLANNED", "MIGRATED",
+                      "FAILED", "POWERED OFF", "POWERED ON"],
+                     [[c.time.strftime(fmt), c.plan_id[:8], c.algorithm, c.status,
+                       c.migrations_planned, c.migrations_done, c.migrations_failed,
+                       f"{c.hosts_powered_off}/{c.power_off_planned}", c.hosts_powered_on]
+                      for c in report.cycles], align="llllrrrrr")
+               if report.cycles else "  no plans in this period")
+    e = report.energy
+    out += ["", f"Estimated energy ({report.idle_watts:g} W per host on, {e.hours:.1f} h "
+                f"covered by snapshots):",
+            table(["", "POLICY", "NO POLICY"],
+                  [["kWh in period", f"{e.kwh_policy:.1f}", f"{e.kwh_no_policy:.1f}"],
+                   ["kWh per day", f"{e.kwh_per_day_policy:.1f}", f"{e.kwh_per_day_no_policy:.1f}"],
+                   ["kWh per year (estimated)", f"{e.kwh_per_year_policy:.0f}",
+                    f"{e.kwh_per_year_no_policy:.0f}"],
+                   ["reduction", f"{e.reduction_pct:.1f} %", "0 %"]], align="lrr"),
+            "", kv([("migrations done", sum(c.migrations_done for c in report.cycles)),
+                    ("hosts powered off", sum(c.hosts_powered_off for c in report.cycles))])]
+    return "\n".join(out)
