@@ -22,15 +22,14 @@ import numpy as np
 
 from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
+from consolidator.app.leadership import Leadership
 from consolidator.app.planning import PlanRequest, make_plan
-from consolidator.app.snapshots import read_cloud, record_snapshot, store_inventory
+from consolidator.app.plans import approve, plan_counts, power_on_plan, running_plans
+from consolidator.app.snapshots import read_cloud, record_snapshot
 from consolidator.config import Config
 from consolidator.executor import Outcome
 from consolidator.model import Cluster
 from consolidator.padding import parse_windows, spare_target
-from consolidator.plan import PlanDraft
-from consolidator.store.leases import acquire, make_holder, release
-from consolidator.store.plans import count_by_status, list_plans, save_plan, set_status
 
 LOG = logging.getLogger(__name__)
 #: The reason prefix consolidator writes when it disables a host; only such hosts are
@@ -60,12 +59,13 @@ class Daemon:
                  metrics: Any = None) -> None:
         self.ctx = ctx
         ctx.report = _log_line  # the daemon logs what the CLI would print
-        self.engine, self.config, self.cloud_name = ctx.engine(), ctx.config, ctx.cloud_name
+        self.config, self.cloud_name = ctx.config, ctx.cloud_name
         self.windows = parse_windows(self.config.section("padding"))
         self.clock = clock or (lambda: datetime.now().astimezone())
         self.metrics = metrics
-        self.holder = make_holder()
-        self.lease = f"daemon:{self.cloud_name or 'default'}"
+        self.leadership = Leadership(ctx, f"daemon:{self.cloud_name or 'default'}",
+                                     self.config.get("daemon", "lease_ttl"))
+        self.holder, self.lease = self.leadership.holder, self.leadership.name
         self.stop = threading.Event()
         self.busy = threading.Lock()
         self.run: PlanRun | None = None
@@ -74,12 +74,11 @@ class Daemon:
 
     def lead(self) -> bool:
         """Take or renew the daemon lease; True while this daemon is the active one."""
-        return acquire(self.engine, self.lease, self.holder,
-                       self.config.get("daemon", "lease_ttl"))
+        return self.leadership.hold()
 
     def resign(self) -> None:
         """Give the lease up (on shutdown)."""
-        release(self.engine, self.lease, self.holder)
+        self.leadership.release()
 
     # -- the cycle ---------------------------------------------------------------------
 
@@ -116,7 +115,7 @@ class Daemon:
         result.plan_id, result.migrations_planned = plan.id, len(draft.migrations)
         if draft.migrations or draft.power_off:
             if self.config.get("daemon", "auto_apply"):
-                set_status(self.engine, plan.id, "approved", reason="auto_apply")
+                approve(self.ctx, plan.id, reason="auto_apply")
                 result.outcome = self._execute(plan.id)
             else:
                 LOG.warning("plan %s proposed (%d migrations, %d hosts to power off): review "
@@ -140,11 +139,9 @@ class Daemon:
 
     def _resume_interrupted(self) -> None:
         """Finish plans a crash left running, before anything else."""
-        for row in list_plans(self.engine, cloud=None, status="running"):
-            if self.cloud_name and row.cloud != self.cloud_name:
-                continue
-            LOG.warning("resuming plan %s, which was left running", row.id)
-            self._execute(row.id, resume=True)
+        for plan_id in running_plans(self.ctx, self.cloud_name):
+            LOG.warning("resuming plan %s, which was left running", plan_id)
+            self._execute(plan_id, resume=True)
 
     # -- power-on: the morning ramp and the capacity watch -----------------------------
 
@@ -168,15 +165,7 @@ class Daemon:
         LOG.warning("powering on %s: %s", ", ".join(want),
                     "fewer spare hosts are up than the padding" if spares_only
                     else "the free capacity of the powered hosts is below the padding")
-        snapshot = store_inventory(self.ctx, inventory)
-        draft = PlanDraft(algorithm="ramp", ranking=None, migrations=(), power_off=(),
-                          power_on=tuple(want), hosts_before=_powered(live),
-                          hosts_after=_powered(live) + len(want), lower_bound=0,
-                          migrations_lower_bound=0, spare=target,
-                          notes=(f"padding target {target}",))
-        plan = save_plan(self.engine, draft, cloud=snapshot.info.cloud,
-                         snapshot_id=snapshot.info.id, supersede=False)
-        set_status(self.engine, plan.id, "approved", reason="padding")
+        plan = power_on_plan(self.ctx, inventory, want, target)
         outcome = self._execute(plan.id)
         return outcome.powered_on, live
 
@@ -189,7 +178,7 @@ class Daemon:
             watts_saved=hosts.get("powered_off", 0) * self.config.get("planner", "idle_watts"),
             migrations_ok=len(outcome.migrated) if outcome else 0,
             migrations_failed=len(outcome.failed) if outcome else 0)
-        self.metrics.set_plans(count_by_status(self.engine))
+        self.metrics.set_plans(plan_counts(self.ctx))
 
     # -- the service -------------------------------------------------------------------
 

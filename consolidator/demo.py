@@ -25,8 +25,10 @@ import yaml
 
 from consolidator.app.apply import apply_plan
 from consolidator.app.context import AppContext
+from consolidator.app.database import upgrade_database
 from consolidator.app.hosts import host_rows
 from consolidator.app.planning import PlanRequest, make_plan
+from consolidator.app.plans import approve, show_plan
 from consolidator.app.rollback import prepare_rollback
 from consolidator.app.snapshots import read_cloud, record_snapshot
 from consolidator.errors import ConsolidatorError
@@ -37,8 +39,6 @@ from consolidator.power.base import BmcConfig, load_bmc_file
 from consolidator.render import kv, table
 from consolidator.render.hosts import live_hosts, snapshot_hosts
 from consolidator.render.plan import render_plan
-from consolidator.store.db import redact, upgrade
-from consolidator.store.plans import load_plan, set_status
 from consolidator.store.snapshots import Snapshot
 
 Echo = Callable[[str], None]
@@ -234,9 +234,8 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
                      bmc_file=bmc_file, report=lambda line: echo(f"  {line}"))
 
     with story.step("Prepare the database (db upgrade)"):
-        before, after = upgrade(app.engine(migrated=False))
-        echo(f"database {redact(db_url)}: {before or 'empty'} -> revision {after}")
-        engine = app.engine()
+        before, after, where = upgrade_database(app)
+        echo(f"database {where}: {before or 'empty'} -> revision {after}")
 
     with story.step("Snapshot the cloud"):
         snap, _ = record_snapshot(app)
@@ -260,8 +259,8 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
               f"{len(draft.power_off)} hosts to power off)")
 
     with story.step("Approve the plan"):
-        set_status(engine, plan_id, "approved", reason="approved by the demo")
-        status = load_plan(engine, plan_id).status
+        approve(app, plan_id, reason="approved by the demo")
+        status = show_plan(app, plan_id)[0].status
         echo(f"plan {plan_id} is {status} (an operator runs: consolidator plan approve "
              f"{plan_id})")
         check(status == "approved", f"plan {plan_id} is {status}, not approved")
@@ -272,7 +271,7 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         check(set(outcome.powered_off) == set(draft.power_off),
               f"powered off {sorted(outcome.powered_off)}, the plan said "
               f"{sorted(draft.power_off)}")
-        status = load_plan(engine, plan_id).status
+        status = show_plan(app, plan_id)[0].status
         check(status == "succeeded", f"plan {plan_id} ended {status}")
 
     with story.step("The hosts powered off, asked of their BMCs over IPMI and Redfish"):
@@ -320,7 +319,7 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         assert prepared.plan_id is not None
         back = prepared.plan_id
         echo(render_plan(prepared.plan, prepared.live, approve_hint=False))
-        set_status(engine, back, "approved", reason=f"rollback to snapshot {snap.info.id}")
+        approve(app, back, reason=f"rollback to snapshot {snap.info.id}")
         outcome = apply_plan(app, back)
         _check_outcome(outcome, f"rollback plan {back}")
         check(set(outcome.powered_on) == set(draft.power_off),

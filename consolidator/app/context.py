@@ -55,7 +55,11 @@ class AppContext:
     def config(self) -> Config:
         """The validated config (defaults when no file is given or present)."""
         if self._config is None:
-            self._config = load_config(self.config_file, required=self.config_file is not None)
+            config = load_config(self.config_file, required=self.config_file is not None)
+            from consolidator.app.settings import check_plugin_names
+
+            check_plugin_names(config)
+            self._config = config
         return self._config
 
     @property

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from consolidator.config import Config
 from consolidator.constraints import Rules, read_name_list
+from consolidator.errors import ConfigError
 from consolidator.model import Cluster
 from consolidator.planner import PlanSettings
 from consolidator.zones import zones_for_cluster
@@ -84,3 +85,19 @@ def telemetry_source(config: Config) -> PrometheusSource | None:
         std_query=config.get("telemetry", "cpu_std_query"),
         instance_label=config.get("telemetry", "instance_label"),
         timeout=config.get("telemetry", "timeout"))
+
+
+def check_plugin_names(config: Config) -> None:
+    """[planner] algorithm and ranking must name registered plug-ins: ConfigError if not.
+
+    The same registries back 'consolidator algorithms', so the valid names are listed.
+    """
+    from consolidator.algorithms.base import ALGORITHMS
+    from consolidator.rankings import RANKINGS
+
+    where = f"{config.path}: " if config.path else ""
+    for option, registry in (("algorithm", ALGORITHMS), ("ranking", RANKINGS)):
+        name = config.get("planner", option)
+        if name and name not in registry:
+            raise ConfigError(f"{where}[planner] {option} = {name!r}: unknown {registry.kind}: "
+                              f"choose one of {', '.join(registry.names())}")

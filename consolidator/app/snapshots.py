@@ -11,7 +11,13 @@ from consolidator.app.context import AppContext
 from consolidator.app.settings import fallback_ratios, telemetry_source
 from consolidator.inventory import Inventory, read_inventory
 from consolidator.scenario import load_scenario
-from consolidator.store.snapshots import Snapshot, save_snapshot
+from consolidator.store.snapshots import (
+    Snapshot,
+    SnapshotInfo,
+    list_snapshots,
+    load_snapshot,
+    save_snapshot,
+)
 
 
 def read_cloud(ctx: AppContext, cloud: str | None = None, *, conn: Any = None) -> Inventory:
@@ -67,3 +73,13 @@ def record_scenario(ctx: AppContext, path: str) -> Snapshot:
     return save_snapshot(ctx.engine(), loaded.cluster, cloud=cloud,
                          source=f"scenario:{Path(path).absolute()}",
                          capacity_source="scenario")
+
+
+def get_snapshot(ctx: AppContext, ref: str) -> Snapshot:
+    """A stored snapshot, by id or unique prefix."""
+    return load_snapshot(ctx.engine(), ref)
+
+
+def snapshot_list(ctx: AppContext, *, limit: int) -> list[SnapshotInfo]:
+    """The newest snapshots' headers, newest first."""
+    return list_snapshots(ctx.engine(), cloud=None, limit=limit)

@@ -10,13 +10,13 @@ import click
 
 from consolidator.app.apply import PlanRun, check_applicable
 from consolidator.app.context import AppContext
+from consolidator.app.plans import approve
 from consolidator.app.rollback import prepare_rollback
 from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
 from consolidator.render import table
 from consolidator.render.plan import render_plan
-from consolidator.store.plans import set_status
 
 
 @contextmanager
@@ -85,7 +85,6 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
                  max_parallel: int | None, bmc_file: str | None) -> None:
     """Put the cloud back as a snapshot recorded it: power on, enable, migrate back."""
     app.bmc_file = bmc_file
-    engine = app.engine()
     prepared = prepare_rollback(app, snapshot_id)
     for note in prepared.notes:
         click.echo(f"note: {note}", err=True)
@@ -98,7 +97,7 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
             f"roll back to snapshot {target.info.id} now?", default=False):
         raise click.exceptions.Abort()
     if not dry_run:
-        set_status(engine, plan.id, "approved", reason=f"rollback to snapshot {target.info.id}")
+        approve(app, plan.id, reason=f"rollback to snapshot {target.info.id}")
     outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel, dry_run=dry_run,
                                 resume=False)
     if not outcome.ok:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from consolidator.app.context import AppContext
+from consolidator.app.database import upgrade_database
 from consolidator.cli.context import pass_app
-from consolidator.store.db import redact, upgrade
 
 
 @click.group("db")
@@ -18,9 +18,7 @@ def db_group() -> None:
 @pass_app
 def db_upgrade(app: AppContext) -> None:
     """Create the schema, or migrate it to this version's revision."""
-    engine = app.engine(migrated=False)
-    before, after = upgrade(engine)
-    where = redact(str(engine.url))
+    before, after, where = upgrade_database(app)
     if before == after:
         click.echo(f"database {where} is up to date (revision {after})")
     else:

@@ -9,11 +9,10 @@ import click
 from consolidator.app import power
 from consolidator.app.context import AppContext
 from consolidator.app.hosts import host_rows
+from consolidator.app.plans import journal_entries
 from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
 from consolidator.render import table
 from consolidator.render.hosts import live_hosts
-from consolidator.store import journal
-from consolidator.store.plans import resolve_plan_id
 
 
 @click.group("hosts")
@@ -65,9 +64,7 @@ def hosts_power(app: AppContext, action: str, host: str, yes: bool,
 @pass_app
 def journal_cmd(app: AppContext, plan_id: str | None, limit: int, fmt: str) -> None:
     """The executor's journal: every action, when, and how it ended."""
-    engine = app.engine()
-    full = resolve_plan_id(engine, plan_id) if plan_id else None
-    rows = journal.entries(engine, plan_id=full)[-limit:]
+    rows = journal_entries(app, plan_ref=plan_id, limit=limit)
     if fmt == "json":
         click.echo(json.dumps([{**vars(e), "created_at": e.created_at.isoformat(),
                                 "started_at": e.started_at and e.started_at.isoformat(),

@@ -11,14 +11,13 @@ import click
 from consolidator.algorithms.base import ALGORITHMS
 from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, make_plan, validate_request
-from consolidator.app.snapshots import record_scenario, record_snapshot
+from consolidator.app.plans import change_status, list_plans, show_plan
+from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
 from consolidator.cli.context import FORMAT, pass_app
 from consolidator.plan import STATES
 from consolidator.rankings import RANKINGS
 from consolidator.render import table
 from consolidator.render.plan import render_plan
-from consolidator.store.plans import list_plans, load_plan, resolve_plan_id, set_status
-from consolidator.store.snapshots import load_snapshot
 
 
 def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -74,11 +73,11 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     validate_request(app, request)
     if snapshot_ref and scenario:
         raise click.UsageError("give --snapshot or --scenario, not both")
-    engine = app.engine()
+    app.engine()
     if scenario:
         snap = record_scenario(app, scenario)
     elif snapshot_ref:
-        snap = load_snapshot(engine, snapshot_ref)
+        snap = get_snapshot(app, snapshot_ref)
     else:
         snap = record_snapshot(app)[0]
     started = time.monotonic()
@@ -97,12 +96,11 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
 @pass_app
 def plan_show(app: AppContext, plan_id: str, fmt: str) -> None:
     """Show a stored plan against the snapshot it was made from."""
-    engine = app.engine()
-    stored = load_plan(engine, plan_id)
+    stored, cluster = show_plan(app, plan_id)
     if fmt == "json":
         click.echo(json.dumps(stored.to_json(), indent=2))
         return
-    click.echo(render_plan(stored, load_snapshot(engine, stored.snapshot_id).cluster))
+    click.echo(render_plan(stored, cluster))
 
 
 @plan_group.command("approve")
@@ -110,15 +108,8 @@ def plan_show(app: AppContext, plan_id: str, fmt: str) -> None:
 @pass_app
 def plan_approve(app: AppContext, plan_id: str) -> None:
     """Approve a proposed plan so that 'apply' (or the daemon) may run it."""
-    full = _transition(app, plan_id, "approved")
+    full = change_status(app, plan_id, "approved")
     click.echo(f"plan {full} approved; run it with: consolidator apply {full}")
-
-
-def _transition(app: AppContext, plan_id: str, status: str) -> str:
-    engine = app.engine()
-    full = resolve_plan_id(engine, plan_id)
-    set_status(engine, full, status, reason=f"{status} by operator")
-    return full
 
 
 @plan_group.command("cancel")
@@ -126,7 +117,7 @@ def _transition(app: AppContext, plan_id: str, status: str) -> str:
 @pass_app
 def plan_cancel(app: AppContext, plan_id: str) -> None:
     """Cancel a plan that has not started."""
-    full = _transition(app, plan_id, "cancelled")
+    full = change_status(app, plan_id, "cancelled")
     click.echo(f"plan {full} cancelled")
 
 
@@ -143,7 +134,7 @@ def plans_group() -> None:
 @pass_app
 def plans_list(app: AppContext, status: str | None, limit: int, fmt: str) -> None:
     """List plans, newest first."""
-    rows = list_plans(app.engine(), status=status, limit=limit)
+    rows = list_plans(app, status=status, limit=limit)
     if fmt == "json":
         click.echo(json.dumps([{"id": r.id, "cloud": r.cloud, "status": r.status,
                                 "algorithm": r.algorithm, "ranking": r.ranking,

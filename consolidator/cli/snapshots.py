@@ -7,12 +7,17 @@ import json
 import click
 
 from consolidator.app.context import AppContext
-from consolidator.app.snapshots import record_scenario, record_snapshot
+from consolidator.app.snapshots import (
+    get_snapshot,
+    record_scenario,
+    record_snapshot,
+    snapshot_list,
+)
 from consolidator.cli.context import FORMAT, pass_app
 from consolidator.render import kv, table
 from consolidator.render.hosts import snapshot_hosts
 from consolidator.scenario import cluster_to_document, dump_document
-from consolidator.store.snapshots import Snapshot, list_snapshots, load_snapshot
+from consolidator.store.snapshots import Snapshot
 
 
 @click.command("snapshot")
@@ -39,7 +44,7 @@ def snapshots_group() -> None:
 @pass_app
 def snapshots_list(app: AppContext, limit: int, fmt: str) -> None:
     """List snapshots, newest first."""
-    infos = list_snapshots(app.engine(), cloud=None, limit=limit)
+    infos = snapshot_list(app, limit=limit)
     if fmt == "json":
         click.echo(json.dumps([_info_json(i) for i in infos], indent=2))
         return
@@ -60,7 +65,7 @@ def snapshots_show(app: AppContext, snapshot_id: str, fmt: str) -> None:
 
     --format json gives every field of every host, instance and server group.
     """
-    snap = load_snapshot(app.engine(), snapshot_id)
+    snap = get_snapshot(app, snapshot_id)
     if fmt == "json":
         click.echo(json.dumps(snapshot_json(snap), indent=2))
         return
@@ -95,7 +100,7 @@ def snapshot_json(snap: Snapshot) -> dict:
 def snapshots_export(app: AppContext, snapshot_id: str, output: str | None,
                      fmt: str | None) -> None:
     """Write a snapshot as a scenario file that 'snapshot --scenario' loads back."""
-    snap = load_snapshot(app.engine(), snapshot_id)
+    snap = get_snapshot(app, snapshot_id)
     doc = cluster_to_document(snap.cluster, {"name": snap.info.cloud})
     text = dump_document(doc, output, fmt)
     if output is None:

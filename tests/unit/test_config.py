@@ -83,3 +83,18 @@ def test_every_option_read_by_the_code_is_declared_and_documented() -> None:
     for section in FREE_SECTIONS:
         assert f"[{section}]" in (ROOT / "docs" / "operator-guide.rst").read_text() or \
             f"[{section}]" in (ROOT / "docs" / "algorithms.rst").read_text(), section
+
+
+@pytest.mark.parametrize("option, value, kind", [("algorithm", "bestfit", "algorithm"),
+                                                  ("ranking", "nope", "ranking")])
+def test_planner_names_are_checked_against_the_registries(tmp_path: Path, option: str,
+                                                          value: str, kind: str) -> None:
+    """[planner] algorithm and ranking are validated at load time from the same registries
+    that 'consolidator algorithms' lists."""
+    from consolidator.app.context import AppContext
+
+    path = tmp_path / "c.conf"
+    path.write_text(f"[planner]\n{option} = {value}\n")
+    with pytest.raises(ConfigError, match=rf"\[planner\] {option} = '{value}': unknown "
+                                          rf"{kind}: choose one of "):
+        _ = AppContext(config_file=str(path)).config

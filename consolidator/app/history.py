@@ -1,0 +1,52 @@
+"""A cloud's history from the database: the report and the snapshot listings."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from consolidator import report
+from consolidator.app.context import AppContext
+from consolidator.errors import UsageError
+from consolidator.journal_entry import Entry
+from consolidator.store import journal
+from consolidator.store.plans import list_plans, load_plan
+from consolidator.store.snapshots import list_snapshots, load_snapshot
+
+#: Enough rows to reach back over any period a report asks for.
+_ALL = 1_000_000
+
+
+def build_report(ctx: AppContext, cloud: str | None, start: datetime, end: datetime
+                 ) -> report.Report:
+    """The report of one cloud (the only one with snapshots if None) over a period."""
+    engine = ctx.engine()
+    name = cloud or _only_cloud(ctx)
+    infos = [i for i in list_snapshots(engine, cloud=name, limit=_ALL)
+             if start <= i.taken_at <= end]
+    points = [report.hosts_point(i.taken_at, load_snapshot(engine, i.id).cluster)
+              for i in infos]
+    return report.build(name, start, end, ctx.config.get("planner", "idle_watts"), points,
+                        _cycles(ctx, name, start, end))
+
+
+def _only_cloud(ctx: AppContext) -> str:
+    clouds = sorted({s.cloud for s in list_snapshots(ctx.engine(), limit=_ALL)})
+    if len(clouds) != 1:
+        raise UsageError("no snapshots yet" if not clouds else
+                         f"snapshots of several clouds ({', '.join(clouds)}): name one with "
+                         f"--cloud")
+    return clouds[0]
+
+
+def _cycles(ctx: AppContext, cloud: str, start: datetime, end: datetime
+            ) -> list[report.Cycle]:
+    engine = ctx.engine()
+    rows = [r for r in list_plans(engine, cloud=cloud, limit=_ALL)
+            if start <= r.created_at <= end]
+    if not rows:
+        return []
+    by_plan: dict[str, list[Entry]] = {}
+    for entry in journal.entries(engine, cloud=cloud):
+        if entry.plan_id:
+            by_plan.setdefault(entry.plan_id, []).append(entry)
+    return [report.cycle(load_plan(engine, r.id), by_plan.get(r.id, [])) for r in rows]

@@ -1,0 +1,22 @@
+"""Leadership: one active daemon per cloud, through a lease in the database."""
+
+from __future__ import annotations
+
+from consolidator.app.context import AppContext
+from consolidator.store.leases import acquire, make_holder, release
+
+
+class Leadership:
+    """This process's claim on a named lease."""
+
+    def __init__(self, ctx: AppContext, name: str, ttl: float) -> None:
+        self.ctx, self.name, self.ttl = ctx, name, ttl
+        self.holder = make_holder()
+
+    def hold(self) -> bool:
+        """Take or renew the lease; True while this process holds it."""
+        return acquire(self.ctx.engine(), self.name, self.holder, self.ttl)
+
+    def release(self) -> None:
+        """Give the lease up."""
+        release(self.ctx.engine(), self.name, self.holder)
