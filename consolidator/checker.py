@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from consolidator.constraints import Rules, host_excluded, pin_reason
+from consolidator.constraints import Rules, host_excluded, pin_reason, trait_problem, unit_problem
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 
@@ -134,6 +134,11 @@ def _move_problems(cluster: Cluster, move: MoveLike, current: str, rules: Rules,
     if src.availability_zone != dst.availability_zone:
         out.append(f"{inst.name}: crosses from zone {src.availability_zone} "
                    f"to {dst.availability_zone}")
+    problem = trait_problem(dst, inst) or next(
+        (u for rc in cluster.resource_classes[3:]
+         if (u := unit_problem(dst, rc, inst.amount(rc)))), None)
+    if problem:
+        out.append(f"{inst.name}: destination {problem}")
     if not dst.usable or host_excluded(dst.name, rules.excluded_hosts):
         out.append(f"{inst.name}: destination {dst.name} may not receive")
     if not src.usable or host_excluded(src.name, rules.excluded_hosts):

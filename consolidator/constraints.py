@@ -16,7 +16,7 @@ import numpy as np
 
 from consolidator.algorithms.base import Problem, Ranker
 from consolidator.errors import ConfigError
-from consolidator.model import Cluster, Instance
+from consolidator.model import Cluster, Host, Instance
 
 FALSE_WORDS = {"false", "no", "0", "off", "low", "unimportant"}
 TRUE_WORDS = {"true", "yes", "1", "on", "high", "important"}
@@ -72,9 +72,13 @@ def is_true(value: object) -> bool:
 
 
 def is_important(instance: Instance, rules: Rules) -> bool:
-    """Importance from the list file, metadata, then the flavor extra spec; default True."""
+    """Importance from the list file, metadata, the flavor extra spec, then dedicated CPUs
+    (hw:cpu_policy=dedicated or a PCPU allocation); default True."""
     if instance.name in rules.unimportant or instance.id in rules.unimportant:
         return False
+    if is_dedicated(instance) and rules.importance_key not in instance.metadata \
+            and rules.importance_extra_spec not in instance.flavor_extra_specs:
+        return True
     for source in (instance.metadata.get(rules.importance_key),
                    instance.flavor_extra_specs.get(rules.importance_extra_spec)):
         if source is not None:
@@ -84,6 +88,72 @@ def is_important(instance: Instance, rules: Rules) -> bool:
             if word in TRUE_WORDS:
                 return True
     return True
+
+
+def is_dedicated(instance: Instance) -> bool:
+    """Whether it runs on dedicated (pinned) CPUs: the paper's high-quality zone."""
+    return (str(instance.flavor_extra_specs.get("hw:cpu_policy", "")).lower() == "dedicated"
+            or instance.amount("PCPU") > 0)
+
+
+def unit_problem(host: Host, rc: str, amount: float) -> str | None:
+    """Why a host's inventory of rc cannot take an allocation of `amount`, or None."""
+    inv = host.resources.get(rc)
+    if inv is None or amount <= 0:
+        return None
+    if amount < inv["min_unit"] or amount > inv["max_unit"]:
+        return f"{rc} {amount:g} is outside {inv['min_unit']:g}..{inv['max_unit']:g}"
+    if amount % inv["step_size"]:
+        return f"{rc} {amount:g} is not a multiple of {inv['step_size']:g}"
+    return None
+
+
+def trait_problem(host: Host, instance: Instance) -> str | None:
+    """Why a host's traits do not suit an instance's flavor, or None."""
+    missing = [t for t in instance.required_traits if t not in host.traits]
+    if missing:
+        return f"{host.name} lacks the required trait {missing[0]}"
+    present = [t for t in instance.forbidden_traits if t in host.traits]
+    if present:
+        return f"{host.name} has the forbidden trait {present[0]}"
+    return None
+
+
+def compatibility_columns(cluster: Cluster) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(H, K) capacity and (I, K) demand columns that turn traits and inventory units into
+    capacity: for each required trait, forbidden trait and refused allocation size, hosts
+    that may not take such instances have 0 and the others room for every instance, while
+    each such instance demands 1. Every packing algorithm then honours them as it honours
+    capacity. Also one note per kind of column."""
+    hosts, instances = cluster.hosts, cluster.instances
+    room = float(len(instances) + 1)
+    cap_cols: list[np.ndarray] = []
+    dem_cols: list[np.ndarray] = []
+    for policy, allowed in (("required", lambda h, t: t in h.traits),
+                            ("forbidden", lambda h, t: t not in h.traits)):
+        wanted = sorted({t for i in instances for t in (
+            i.required_traits if policy == "required" else i.forbidden_traits)})
+        for trait in wanted:
+            cap_cols.append(np.array([room if allowed(h, trait) else 0.0 for h in hosts]))
+            dem_cols.append(np.array([1.0 if trait in (
+                i.required_traits if policy == "required" else i.forbidden_traits) else 0.0
+                for i in instances]))
+    for rc in cluster.resource_classes[3:]:
+        for amount in sorted({i.amount(rc) for i in instances} - {0.0}):
+            refused = np.array([unit_problem(h, rc, amount) is not None for h in hosts])
+            if refused.any():
+                cap_cols.append(np.where(refused, 0.0, room))
+                dem_cols.append(np.array([1.0 if i.amount(rc) == amount else 0.0
+                                          for i in instances]))
+    notes = []
+    if cap_cols:
+        notes.append(f"traits and inventory units: {len(cap_cols)} compatibility constraints "
+                     f"(a flavor's required and forbidden traits, min_unit, max_unit, "
+                     f"step_size)")
+    if not cap_cols:
+        return (np.zeros((len(hosts), 0)), np.zeros((len(instances), 0)), notes)
+    return (np.stack(cap_cols, axis=1).reshape(len(hosts), len(cap_cols)),
+            np.stack(dem_cols, axis=1).reshape(len(instances), len(dem_cols)), notes)
 
 
 def read_name_list(path: str | Path) -> frozenset[str]:
@@ -151,13 +221,16 @@ def build_problem(cluster: Cluster, rules: Rules | None = None, *, spare: int = 
         notes.append(f"capacity model ucac: a host takes instances while their CPU usage at "
                      f"confidence {usage.confidence:g} stays within its physical cores")
     index = cluster.instance_index
+    extra_capacity, extra_demand, compat_notes = compatibility_columns(cluster)
+    notes += compat_notes
 
     def rows(policy: str) -> tuple[np.ndarray, ...]:
         return tuple(np.array([index[m] for m in g.members], dtype=np.int64)
                      for g in cluster.server_groups if g.policy == policy and g.members)
 
     return Problem(
-        cluster=cluster, capacity=cluster.capacity.copy(), demand=cluster.demand.copy(),
+        cluster=cluster, capacity=np.hstack([cluster.capacity, extra_capacity]),
+        demand=np.hstack([cluster.demand, extra_demand]),
         placement=placement.copy(), movable=movable, receivers=usable & ~excluded,
         emptiable=powered & usable & ~excluded & ~blocked, powered=powered,
         host_zone=host_zone,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
+from consolidator import placement
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.nova import Nova, ServerState
@@ -162,29 +163,44 @@ class Executor:
 
     def _precheck(self, plan: StoredPlan, moves: list[Move], outcome: Outcome) -> list[Move]:
         """The moves of a wave whose pre-checks pass on the live state; the others are
-        skipped, and so is everything else from their source host."""
+        skipped, and so is everything else from their source host.
+
+        Each move's instance and hosts are read live; then, per destination, Placement is
+        asked whether it takes the wave's arrivals together (free room of every class, then
+        one allocation-candidates request with their traits)."""
         services = self.nova.services()
-        incoming: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-        room: dict[str, dict[str, float]] = {}
-        ready = []
+        passed: list[Move] = []
         for move in moves:
             reason = self._blocked.get(move.source) or self._check_move(move, services)
             if reason is None:
-                dest = self.hosts[move.destination]
-                if move.destination not in room:
-                    room[move.destination] = self.nova.room(dest.id)
-                reason = self._check_room(move, room[move.destination], incoming)
-            if reason is not None:
-                outcome.skipped[move.instance_name] = reason
-                self._block(move.source, f"pre-check of {move.instance_name} failed: {reason}")
-                journal.record(self.engine, cloud=self.cloud, plan_id=plan.id,
-                               action="migrate", target=move.instance_id,
-                               state=journal.SKIPPED, result=reason,
-                               params=_params(move))
-                self.report(f"  skip {move.instance_name}: {reason}")
-                continue
-            ready.append(move)
+                passed.append(move)
+            else:
+                self._skip(plan, move, reason, outcome)
+        arriving: dict[str, list[Move]] = defaultdict(list)
+        for move in passed:
+            arriving[move.destination].append(move)
+        refused: dict[str, str] = {}
+        for dest, group in arriving.items():
+            found = placement.refusals(self.nova.conn, self.hosts[dest].id,
+                                       [demand_of(self.cluster, m) for m in group])
+            refused.update({m.instance_id: f"destination {dest}: {found[m.instance_id]}"
+                            for m in group if m.instance_id in found})
+        ready = []
+        for move in passed:
+            if move.instance_id in refused:
+                self._skip(plan, move, refused[move.instance_id], outcome)
+            else:
+                ready.append(move)
         return ready
+
+    def _skip(self, plan: StoredPlan, move: Move, reason: str, outcome: Outcome) -> None:
+        """Skip a move, leave its source host alone from now on, and journal why."""
+        outcome.skipped[move.instance_name] = reason
+        self._block(move.source, f"pre-check of {move.instance_name} failed: {reason}")
+        journal.record(self.engine, cloud=self.cloud, plan_id=plan.id, action="migrate",
+                       target=move.instance_id, state=journal.SKIPPED, result=reason,
+                       params=_params(move))
+        self.report(f"  skip {move.instance_name}: {reason}")
 
     def _check_move(self, move: Move, services: dict[str, dict]) -> str | None:
         source, dest = self.hosts.get(move.source), self.hosts.get(move.destination)
@@ -201,18 +217,6 @@ class Executor:
         if service.get("status") != "enabled" or service.get("state") != "up":
             return (f"destination {move.destination} is "
                     f"{service.get('status', '?')}/{service.get('state', '?')}")
-        return None
-
-    def _check_room(self, move: Move, room: dict[str, float],
-                    incoming: dict[str, list[float]]) -> str | None:
-        inst = self.cluster.instances[self.cluster.instance_index[move.instance_id]]
-        need = incoming[move.destination]
-        wanted = (("VCPU", inst.vcpus), ("MEMORY_MB", inst.memory_mb), ("DISK_GB", inst.disk_gb))
-        for k, (rc, amount) in enumerate(wanted):
-            if amount and room.get(rc, 0.0) - need[k] < amount:
-                return f"destination {move.destination} has no room left for {rc}"
-        for k, (_, amount) in enumerate(wanted):
-            need[k] += amount
         return None
 
     def _migrate(self, plan: StoredPlan, move: Move) -> str | None:
@@ -436,6 +440,14 @@ class Executor:
                 done.add(move.instance_id)
         self.report(f"resume: {len(done)} of {len(moves)} migrations already done")
         return done
+
+
+def demand_of(cluster: Cluster, move: Move) -> placement.Demand:
+    """What a move's instance asks of its destination, keyed by its id."""
+    inst = cluster.instances[cluster.instance_index[move.instance_id]]
+    return placement.Demand(name=inst.id,
+                            resources={rc: inst.amount(rc) for rc in cluster.resource_classes},
+                            required=inst.required_traits, forbidden=inst.forbidden_traits)
 
 
 def _params(move: Move) -> dict[str, object]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +27,8 @@ from consolidator.cloud import (
     paged,
 )
 from consolidator.errors import CloudError
-from consolidator.model import Cluster, Host, Instance, ServerGroup, natural_key
+from consolidator.model import CLASSIC_CLASSES, Cluster, Host, Instance, ServerGroup, natural_key
+from consolidator.placement import ProviderTree, read_trees
 
 LOG = logging.getLogger(__name__)
 
@@ -80,10 +80,11 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
             params={"binary": "nova-compute"})}
     with cloud_errors(conn, "listing host aggregates"):
         aggregates = _aggregates(conn, mv, notes)
-    capacity: dict[str, dict[str, Any]] = {}
+    capacity: dict[str, ProviderTree] = {}
     if placement_present:
         with cloud_errors(conn, "reading Placement inventories"):
-            capacity = _placement_capacity(conn, hypervisors, workers)
+            capacity = read_trees(conn, [h.get("hypervisor_hostname") for h in hypervisors
+                                         if h.get("hypervisor_hostname")], workers)
     else:
         notes.append("placement is not in the catalog: capacity comes from os-hypervisors "
                      "with the configured allocation ratios")
@@ -97,7 +98,8 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
     with cloud_errors(conn, "listing servers"):
         servers = list(paged(conn.compute, "/servers/detail", "servers", microversion=mv,
                              limit=page_size, params={"all_tenants": "True"}))
-    instances = _instances(servers, hosts, flavors, notes)
+    allocations = {c: a for tree in capacity.values() for c, a in tree.allocations.items()}
+    instances = _instances(servers, hosts, flavors, allocations if capacity else None, notes)
     with cloud_errors(conn, "listing server groups"):
         groups = _server_groups(conn, mv, {i.id for i in instances}, notes)
     source = "placement" if capacity else "hypervisor"
@@ -113,33 +115,23 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
                      notes=tuple(notes), cloud=cloud_label(conn))
 
 
-def _placement_capacity(conn: Connection, hypervisors: list[dict[str, Any]], workers: int
-                        ) -> dict[str, dict[str, Any]]:
-    """hypervisor_hostname -> {'uuid', 'inventories', 'usages'} from Placement."""
-    providers = {p["name"]: p["uuid"] for p in get_json(conn.placement, "/resource_providers")
-                 .get("resource_providers", [])}
-    wanted = {}
-    for hyp in hypervisors:
-        name = hyp.get("hypervisor_hostname")
-        uuid = providers.get(name)
-        if uuid:
-            wanted[name] = uuid
-
-    def fetch(item: tuple[str, str]) -> tuple[str, dict[str, Any]]:
-        name, uuid = item
-        inventories = get_json(conn.placement, f"/resource_providers/{uuid}/inventories")
-        usages = get_json(conn.placement, f"/resource_providers/{uuid}/usages")
-        return name, {"uuid": uuid, "inventories": inventories.get("inventories", {}),
-                      "usages": usages.get("usages", {})}
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return dict(pool.map(fetch, wanted.items()))
-
-
 def _resource(inventories: dict[str, Any], rc: str) -> tuple[int, int, float]:
     inv = inventories.get(rc) or {}
     return (int(inv.get("total", 0)), int(inv.get("reserved", 0)),
             float(inv.get("allocation_ratio", 1.0) or 1.0))
+
+
+def demand_from_flavor(vcpus: int, ram: int, disk: int, specs: dict[str, str]
+                       ) -> dict[str, float]:
+    """What Nova's scheduler would allocate for a flavor, where it differs from its vcpus,
+    ram and disk: resources:CLASS=N extra specs, and PCPU for hw:cpu_policy=dedicated."""
+    out: dict[str, float] = {}
+    if specs.get("hw:cpu_policy", "").lower() == "dedicated":
+        out.update(PCPU=float(vcpus), VCPU=0.0)
+    for key, value in specs.items():
+        if key.startswith("resources:") and str(value).isdigit():
+            out[key.partition(":")[2]] = float(value)
+    return out
 
 
 def _aggregates(conn: Connection, mv: str | None, notes: list[str]) -> dict[str, list[str]]:
@@ -163,7 +155,7 @@ def _aggregates(conn: Connection, mv: str | None, notes: list[str]) -> dict[str,
 
 
 def _hosts(hypervisors: list[dict[str, Any]], services: dict[str, dict[str, Any]],
-           capacity: dict[str, dict[str, Any]], aggregates: dict[str, list[str]],
+           capacity: dict[str, ProviderTree], aggregates: dict[str, list[str]],
            ratios: FallbackRatios, notes: list[str]) -> list[Host]:
     hosts: dict[str, Host] = {}
     for hyp in hypervisors:
@@ -184,15 +176,17 @@ def _hosts(hypervisors: list[dict[str, Any]], services: dict[str, dict[str, Any]
             "disabled_reason": svc_ref.get("disabled_reason") or svc.get("disabled_reason"),
             "aggregates": tuple(aggregates.get(compute_host, ())),
         }
-        placement = capacity.get(name)
-        if placement is not None:
-            inv = placement["inventories"]
-            vcpu, mem, disk = (_resource(inv, rc) for rc in ("VCPU", "MEMORY_MB", "DISK_GB"))
+        tree = capacity.get(name)
+        if tree is not None:
+            inv = tree.inventories
+            vcpu, mem, disk = (_resource(inv, rc) for rc in CLASSIC_CLASSES)
             hosts[name] = Host(
-                id=placement["uuid"], vcpus=vcpu[0], reserved_vcpus=vcpu[1],
+                id=tree.uuid, vcpus=vcpu[0], reserved_vcpus=vcpu[1],
                 cpu_allocation_ratio=vcpu[2], memory_mb=mem[0], reserved_memory_mb=mem[1],
                 ram_allocation_ratio=mem[2], disk_gb=disk[0], reserved_disk_gb=disk[1],
-                disk_allocation_ratio=disk[2], **common)
+                disk_allocation_ratio=disk[2], traits=tuple(tree.traits),
+                resources={rc: row for rc, row in inv.items() if rc not in CLASSIC_CLASSES
+                           and row["total"] > 0}, **common)
         else:
             if capacity:
                 notes.append(f"host {name}: no Placement resource provider; capacity from "
@@ -223,13 +217,17 @@ def _flavor_sizes(server: dict[str, Any], flavors: dict[str, dict[str, Any]]
 
 
 def _instances(servers: list[dict[str, Any]], hosts: list[Host],
-               flavors: dict[str, dict[str, Any]], notes: list[str]) -> list[Instance]:
+               flavors: dict[str, dict[str, Any]],
+               allocations: dict[str, dict[str, float]] | None,
+               notes: list[str]) -> list[Instance]:
+    """The placed servers; each one's demand is its Placement allocations (every class),
+    else, where Placement is absent or holds none for it, its flavor's."""
     names = {h.name for h in hosts}
     by_compute = {}
     for h in hosts:
         by_compute.setdefault(h.compute_host, []).append(h.name)
     out: list[Instance] = []
-    skipped_hostless = 0
+    skipped_hostless = from_flavor = 0
     skipped_unknown: set[str] = set()
     for server in servers:
         node = server.get("OS-EXT-SRV-ATTR:hypervisor_hostname")
@@ -244,12 +242,26 @@ def _instances(servers: list[dict[str, Any]], hosts: list[Host],
             skipped_unknown.add(str(compute))
             continue
         flavor, vcpus, ram, disk, specs = _flavor_sizes(server, flavors)
+        held = allocations.get(server["id"]) if allocations is not None else None
+        if held is None:
+            from_flavor += allocations is not None
+            resources = demand_from_flavor(vcpus, ram, disk, specs)
+        else:
+            resources = {rc: held.get(rc, 0.0) for rc in set(held) | set(CLASSIC_CLASSES)}
+            if resources == {"VCPU": vcpus, "MEMORY_MB": ram, "DISK_GB": disk}:
+                resources = {}   # the flavor says it all: a classic cloud costs no more
         out.append(Instance(
             id=server["id"], name=server.get("name") or server["id"], host=node,
             vcpus=vcpus, memory_mb=ram, disk_gb=disk, status=server.get("status") or "UNKNOWN",
             metadata={str(k): str(v) for k, v in (server.get("metadata") or {}).items()},
             project_id=server.get("tenant_id") or server.get("project_id") or "",
-            flavor=flavor, flavor_extra_specs=specs))
+            flavor=flavor, flavor_extra_specs=specs, resources=resources))
+    if from_flavor:
+        notes.append(f"{from_flavor} servers hold no Placement allocation: their demand comes "
+                     f"from their flavors")
+    if allocations is None and out:
+        notes.append("demand comes from the flavors (no Placement): resources:CLASS extra "
+                     "specs and hw:cpu_policy=dedicated (PCPU) are honoured")
     if skipped_hostless:
         notes.append(f"{skipped_hostless} servers hold no host (shelved offloaded or never "
                      f"scheduled) and are left out")

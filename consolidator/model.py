@@ -16,8 +16,15 @@ import numpy as np
 
 from consolidator.errors import ModelError
 
-#: The resource dimensions of the capacity and demand arrays, in column order.
+#: The first three columns of the capacity and demand arrays, in column order.
 RESOURCES: tuple[str, ...] = ("vcpus", "memory_mb", "disk_gb")
+#: Placement's resource classes of those three columns. A cluster whose hosts or instances
+#: name other classes (PCPU, VGPU, CUSTOM_*) has one more column for each, sorted by name.
+CLASSIC_CLASSES: tuple[str, ...] = ("VCPU", "MEMORY_MB", "DISK_GB")
+#: What a resource provider inventory holds for one class, with Placement's defaults.
+INVENTORY_DEFAULTS: dict[str, float] = {"reserved": 0, "allocation_ratio": 1.0, "min_unit": 1,
+                                        "step_size": 1}
+_CLASS_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
 HARD_POLICIES = ("affinity", "anti-affinity")
@@ -62,6 +69,11 @@ class Host:
     id: str = ""
     bmc: Mapping[str, object] | None = None
     aggregates: tuple[str, ...] = ()
+    #: Inventories of the classes beyond VCPU, MEMORY_MB and DISK_GB (PCPU, VGPU, CUSTOM_*),
+    #: each {total, reserved, allocation_ratio, min_unit, max_unit, step_size}.
+    resources: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: The traits of the host's resource providers (its root and nested ones).
+    traits: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         what = f"host {self.name!r}"
@@ -85,6 +97,15 @@ class Host:
         if not self.id:
             object.__setattr__(self, "id", stable_uuid("host", self.name))
         object.__setattr__(self, "aggregates", _names(what, "aggregates", self.aggregates))
+        object.__setattr__(self, "traits", _names(what, "traits", self.traits))
+        object.__setattr__(self, "resources", _inventories(what, self.resources))
+
+    def capacity_of(self, rc: str) -> float:
+        """Placement capacity of one extra class: (total - reserved) x allocation ratio."""
+        inv = self.resources.get(rc)
+        if inv is None:
+            return 0.0
+        return max(inv["total"] - inv["reserved"], 0) * inv["allocation_ratio"]
 
     @property
     def capacity(self) -> tuple[float, float, float]:
@@ -117,20 +138,83 @@ class Instance:
     flavor: str = ""
     flavor_extra_specs: Mapping[str, str] = field(default_factory=dict)
     usage: Mapping[str, float] | None = None
+    #: Its Placement allocations per class where they differ from the flavor's vcpus,
+    #: memory_mb and disk_gb: a pinned instance holds {PCPU: n, VCPU: 0}, a vGPU one {VGPU: 1}.
+    resources: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name:
             raise ModelError("instance: name must not be empty")
-        _check_non_negative(f"instance {self.name!r}", {
+        what = f"instance {self.name!r}"
+        _check_non_negative(what, {
             "vcpus": self.vcpus, "memory_mb": self.memory_mb, "disk_gb": self.disk_gb,
         })
         if not self.id:
             object.__setattr__(self, "id", stable_uuid("instance", self.name))
+        amounts = {}
+        for rc, amount in dict(self.resources).items():
+            _check_class(what, rc)
+            _check_non_negative(what, {f"resources {rc}": amount})
+            amounts[rc] = float(amount)
+        object.__setattr__(self, "resources", amounts)
+
+    def amount(self, rc: str) -> float:
+        """What it holds of one resource class."""
+        if rc in self.resources:
+            return self.resources[rc]
+        if rc in CLASSIC_CLASSES:
+            return float((self.vcpus, self.memory_mb, self.disk_gb)[CLASSIC_CLASSES.index(rc)])
+        return 0.0
+
+    @property
+    def required_traits(self) -> tuple[str, ...]:
+        """Traits its flavor requires (extra spec trait:NAME=required)."""
+        return _flavor_traits(self.flavor_extra_specs, "required")
+
+    @property
+    def forbidden_traits(self) -> tuple[str, ...]:
+        """Traits its flavor forbids (extra spec trait:NAME=forbidden)."""
+        return _flavor_traits(self.flavor_extra_specs, "forbidden")
 
     @property
     def demand(self) -> tuple[float, float, float]:
-        """What the instance claims, in the order of RESOURCES."""
-        return (float(self.vcpus), float(self.memory_mb), float(self.disk_gb))
+        """What the instance claims of VCPU, MEMORY_MB and DISK_GB, in RESOURCES order."""
+        if not self.resources:
+            return (float(self.vcpus), float(self.memory_mb), float(self.disk_gb))
+        return (self.amount("VCPU"), self.amount("MEMORY_MB"), self.amount("DISK_GB"))
+
+
+def _flavor_traits(specs: Mapping[str, str], wanted: str) -> tuple[str, ...]:
+    return tuple(sorted(k.split(":", 1)[1] for k, v in specs.items()
+                        if k.startswith("trait:") and str(v).strip().lower() == wanted))
+
+
+def _check_class(what: str, rc: object) -> None:
+    if not isinstance(rc, str) or not _CLASS_NAME.match(rc):
+        raise ModelError(f"{what}: {rc!r} is not a resource class name (e.g. PCPU, VGPU, "
+                         f"CUSTOM_GOLD)")
+
+
+def _inventories(what: str, resources: Mapping[str, object]) -> dict[str, dict[str, float]]:
+    """Extra-class inventories with Placement's defaults; a bare number is the total."""
+    out: dict[str, dict[str, float]] = {}
+    for rc, raw in dict(resources).items():
+        _check_class(what, rc)
+        if rc in CLASSIC_CLASSES:
+            raise ModelError(f"{what}: resources {rc}: give it as vcpus, memory_mb or disk_gb "
+                             f"(with the ratio and reserved keys), not under resources")
+        inv = {"total": raw} if isinstance(raw, (int, float)) else dict(raw)  # type: ignore[call-overload]
+        unknown = set(inv) - {"total", "max_unit", *INVENTORY_DEFAULTS}
+        if unknown or "total" not in inv:
+            raise ModelError(f"{what}: resources {rc}: expected total and optionally "
+                             f"reserved, allocation_ratio, min_unit, max_unit, step_size")
+        full = {**INVENTORY_DEFAULTS, "max_unit": inv["total"], **inv}
+        _check_non_negative(f"{what}: resources {rc}", full)
+        if full["allocation_ratio"] <= 0 or full["step_size"] <= 0:
+            raise ModelError(f"{what}: resources {rc}: allocation_ratio and step_size must be "
+                             f"positive")
+        out[rc] = {k: float(v) for k, v in full.items()}
+    return out
 
 
 @dataclass(frozen=True)
@@ -217,16 +301,36 @@ class Cluster:
         return {inst.id: i for i, inst in enumerate(self.instances)}
 
     @cached_property
+    def resource_classes(self) -> tuple[str, ...]:
+        """The Placement class of each column: VCPU, MEMORY_MB, DISK_GB, then every other
+        class a host or an instance names, sorted."""
+        extra = {rc for h in self.hosts for rc in h.resources}
+        extra.update(rc for i in self.instances for rc in i.resources)
+        return CLASSIC_CLASSES + tuple(sorted(extra - set(CLASSIC_CLASSES)))
+
+    @cached_property
     def capacity(self) -> np.ndarray:
-        """(hosts x resources) Placement capacity, float64."""
+        """(hosts x classes) Placement capacity, float64."""
         arr = np.array([h.capacity for h in self.hosts], dtype=np.float64)
-        return arr.reshape(len(self.hosts), len(RESOURCES))
+        arr = arr.reshape(len(self.hosts), len(RESOURCES))
+        extra = self.resource_classes[len(RESOURCES):]
+        if not extra:
+            return arr
+        more = np.array([[h.capacity_of(rc) for rc in extra] for h in self.hosts],
+                        dtype=np.float64).reshape(len(self.hosts), len(extra))
+        return np.hstack([arr, more])
 
     @cached_property
     def demand(self) -> np.ndarray:
-        """(instances x resources) demand, float64."""
+        """(instances x classes) demand, float64."""
         arr = np.array([i.demand for i in self.instances], dtype=np.float64)
-        return arr.reshape(len(self.instances), len(RESOURCES))
+        arr = arr.reshape(len(self.instances), len(RESOURCES))
+        extra = self.resource_classes[len(RESOURCES):]
+        if not extra:
+            return arr
+        more = np.array([[i.amount(rc) for rc in extra] for i in self.instances],
+                        dtype=np.float64).reshape(len(self.instances), len(extra))
+        return np.hstack([arr, more])
 
     @cached_property
     def placement(self) -> np.ndarray:

@@ -121,14 +121,3 @@ class Nova:
         if response.status_code >= 400:
             raise CloudError(f"{doing} failed (HTTP {response.status_code}): "
                              f"{error_text(response)}")
-
-    def room(self, provider: str) -> dict[str, float]:
-        """Free Placement capacity of a resource provider: (total - reserved) x ratio - used."""
-        with cloud_errors(self.conn, f"reading Placement for {provider}"):
-            inventories = get_json(self.conn.placement,
-                                   f"/resource_providers/{provider}/inventories")
-            usages = get_json(self.conn.placement, f"/resource_providers/{provider}/usages")
-        used = usages.get("usages", {})
-        return {rc: (inv.get("total", 0) - inv.get("reserved", 0))
-                * float(inv.get("allocation_ratio", 1.0)) - used.get(rc, 0)
-                for rc, inv in inventories.get("inventories", {}).items()}

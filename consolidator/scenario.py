@@ -25,13 +25,15 @@ _HOST_OPTIONAL = {
     "disk_allocation_ratio": float, "reserved_vcpus": int, "reserved_memory_mb": int,
     "reserved_disk_gb": int, "availability_zone": str, "status": str, "state": str,
     "power": str, "disabled_reason": str, "compute_host": str, "id": str, "bmc": dict,
-    "aggregates": list,
+    "aggregates": list, "resources": dict, "traits": list,
 }
 _INSTANCE_REQUIRED = {"name": str, "host": str, "vcpus": int, "memory_mb": int, "disk_gb": int}
 _INSTANCE_OPTIONAL = {
     "status": str, "metadata": dict, "id": str, "project_id": str, "flavor": str,
-    "flavor_extra_specs": dict, "usage": dict,
+    "flavor_extra_specs": dict, "usage": dict, "resources": dict, "traits": dict,
 }
+#: The values of an instance's traits: mapping (as a flavor's trait:NAME extra specs).
+TRAIT_POLICIES = ("required", "forbidden")
 _GROUP_REQUIRED = {"name": str, "policy": str, "members": list}
 _GROUP_OPTIONAL = {"id": str}
 
@@ -97,6 +99,7 @@ def parse_scenario(doc: Mapping[str, Any], source: str = "<scenario>") -> Scenar
     names: dict[str, str] = {}
     for i, entry in enumerate(raw_instances):
         fields = _entry(source, "instances", i, entry, _INSTANCE_REQUIRED, _INSTANCE_OPTIONAL)
+        _traits_as_extra_specs(source, i, fields)
         instance = _build(source, "instances", i, fields, Instance)
         if instance.name in names:
             raise ScenarioError(f"{source}: instances[{i}] ({instance.name}): "
@@ -126,6 +129,19 @@ def parse_scenario(doc: Mapping[str, Any], source: str = "<scenario>") -> Scenar
         raise ScenarioError(f"{source}: {exc}") from None
     extras = {k: doc[k] for k in EXTRA_KEYS if k in doc}
     return Scenario(cluster=cluster, extras=extras)
+
+
+def _traits_as_extra_specs(source: str, index: int, fields: dict[str, Any]) -> None:
+    """An instance's traits: {NAME: required|forbidden} become trait:NAME extra specs."""
+    traits = fields.pop("traits", None) or {}
+    specs = dict(fields.get("flavor_extra_specs") or {})
+    for name, policy in traits.items():
+        if str(policy).lower() not in TRAIT_POLICIES:
+            raise ScenarioError(f"{source}: instances[{index}] ({fields['name']}): traits "
+                                f"{name}: expected required or forbidden, got {policy!r}")
+        specs[f"trait:{name}"] = str(policy).lower()
+    if traits:
+        fields["flavor_extra_specs"] = specs
 
 
 def _list(source: str, doc: Mapping[str, Any], key: str) -> list[Any]:
@@ -159,7 +175,7 @@ def _entry(source: str, section: str, index: int, entry: Any,
 
 
 def _coerce(label: str, key: str, value: Any, kind: type) -> Any:
-    if key == "aggregates":
+    if key in ("aggregates", "traits") and kind is list:
         return _names(label, key, value)
     if value is None and kind in (str, dict) and key not in ("name", "host", "policy"):
         return None if key in ("disabled_reason", "bmc", "usage") else kind()

@@ -10,7 +10,10 @@ The keys of [zones], and which one a host gets (the first rule that applies wins
 2. 'aggregate:NAME', the first such key in config order whose Nova host aggregate NAME holds
    the host (Host.aggregates, read from os-aggregates or the scenario);
 3. 'default';
-4. the paper's 24x2.0,35x8.0.
+4. none: the host's zones are the cloud's own, its dedicated (PCPU) and shared (VCPU)
+   Placement inventories, and a host without PCPU is one zone, its whole capacity.
+
+A spec may also be a preset name: 'paper' is the paper's ALTO split, 24x2.0,35x8.0.
 
 Globs and aggregate names are case-sensitive, as Nova's names are (the config keeps the case
 of [zones] keys); the words 'default' and 'aggregate:' are not.
@@ -25,7 +28,8 @@ import numpy as np
 
 from consolidator.model import Cluster, Host
 
-DEFAULT_SPEC = "24x2.0,35x8.0"
+#: Named zone specs: [zones] default = paper gives the split of paper 004's ALTO cloud.
+PRESETS = {"paper": "24x2.0,35x8.0"}
 #: The prefix of a [zones] key that names a host aggregate instead of a host-name glob.
 AGGREGATE_PREFIX = "aggregate:"
 
@@ -33,10 +37,13 @@ ZoneSpec = tuple[tuple[float, bool, float], tuple[float, bool, float]]
 
 
 def parse_zone_spec(text: str) -> ZoneSpec:
-    """Parse 'HQxRATIO,LQxRATIO'; counts may be percentages. ValueError says what is wrong."""
+    """Parse 'HQxRATIO,LQxRATIO' (counts may be percentages) or a preset name such as
+    'paper'. ValueError says what is wrong."""
+    text = PRESETS.get(text.strip().lower(), text)
     parts = [p.strip() for p in text.split(",")]
     if len(parts) != 2:
-        raise ValueError("expected 'HQ_CPUSxRATIO,LQ_CPUSxRATIO', e.g. 24x2.0,35x8.0")
+        raise ValueError("expected 'HQ_CPUSxRATIO,LQ_CPUSxRATIO', e.g. 24x2.0,35x8.0, or "
+                         "a preset: paper")
     zones = []
     for part in parts:
         count, sep, ratio = part.lower().partition("x")
@@ -70,7 +77,7 @@ class ZoneRules:
     def __init__(self, section: Mapping[str, str]) -> None:
         self.globs: list[tuple[str, ZoneSpec]] = []
         self.aggregates: list[tuple[str, ZoneSpec]] = []
-        self.default = parse_zone_spec(DEFAULT_SPEC)
+        self.default: ZoneSpec | None = None
         for key, value in section.items():
             spec = parse_zone_spec(value)
             if key.lower() == "default":
@@ -80,8 +87,8 @@ class ZoneRules:
             else:
                 self.globs.append((key, spec))
 
-    def spec_for(self, host: Host) -> ZoneSpec:
-        """The zone spec of one host: glob, then aggregate, then default."""
+    def spec_for(self, host: Host) -> ZoneSpec | None:
+        """The zone spec of one host: glob, then aggregate, then default; None: the cloud's."""
         for pattern, spec in self.globs:
             if fnmatch.fnmatchcase(host.name, pattern):
                 return spec
@@ -103,8 +110,14 @@ def zone_row(host: Host, spec: ZoneSpec) -> tuple[float, float, float, float]:
     return (hq_cpus, hq_ratio, lq_cpus, lq_ratio)
 
 
-def zones_for_cluster(cluster: Cluster, section: Mapping[str, str]) -> np.ndarray:
-    """(H, 4) [hq_cpus, hq_ratio, lq_cpus, lq_ratio] per host, by the precedence above."""
+def zones_for_cluster(cluster: Cluster, section: Mapping[str, str]) -> np.ndarray | None:
+    """(H, 4) [hq_cpus, hq_ratio, lq_cpus, lq_ratio] per host, by the precedence above; NaN
+    rows for hosts no rule names, and None when [zones] has no rule at all (the cloud's
+    own zones everywhere)."""
     rules = ZoneRules(section)
-    rows = [zone_row(host, rules.spec_for(host)) for host in cluster.hosts]
+    if rules.default is None and not rules.globs and not rules.aggregates:
+        return None
+    nan = (np.nan,) * 4
+    rows = [zone_row(host, spec) if (spec := rules.spec_for(host)) is not None else nan
+            for host in cluster.hosts]
     return np.array(rows, dtype=np.float64).reshape(len(cluster.hosts), 4)

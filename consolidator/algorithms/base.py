@@ -21,8 +21,10 @@ from consolidator.registry import Registry
 class Problem:
     """A consolidation problem in array form (H hosts, I instances, R resources).
 
-    capacity/demand have at least the Placement columns (vcpus, memory_mb, disk_gb); an
-    algorithm may add columns of its own (zones) with ``with_resources``.
+    capacity/demand hold every Placement class of the cluster (VCPU, MEMORY_MB, DISK_GB, then
+    PCPU, VGPU, CUSTOM_*), then the compatibility columns that make traits and inventory
+    units capacity (constraints.compatibility_columns); an algorithm may add columns of its
+    own (zones) with ``with_resources``. Packing over every column honours all of them.
     """
 
     cluster: Cluster

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -189,10 +190,12 @@ class PackingState:
             return default
         return ranking.choose(self, item, feasible)
 
-    def try_empty(self, host: int, pick: PickFunc, stop: int | None = None) -> bool:
+    def try_empty(self, host: int, pick: PickFunc, stop: int | None = None,
+                  order: Callable[[int], Any] | None = None) -> bool:
         """Move every instance off a host, choosing targets with pick; all or nothing.
 
-        With stop, only the first `stop` hosts are offered as targets.
+        With stop, only the first `stop` hosts are offered as targets. The instances go in
+        the order of the key `order` (default: the largest single demand first).
         """
         items = self.items_on(host)
         if not items or not self.problem.emptiable[host]:
@@ -200,7 +203,7 @@ class PackingState:
         was_open = bool(self.open[host])
         self.close(host)
         start = self.mark()
-        for item in sorted(items, key=lambda i: -float(self.demand[i].max())):
+        for item in sorted(items, key=order or (lambda i: -float(self.demand[i].max()))):
             feasible = self.prefer_soft(item, self.feasible(item, stop))
             target = pick(item, feasible) if feasible.any() else -1
             if target < 0:

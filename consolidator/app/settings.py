@@ -46,7 +46,9 @@ def algorithm_options(config: Config, algorithm: str, cluster: Cluster,
     """Options for an algorithm: what the config says for it, then the command line's."""
     options: dict[str, Any] = {}
     if algorithm == "zoned-bestfit":
-        options["zones"] = zones_for_cluster(cluster, config.section("zones"))
+        zones = zones_for_cluster(cluster, config.section("zones"))
+        if zones is not None:
+            options["zones"] = zones
     options.update(extra)
     return options
 

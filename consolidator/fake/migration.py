@@ -127,16 +127,19 @@ def destination_problem(state: CloudState, server: ServerRecord, dest: HostRecor
     if not forced and dest.status != "enabled":
         return f"No valid host was found. Host {dest.compute_host} is disabled."
     capacity = dest.capacity()
-    limits = (dest.model.vcpus, dest.model.memory_mb, dest.model.disk_gb)
-    for name, used, want, cap, limit in zip(("VCPU", "MEMORY_MB", "DISK_GB"), dest.used,
-                                            server.resources, capacity, limits,
-                                            strict=True):
-        if want > limit or used + want > cap:
+    for name, used, want, cap, limit in zip(dest.classes, dest.used, server.resources,
+                                            capacity, dest.max_units(), strict=True):
+        if want and (want > limit or used + want > cap):
             return (f"Unable to move instance {server.id} to host {dest.compute_host}. "
                     f"There is not enough capacity on the host for the instance "
                     f"({name}: {used} used + {want} requested > {cap:g}).")
     if forced:
         return None
+    missing = [t for t in server.model.required_traits if t not in dest.model.traits]
+    present = [t for t in server.model.forbidden_traits if t in dest.model.traits]
+    if missing or present:
+        return (f"No valid host was found. Host {dest.compute_host} "
+                f"{'lacks trait ' + missing[0] if missing else 'has trait ' + present[0]}.")
     for group in state.groups_of.get(server.id, ()):
         others = {state.servers[m].host for m in group.members if m != server.id}
         others |= {m.dest for m in state.migrations

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from consolidator.model import Cluster, Host, Instance, ServerGroup, stable_uuid
+from consolidator.model import CLASSIC_CLASSES, Cluster, Host, Instance, ServerGroup, stable_uuid
 
 #: Nova's vm_state and power_state for each server status the scenario may give.
 VM_STATES = {"ACTIVE": ("active", 1), "SHUTOFF": ("stopped", 4), "PAUSED": ("paused", 3),
@@ -55,8 +55,10 @@ class HostRecord:
     alive: bool
     up_at: float = 0.0
     generation: int = 1
+    #: The Placement classes of `used` and of every allocation, in column order.
+    classes: tuple[str, ...] = CLASSIC_CLASSES
     used: list[int] = field(default_factory=lambda: [0, 0, 0])
-    allocations: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    allocations: dict[str, tuple[int, ...]] = field(default_factory=dict)
     servers: dict[str, None] = field(default_factory=dict)
     updated_at: str = CREATED
 
@@ -70,17 +72,24 @@ class HostRecord:
         """The nova-compute host name (what live migration and `host=` filters use)."""
         return self.model.compute_host
 
-    def capacity(self) -> tuple[float, float, float]:
-        """Placement capacity per resource."""
-        return self.model.capacity
+    def capacity(self) -> tuple[float, ...]:
+        """Placement capacity per class."""
+        return self.model.capacity + tuple(self.model.capacity_of(rc)
+                                           for rc in self.classes[3:])
 
-    def allocate(self, consumer: str, resources: tuple[int, int, int]) -> None:
+    def max_units(self) -> tuple[float, ...]:
+        """The largest single allocation per class (Nova: the total for the classic ones)."""
+        m = self.model
+        return (m.vcpus, m.memory_mb, m.disk_gb) + tuple(
+            m.resources[rc]["max_unit"] if rc in m.resources else 0 for rc in self.classes[3:])
+
+    def allocate(self, consumer: str, resources: tuple[int, ...]) -> None:
         """Record a Placement allocation on this provider."""
         self.allocations[consumer] = resources
         self.used = [u + r for u, r in zip(self.used, resources, strict=True)]
         self.generation += 1
 
-    def release(self, consumer: str) -> tuple[int, int, int] | None:
+    def release(self, consumer: str) -> tuple[int, ...] | None:
         """Drop a consumer's allocation; return what it held."""
         resources = self.allocations.pop(consumer, None)
         if resources is not None:
@@ -104,6 +113,7 @@ class ServerRecord:
     project_id: str
     user_id: str
     updated: str = CREATED
+    classes: tuple[str, ...] = CLASSIC_CLASSES
 
     @property
     def id(self) -> str:
@@ -116,9 +126,9 @@ class ServerRecord:
         return self.model.name
 
     @property
-    def resources(self) -> tuple[int, int, int]:
-        """What the server claims in Placement: VCPU, MEMORY_MB, DISK_GB."""
-        return (self.flavor.vcpus, self.flavor.ram, self.flavor.disk)
+    def resources(self) -> tuple[int, ...]:
+        """What the server claims in Placement, per class of the cloud."""
+        return tuple(int(self.model.amount(rc)) for rc in self.classes)
 
 
 @dataclass
@@ -172,11 +182,13 @@ class CloudState:
         self._load(cluster)
 
     def _load(self, cluster: Cluster) -> None:
+        self.classes = cluster.resource_classes
         for i, host in enumerate(cluster.hosts):
             rec = HostRecord(model=host, index=i, service_id=stable_uuid("service", host.name),
                              status=host.status, disabled_reason=host.disabled_reason,
                              forced_down=False, power=host.power,
-                             alive=host.state == "up" and host.power != "off")
+                             alive=host.state == "up" and host.power != "off",
+                             classes=self.classes, used=[0] * len(self.classes))
             self.hosts[host.name] = rec
             self.by_compute_host[host.compute_host] = rec
             self.by_provider[host.id] = rec
@@ -188,7 +200,7 @@ class CloudState:
             rec = ServerRecord(model=inst, position=position, host=inst.host, status=status,
                                vm_state=vm_state, task_state=None, power_state=power_state,
                                flavor=flavor, project_id=inst.project_id or self.project_id,
-                               user_id=self.user_id)
+                               user_id=self.user_id, classes=self.classes)
             self.servers[inst.id] = rec
             self.server_list.append(rec)
             self.by_name.setdefault(inst.name, rec)

@@ -68,12 +68,15 @@ def snapshot_rows(snapshot_id: str, cluster: Cluster) -> list[tuple[Table, list[
     hosts = [{"snapshot_id": snapshot_id, "name": h.name, "position": pos, "host_id": h.id,
               **{c: getattr(h, c) for c in _HOST_COLUMNS},
               "bmc": dict(h.bmc) if h.bmc is not None else None,
-              "aggregates": list(h.aggregates)}
+              "aggregates": list(h.aggregates),
+              "resources": {rc: dict(inv) for rc, inv in h.resources.items()} or None,
+              "traits": list(h.traits) or None}
              for pos, h in enumerate(cluster.hosts)]
     instances = [{"snapshot_id": snapshot_id, "instance_id": i.id, "position": pos,
                   **{c: getattr(i, c) for c in _INSTANCE_COLUMNS},
                   "instance_metadata": dict(i.metadata),
                   "flavor_extra_specs": dict(i.flavor_extra_specs),
+                  "resources": dict(i.resources) or None,
                   "usage": dict(i.usage) if i.usage is not None else None}
                  for pos, i in enumerate(cluster.instances)]
     groups = [{"snapshot_id": snapshot_id, "group_id": g.id, "position": pos, "name": g.name,
@@ -107,10 +110,12 @@ def load_snapshot(engine: Engine, ref: str) -> Snapshot:
                                   .where(snapshot_server_groups.c.snapshot_id == snapshot_id)
                                   .order_by(snapshot_server_groups.c.position)).all()
     hosts = tuple(Host(name=r.name, id=r.host_id, aggregates=tuple(r.aggregates or ()),
+                       resources=r.resources or {}, traits=tuple(r.traits or ()),
                        **{c: getattr(r, c) for c in _HOST_COLUMNS})
                   for r in host_rows)
     instances = tuple(Instance(id=r.instance_id, metadata=r.instance_metadata or {},
                                flavor_extra_specs=r.flavor_extra_specs or {},
+                               resources=r.resources or {},
                                **{c: getattr(r, c) for c in _INSTANCE_COLUMNS})
                       for r in inst_rows)
     groups = tuple(ServerGroup(id=r.group_id, name=r.name, policy=r.policy,

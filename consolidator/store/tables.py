@@ -85,6 +85,8 @@ snapshot_hosts = Table(
     Column("disabled_reason", Text),
     Column("bmc", JSON),
     Column("aggregates", JSON),
+    Column("resources", JSON),
+    Column("traits", JSON),
 )
 
 snapshot_instances = Table(
@@ -103,6 +105,7 @@ snapshot_instances = Table(
     Column("flavor", String(255), nullable=False),
     Column("flavor_extra_specs", JSON, nullable=False),
     Column("usage", JSON),
+    Column("resources", JSON),
 )
 
 snapshot_server_groups = Table(

@@ -40,10 +40,18 @@ def test_precedence(name: str, aggregates: tuple[str, ...], expected: str) -> No
     assert ZoneRules(SECTION).spec_for(host(name, *aggregates)) == parse_zone_spec(expected)
 
 
-def test_without_default_the_papers_zones_apply() -> None:
+def test_without_a_rule_the_clouds_own_zones_apply() -> None:
+    """No rule names the host: its zones are its PCPU and VCPU inventories (no split);
+    the paper's split is a preset that must be asked for."""
     rules = ZoneRules({"aggregate:gpu": "1x1,1x1"})
-    assert rules.spec_for(host("n", "fast")) == PAPER
-    assert ZoneRules({}).spec_for(host("n")) == PAPER
+    assert rules.spec_for(host("n", "fast")) is None
+    assert ZoneRules({}).spec_for(host("n")) is None
+    assert zones_for_cluster(Cluster(hosts=(host("n"),)), {}) is None
+    rows = zones_for_cluster(Cluster(hosts=(host("a", "gpu"), host("b"))), {"aggregate:gpu":
+                                                                           "1x1,1x1"})
+    assert rows is not None and np.isnan(rows[1]).all() and not np.isnan(rows[0]).any()
+    assert ZoneRules({"default": "paper"}).spec_for(host("n")) == PAPER
+    assert parse_zone_spec("Paper") == PAPER
 
 
 def test_aggregate_names_are_case_sensitive() -> None:
