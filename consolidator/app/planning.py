@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -9,7 +10,8 @@ from consolidator.algorithms.base import get_algorithm
 from consolidator.app.context import AppContext
 from consolidator.app.settings import algorithm_options, settings_from_config
 from consolidator.constraints import UsageModel
-from consolidator.plan import PlanDraft, StoredPlan
+from consolidator.model import Cluster
+from consolidator.plan import Move, PlanDraft, StoredPlan
 from consolidator.planner import plan_cluster
 from consolidator.rankings import get_ranking
 from consolidator.store.plans import save_plan
@@ -70,3 +72,23 @@ def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Stor
     draft = draft_plan(ctx, snapshot, request)
     return save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
                      snapshot_id=snapshot.info.id)
+
+
+def check_live(ctx: AppContext, plan: StoredPlan, cluster: Cluster) -> dict[str, str]:
+    """Ask the live Placement about every move of a plan, as the executor will before each
+    wave: per destination, all the instances the plan sends there. Instance name -> why
+    Placement would refuse it (empty: every move passes)."""
+    from consolidator import placement
+    from consolidator.executor import demand_of
+
+    conn = ctx.connect(ctx.cloud_name or plan.cloud)
+    arriving: dict[str, list[Move]] = defaultdict(list)
+    for move in plan.draft.migrations:
+        arriving[move.destination].append(move)
+    names = {m.instance_id: m.instance_name for m in plan.draft.migrations}
+    refused: dict[str, str] = {}
+    for dest, moves in arriving.items():
+        found = placement.refusals(conn, cluster.hosts[cluster.host_index[dest]].id,
+                                   [demand_of(cluster, m) for m in moves])
+        refused.update({names[i]: f"destination {dest}: {why}" for i, why in found.items()})
+    return refused

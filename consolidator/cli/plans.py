@@ -10,11 +10,13 @@ import click
 
 from consolidator.algorithms.base import ALGORITHMS
 from consolidator.app.context import AppContext
-from consolidator.app.planning import PlanRequest, make_plan, validate_request
+from consolidator.app.planning import PlanRequest, check_live, make_plan, validate_request
 from consolidator.app.plans import change_status, list_plans, show_plan
 from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
 from consolidator.cli.context import FORMAT, pass_app
-from consolidator.plan import STATES
+from consolidator.errors import ConsolidatorError
+from consolidator.model import Cluster
+from consolidator.plan import STATES, StoredPlan
 from consolidator.rankings import RANKINGS
 from consolidator.render import table
 from consolidator.render.plan import render_plan
@@ -51,12 +53,15 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("-o", "--option", "raw_options", multiple=True, metavar="KEY=VALUE",
               help="Algorithm or ranking option, e.g. bin=8x8x6, assign=false, "
                    "prime_resource=memory_mb, weights=1,0,-2.")
+@click.option("--check-live", is_flag=True,
+              help="Then ask the live cloud's Placement about every move, as apply will "
+                   "before each wave, and list the moves it would refuse (exit 1 if any).")
 @FORMAT
 @click.pass_context
 def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                snapshot_ref: str | None, scenario: str | None, spare: int | None, light: bool,
                capacity_model: str | None, confidence: float | None,
-               raw_options: tuple[str, ...], fmt: str) -> None:
+               raw_options: tuple[str, ...], check_live: bool, fmt: str) -> None:
     """Make a migration plan, store it as proposed and print it for review.
 
     Without --snapshot or --scenario it snapshots the live cloud first. A new plan supersedes
@@ -88,6 +93,21 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     else:
         click.echo(render_plan(stored, snap.cluster))
         click.echo(f"(planned in {elapsed:.2f} s)", err=True)
+    if check_live:
+        _check_live(app, stored, snap.cluster)
+
+
+def _check_live(app: AppContext, stored: StoredPlan, cluster: Cluster) -> None:
+    refused = check_live(app, stored, cluster)
+    if not refused:
+        click.echo(f"live check: Placement takes all {len(stored.draft.migrations)} "
+                   f"migrations of plan {stored.id}", err=True)
+        return
+    for name, why in refused.items():
+        click.echo(f"  refused: {name}: {why}", err=True)
+    raise ConsolidatorError(f"live check: Placement would refuse {len(refused)} of the "
+                            f"{len(stored.draft.migrations)} migrations of plan {stored.id} "
+                            f"(listed above): re-plan from a fresh snapshot")
 
 
 @plan_group.command("show")
