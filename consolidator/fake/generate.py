@@ -15,9 +15,10 @@ FLAVORS = [("m1.tiny", 1, 1024, 10, 20), ("m1.small", 1, 2048, 20, 25),
            ("c1.xlarge", 16, 16384, 80, 2)]
 
 
-def generate(hosts: int, per_host: float = 10.0, seed: int = 1, fill: float = 0.5
-             ) -> dict[str, Any]:
-    """A scenario of `hosts` mixed hosts with about `per_host` instances each.
+def generate(hosts: int, per_host: float = 10.0, seed: int = 1, fill: float = 0.5,
+             models: list[tuple[int, int, int, float]] | None = None) -> dict[str, Any]:
+    """A scenario of `hosts` hosts of the given models (default: five mixed ones) with about
+    `per_host` instances each.
 
     Instances go to random hosts that still have room, so no host starts over capacity; `fill`
     caps how full (fraction of the tightest resource) any host gets.
@@ -26,7 +27,7 @@ def generate(hosts: int, per_host: float = 10.0, seed: int = 1, fill: float = 0.
     doc: dict[str, Any] = {"name": f"synthetic-{hosts}", "hosts": [], "instances": []}
     free = []
     for n in range(hosts):
-        vcpus, mem, disk, ratio = rng.choice(HOST_MODELS)
+        vcpus, mem, disk, ratio = rng.choice(models or HOST_MODELS)
         doc["hosts"].append({"name": f"cmp{n:05d}", "vcpus": vcpus, "memory_mb": mem,
                              "disk_gb": disk, "cpu_allocation_ratio": ratio})
         free.append([vcpus * ratio * fill, mem * fill, disk * fill])
