@@ -27,6 +27,7 @@ from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.nova import Nova, ServerState
 from consolidator.plan import Move, StoredPlan
+from consolidator.power_off import GuardedPowerOff
 from consolidator.store import journal
 from consolidator.store.leases import acquire, acquire_or_raise, make_holder, release
 from consolidator.store.plans import set_status
@@ -77,6 +78,8 @@ class Executor:
         self.engine, self.nova, self.cloud = engine, nova, cloud
         self.cluster, self.settings, self.power, self.report = cluster, settings, power, report
         self.hosts = {h.name: h for h in cluster.hosts}
+        self.guarded = GuardedPowerOff(engine, nova, cloud, report, settings.power_timeout,
+                                         dry_run=settings.dry_run)
         self.stop = threading.Event()
         self.holder = make_holder()
         self._blocked: dict[str, str] = {}       # source host -> why it is left alone
@@ -288,6 +291,8 @@ class Executor:
             self.report(f"  power on {name}")
             try:
                 driver.power_on(timeout=self.settings.power_timeout)
+                if service.get("forced_down"):
+                    self.nova.force_down(host.compute_host, False)
                 self._await_service_up(host.compute_host)
             except ConsolidatorError as exc:
                 journal.finish(self.engine, entry, journal.FAILED, str(exc))
@@ -332,66 +337,17 @@ class Executor:
                 outcome.left_on[host] = reason
 
     def _power_off_host(self, plan: StoredPlan, name: str) -> str | None:
-        """Disable and power off one emptied host, re-checking right before each step."""
+        """Disable and power off one emptied host through the one guarded path."""
         host = self.hosts[name]
         driver = self.power(name)
         if driver is None:
             return self._note(plan, "power_off", name, journal.SKIPPED,
                               "no BMC is configured for it in the BMC file")
-        servers = self.nova.servers_on(host.compute_host)
-        if servers:
-            return self._note(plan, "power_off", name, journal.SKIPPED,
-                              f"{len(servers)} servers are still on it")
-        if self.settings.dry_run:
-            self.report(f"  would disable nova-compute on {name} and power it off")
-            return None
-        reason = f"consolidator: emptied by plan {plan.id} for power-off"
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id, action="disable",
-                              target=name, params={"reason": reason})
-        try:
-            self.nova.set_service(host.compute_host, enabled=False, reason=reason)
-        except ConsolidatorError as exc:
-            journal.finish(self.engine, entry, journal.FAILED, str(exc))
-            return str(exc)
-        journal.finish(self.engine, entry, journal.SUCCEEDED, "disabled")
-        problem = self._power_preconditions(plan, name, reason)
-        if problem is not None:
-            self._reenable(plan, name, problem)
-            return self._note(plan, "power_off", name, journal.SKIPPED, problem)
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id,
-                              action="power_off", target=name, params={"driver": "bmc"})
-        self.report(f"  power off {name}")
-        try:
-            state = driver.power_off(graceful=True, timeout=self.settings.power_timeout)
-        except ConsolidatorError as exc:
-            journal.finish(self.engine, entry, journal.FAILED, str(exc))
-            return str(exc)
-        journal.finish(self.engine, entry, journal.SUCCEEDED, f"power {state}")
-        return None
-
-    def _power_preconditions(self, plan: StoredPlan, name: str, reason: str) -> str | None:
-        """All three, read live right before the power call: no servers, disabled for this
-        plan, and named by the plan."""
-        host = self.hosts[name]
         if name not in plan.draft.power_off:
-            return "the plan does not power it off"
-        servers = self.nova.servers_on(host.compute_host)
-        if servers:
-            return f"{len(servers)} servers appeared on it"
-        service = self.nova.services().get(host.compute_host) or {}
-        if service.get("status") != "disabled" or plan.id not in (
-                service.get("disabled_reason") or ""):
-            return "its nova-compute is not disabled for this plan"
-        return None
-
-    def _reenable(self, plan: StoredPlan, name: str, why: str) -> None:
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id, action="enable",
-                              target=name, params={"why": why})
-        try:
-            self.nova.set_service(self.hosts[name].compute_host, enabled=True)
-            journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled again")
-        except ConsolidatorError as exc:
-            journal.finish(self.engine, entry, journal.FAILED, str(exc))
+            return self._note(plan, "power_off", name, journal.SKIPPED,
+                              "the plan does not power it off")
+        return self.guarded.run(plan.id, host, driver,
+                                  f"consolidator: emptied by plan {plan.id} for power-off")
 
     def _note(self, plan: StoredPlan, action: str, target: str, state: str,
               result: str) -> str:

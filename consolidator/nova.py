@@ -25,6 +25,10 @@ from consolidator.errors import CloudError
 
 #: Microversion of the live-migration POST (block_migration "auto" needs 2.25; 2.30 adds force).
 LIVE_MIGRATION_MICROVERSION = "2.30"
+#: Migration statuses after which nothing more happens to a migration record ('finished' is
+#: a resize awaiting confirmation, so it is not final).
+FINAL_MIGRATION_STATUSES = frozenset({"completed", "confirmed", "reverted", "error", "failed",
+                                      "cancelled", "done"})
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,36 @@ class Nova:
                     body["disabled_reason"] = reason or "consolidator"
                 response = self.conn.compute.put(f"/os-services/{action}", json=body,
                                                  microversion=self.mv)
+        if response.status_code >= 400:
+            raise CloudError(f"{doing} failed (HTTP {response.status_code}): "
+                             f"{error_text(response)}")
+
+    def unfinished_migrations(self, compute_host: str) -> list[dict[str, Any]]:
+        """Migration records (live, resize, evacuation) with the host as source or destination
+        that are not final: a move into or out of it, or a resize still to be confirmed."""
+        with cloud_errors(self.conn, f"listing the migrations of {compute_host}"):
+            records = list(paged(self.conn.compute, "/os-migrations", "migrations",
+                                 microversion=self.mv, limit=None,
+                                 params={"host": compute_host}))
+        return [r for r in records if r.get("status") not in FINAL_MIGRATION_STATUSES
+                and compute_host in (r.get("source_compute"), r.get("dest_compute"))]
+
+    def force_down(self, compute_host: str, down: bool) -> None:
+        """Mark a host's nova-compute forced down (a fenced host), or clear the mark."""
+        service = self.services().get(compute_host)
+        if service is None:
+            raise CloudError(f"no nova-compute service on host {compute_host}")
+        doing = f"{'setting' if down else 'clearing'} forced_down of nova-compute on " \
+                f"{compute_host}"
+        with cloud_errors(self.conn, doing):
+            if self.version and self.version >= (2, 53):
+                response = self.conn.compute.put(f"/os-services/{service['id']}",
+                                                 json={"forced_down": down},
+                                                 microversion=self.mv)
+            else:
+                response = self.conn.compute.put(
+                    "/os-services/force-down", microversion="2.11",
+                    json={"host": compute_host, "binary": "nova-compute", "forced_down": down})
         if response.status_code >= 400:
             raise CloudError(f"{doing} failed (HTTP {response.status_code}): "
                              f"{error_text(response)}")

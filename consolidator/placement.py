@@ -92,6 +92,18 @@ def _merge(tree: ProviderTree, body: Mapping[str, Any]) -> None:
 def room(conn: Connection, provider: str) -> dict[str, float]:
     """Free capacity of a compute node's provider tree per class: (total - reserved) x ratio
     minus what is used."""
+    tree = _tree_usage(conn, provider)
+    return {rc: (inv["total"] - inv["reserved"]) * inv["allocation_ratio"]
+            - tree.usages.get(rc, 0.0) for rc, inv in tree.inventories.items()}
+
+
+def usage(conn: Connection, provider: str) -> dict[str, float]:
+    """What is allocated on a compute node's provider tree, per class (non-zero ones)."""
+    return {rc: n for rc, n in _tree_usage(conn, provider).usages.items() if n}
+
+
+def _tree_usage(conn: Connection, provider: str) -> ProviderTree:
+    """The inventories and usages of a provider and its nested providers."""
     tree = ProviderTree(uuid=provider, name=provider, members=[provider])
     with cloud_errors(conn, f"reading Placement for {provider}"):
         children = get_json(conn.placement, f"/resource_providers?in_tree={provider}",
@@ -102,8 +114,7 @@ def room(conn: Connection, provider: str) -> dict[str, float]:
                                          microversion=PLACEMENT_MICROVERSION)
                           if what in ("inventories", "usages") else {}
                           for what in ("inventories", "usages", "traits", "allocations")})
-    return {rc: (inv["total"] - inv["reserved"]) * inv["allocation_ratio"]
-            - tree.usages.get(rc, 0.0) for rc, inv in tree.inventories.items()}
+    return tree
 
 
 def candidates(conn: Connection, provider: str, resources: Mapping[str, float],

@@ -1,45 +1,104 @@
-"""One host's power through its BMC, from the command line: the guarded path.
+"""One host's power through its BMC, from the command line.
 
-Power-off is refused while any server (any project, any state) is on the host, and the
-servers are read again right before the call.
+Power-off goes through the same guarded path as a plan's (consolidator.power_off): the name
+is mapped to one Nova compute host, the executor lease of the cloud is taken so that no plan
+runs meanwhile, the service is disabled with a reason, the host is re-checked empty to Nova
+and Placement, and the power-off is journaled, verified and fenced. Outside a plan it needs
+--force; the checks are never skipped.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from consolidator.app.context import AppContext
+from consolidator.app.settings import executor_settings
+from consolidator.app.snapshots import read_cloud
 from consolidator.errors import ConsolidatorError, UsageError
+from consolidator.model import Cluster, Host
 from consolidator.nova import Nova
+from consolidator.power_off import GuardedPowerOff
+from consolidator.store.leases import acquire_or_raise, make_holder, release
+
+#: The reason written on a host powered off by 'hosts power off --force'.
+OPERATOR_REASON = "consolidator: powered off by an operator (hosts power off --force)"
 
 
-def _driver(ctx: AppContext, host: str):  # noqa: ANN202 - a PowerDriver
-    driver = ctx.power_lookup()(host)
+def resolve_host(cluster: Cluster, name: str) -> Host:
+    """The one host a name means: its hypervisor hostname or its nova-compute host, else the
+    hypervisor hostname's first label. UsageError when none or several match."""
+    exact = [h for h in cluster.hosts if name in (h.name, h.compute_host)]
+    found = exact or [h for h in cluster.hosts if h.name.split(".")[0] == name]
+    if not found:
+        raise UsageError(f"no compute host is named {name!r}: see 'consolidator hosts list'")
+    if len(found) > 1:
+        raise UsageError(f"{name!r} names {len(found)} compute hosts "
+                         f"({', '.join(h.name for h in found)}): give the full name")
+    return found[0]
+
+
+def _driver(ctx: AppContext, host: Host):  # noqa: ANN202 - a PowerDriver
+    lookup = ctx.power_lookup()
+    driver = lookup(host.name) or lookup(host.compute_host)
     if driver is None:
-        raise UsageError(f"host {host!r} is not in the BMC file")
+        raise UsageError(f"host {host.name!r} is not in the BMC file")
     return driver
 
 
-def power_status(ctx: AppContext, host: str) -> str:
+def power_status(ctx: AppContext, name: str) -> str:
     """The host's power as its BMC reports it."""
-    return _driver(ctx, host).power_state()
+    return _driver(ctx, resolve_host(read_cloud(ctx).cluster, name)).power_state()
 
 
-def power_on(ctx: AppContext, host: str) -> str:
-    """Power the host on; the state its BMC then reports."""
-    return _driver(ctx, host).power_on()
-
-
-def power_off(ctx: AppContext, host: str, confirm: Callable[[str], bool]) -> str:
-    """Power an empty host off, after confirm(question); the state its BMC then reports."""
-    driver = _driver(ctx, host)
+def power_on(ctx: AppContext, name: str) -> str:
+    """Power the host on; clear its forced-down mark, wait for nova-compute, and enable it
+    again if consolidator disabled it. The state its BMC then reports."""
+    host = resolve_host(read_cloud(ctx).cluster, name)
+    state = _driver(ctx, host).power_on()
     nova = Nova(ctx.connect())
-    servers = nova.servers_on(host)
-    if servers:
-        raise ConsolidatorError(f"refusing to power off {host}: {len(servers)} servers are on "
-                                f"it (migrate them first, e.g. with a plan)")
-    if not confirm(f"power off {host}?"):
+    service = nova.services().get(host.compute_host) or {}
+    if service.get("forced_down"):
+        nova.force_down(host.compute_host, False)
+    timeout = executor_settings(ctx.config).power_timeout
+    deadline = time.monotonic() + timeout
+    while (nova.services().get(host.compute_host) or {}).get("state") != "up":
+        if time.monotonic() > deadline:
+            raise ConsolidatorError(f"{host.name} is on, but its nova-compute did not come up "
+                                    f"within {timeout:.0f} s: it stays disabled")
+        time.sleep(1.0)
+    if service.get("status") == "disabled" and \
+            (service.get("disabled_reason") or "").startswith("consolidator:"):
+        nova.set_service(host.compute_host, enabled=True)
+    return state
+
+
+def power_off(ctx: AppContext, name: str, *, force: bool,
+              confirm: Callable[[str], bool]) -> str:
+    """Power an empty host off outside a plan, through the guarded path; the BMC's state."""
+    if not force:
+        raise UsageError("powering a host off outside a plan needs --force (the same checks "
+                         "as a plan's still run); or make a plan with 'consolidator plan'")
+    host = resolve_host(read_cloud(ctx).cluster, name)
+    driver = _driver(ctx, host)
+    conn = ctx.connect()
+    nova = Nova(conn)
+    settings = executor_settings(ctx.config)
+    engine = ctx.engine()
+    cloud = ctx.cloud_name or "default"
+    guarded = GuardedPowerOff(engine, nova, cloud, ctx.report, settings.power_timeout)
+    problem = guarded.not_empty(host)
+    if problem is not None:
+        raise ConsolidatorError(f"refusing to power off {host.name}: {problem}")
+    if not confirm(f"power off {host.name}?"):
         raise UsageError("not confirmed")
-    if nova.servers_on(host):  # re-read right before the destructive call
-        raise ConsolidatorError(f"refusing to power off {host}: servers appeared on it")
-    return driver.power_off(graceful=True)
+    lease, holder = f"executor:{cloud}", make_holder()
+    acquire_or_raise(engine, lease, holder, settings.lease_ttl,
+                     f"an executor for cloud {cloud!r}")
+    try:
+        problem = guarded.run(None, host, driver, OPERATOR_REASON)
+    finally:
+        release(engine, lease, holder)
+    if problem is not None:
+        raise ConsolidatorError(f"refusing to power off {host.name}: {problem}")
+    return driver.power_state()

@@ -38,13 +38,18 @@ def hosts_list(app: AppContext, bmc_file: str | None, fmt: str) -> None:
 @click.argument("action", type=click.Choice(["status", "on", "off"]))
 @click.argument("host")
 @click.option("--yes", is_flag=True, help="Do not ask before powering off.")
+@click.option("--force", is_flag=True,
+              help="Power off outside a plan (needed for 'off'; the checks still run).")
 @BMC_FILE
 @pass_app
-def hosts_power(app: AppContext, action: str, host: str, yes: bool,
+def hosts_power(app: AppContext, action: str, host: str, yes: bool, force: bool,
                 bmc_file: str | None) -> None:
     """Read or change one host's power through its BMC.
 
-    Power-off is refused while any server (any project, any state) is on the host.
+    HOST is its hypervisor hostname or its nova-compute host. Power-off takes the cloud's
+    executor lease, disables the service, and is refused while any server (any project, any
+    state), unfinished migration or Placement allocation is on the host; the host is then
+    marked forced down. Power-on clears that mark and enables a host consolidator disabled.
     """
     app.bmc_file = bmc_file
     if action == "status":
@@ -53,8 +58,9 @@ def hosts_power(app: AppContext, action: str, host: str, yes: bool,
         click.echo(f"{host}: {power.power_on(app, host)}")
     else:
         click.echo(f"{host}: " + power.power_off(
-            app, host, lambda question: yes or click.confirm(question, default=False,
-                                                             abort=True)))
+            app, host, force=force,
+            confirm=lambda question: yes or click.confirm(question, default=False,
+                                                          abort=True)))
 
 
 @click.command("journal")

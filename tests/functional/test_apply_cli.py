@@ -100,8 +100,10 @@ def test_snapshot_plan_apply_hosts_rollback(fast: Operator) -> None:
     assert listed.code == 0, listed.err
     power = {h["host"]: h["power"] for h in json.loads(listed.out)}
     assert power["c3"] == "off" and power["c4"] == "off" and power["c1"] == "on"
-    refused = fast("hosts", "power", "off", "c1", "--yes")
-    assert refused.code == 1 and "servers are on it" in refused.err
+    unforced = fast("hosts", "power", "off", "c1", "--yes")
+    assert unforced.code == 2 and "needs --force" in unforced.err
+    refused = fast("hosts", "power", "off", "c1", "--yes", "--force")
+    assert refused.code == 1 and "servers are still on it" in refused.err
     back = fast("rollback", snap.out.strip(), "--yes")
     assert back.code == 0, back.out + back.err
     assert fast.where() == before

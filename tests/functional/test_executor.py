@@ -110,10 +110,10 @@ def test_plan_runs_to_hosts_powered_off(bed: Bed) -> None:
         assert bed.cloud.power(host) == "off"
     services = {s.host: s for s in bed.cloud.connect().compute.services()}
     assert services["c3"].status == "disabled" and plan.id in services["c3"].disabled_reason
-    assert services["c3"].state == "down"
+    assert services["c3"].state == "down" and services["c3"].is_forced_down
     rows = states(bed, plan)
     assert [r for r in rows if r[2] != journal.SUCCEEDED] == []
-    assert {r[0] for r in rows} == {"migrate", "disable", "power_off"}
+    assert {r[0] for r in rows} == {"migrate", "disable", "power_off", "force_down"}
     bed.assert_safe()
 
 

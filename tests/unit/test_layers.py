@@ -17,7 +17,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "consolidator"
 CORE = {"algorithms", "rankings", "render", "simulate", "model", "constraints", "checker",
         "planner", "plan", "journal_entry", "zones", "padding", "scenario", "registry",
         "errors", "config", "report", "rollback"}
-ADAPTERS = {"cloud", "inventory", "nova", "placement", "telemetry", "metrics", "executor", "power",
+ADAPTERS = {"cloud", "inventory", "nova", "placement", "power_off", "telemetry", "metrics",
+            "executor", "power",
             "store", "fake"}
 APP = {"app"}
 TOP = {"cli", "daemon", "demo", "__main__", "__init__"}

@@ -1,0 +1,101 @@
+"""The one guarded power-off path: 'hosts power off' and the executor, on the fake cloud.
+
+Each test reproduces a way the review of issue 14 hurt a cloud: a host named differently in
+Nova's hypervisor list and its services, a live migration still running into a host being
+powered off, and Placement still holding resources on an 'empty' host."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from consolidator.app.power import OPERATOR_REASON
+from consolidator.nova import Nova
+from consolidator.power_off import GuardedPowerOff
+from consolidator.store import journal
+from consolidator.store.db import make_engine
+from tests.functional.served import served_cloud
+from tests.functional.test_apply_cli import Operator, operator_for
+from tests.functional.test_executor import Bed, bed  # noqa: F401 - the fixture
+
+
+def fqdn_scenario() -> dict:
+    """Hypervisors named c1.example.org and c2.example.org, their services c1 and c2."""
+    hosts = [{"name": f"c{n}.example.org", "compute_host": f"c{n}", "vcpus": 16,
+              "memory_mb": 65536, "disk_gb": 1000, "bmc": {"driver": "redfish"}}
+             for n in (1, 2)]
+    instances = [{"name": "busy", "host": "c1.example.org", "vcpus": 2, "memory_mb": 1024,
+                  "disk_gb": 20}]
+    return {"hosts": hosts, "instances": instances,
+            "settings": {"service_up_delay_s": 0.2, "bmc_graceful_delay_s": 0.1}}
+
+
+@pytest.fixture
+def fqdn(tmp_path: Path) -> Iterator[Operator]:
+    with served_cloud(fqdn_scenario(), tmp_path) as served:
+        yield operator_for(served, tmp_path)
+
+
+def test_hosts_power_off_refuses_a_host_with_an_active_instance(fqdn: Operator) -> None:
+    """Defect 1: the BMC file's (hypervisor) name went into Nova's host filter, which takes
+    the service host, found no server, and cut the power. Both names now mean the host."""
+    for name in ("c1.example.org", "c1"):
+        refused = fqdn("hosts", "power", "off", name, "--yes", "--force")
+        assert refused.code == 1, refused.out + refused.err
+        assert "refusing to power off c1.example.org: 1 servers are still on it" in refused.err
+    assert fqdn.where()["power:c1.example.org"] == "on"
+    unknown = fqdn("hosts", "power", "off", "c9", "--yes", "--force")
+    assert unknown.code == 2 and "no compute host is named 'c9'" in unknown.err
+
+
+def test_hosts_power_off_takes_the_guarded_path_and_power_on_undoes_it(fqdn: Operator
+                                                                       ) -> None:
+    done = fqdn("hosts", "power", "off", "c2", "--yes", "--force")
+    assert done.code == 0, done.err
+    assert fqdn.where()["power:c2.example.org"] == "off"
+    state = fqdn.served.state()["hosts"]["c2.example.org"]
+    assert state["status"] == "disabled" and state["disabled_reason"] == OPERATOR_REASON
+    rows = journal.entries(make_engine(fqdn.db_url))
+    assert [(e.action, e.target, e.state) for e in rows] == [
+        ("disable", "c2.example.org", journal.SUCCEEDED),
+        ("power_off", "c2.example.org", journal.SUCCEEDED),
+        ("force_down", "c2.example.org", journal.SUCCEEDED)]
+    back = fqdn("hosts", "power", "on", "c2.example.org")
+    assert back.code == 0, back.err
+    state = fqdn.served.state()["hosts"]["c2.example.org"]
+    assert (state["power"], state["status"], state["state"]) == ("on", "enabled", "up")
+
+
+def test_no_power_off_while_a_live_migration_runs_into_the_host(bed: Bed) -> None:  # noqa: F811
+    """Defect 2: during a live migration Nova keeps the instance on its source, so 'no
+    server on the host' held for a host a migration was still filling."""
+    plan = bed.plan()
+    assert "c5" in plan.draft.power_off
+    bed.cloud.add_fault({"type": "migration_hangs", "instance": "vm-1-0"})
+    conn = bed.cloud.connect()
+    arriving = next(s for s in conn.compute.servers(all_projects=True) if s.name == "vm-1-0")
+    Nova(conn).live_migrate(arriving.id, "c5")
+    outcome = bed.run(plan)
+    assert "c5" not in outcome.powered_off
+    assert "unfinished migrations" in outcome.left_on["c5"] and "into it" in \
+        outcome.left_on["c5"]
+    assert bed.cloud.power("c5") == "on"
+    service = next(s for s in conn.compute.services() if s.host == "c5")
+    assert service.status == "enabled"
+    assert sorted(outcome.powered_off) == ["c3", "c4"]
+
+
+def test_placement_usage_keeps_an_empty_host_on(bed: Bed) -> None:  # noqa: F811
+    """An allocation left in Placement (an orphan, a claim of a build the compute has not
+    picked up) means the host is not empty."""
+    bed.plan()
+    host = next(h for h in bed.cloud.cluster().hosts if h.name == "c5")
+    guarded = GuardedPowerOff(bed.engine, Nova(bed.cloud.connect()), "fake", lambda _: None,
+                              timeout=10)
+    for server in list(bed.cloud.state.hosts["c5"].servers):
+        bed.cloud.state.hosts["c5"].servers.pop(server)
+        bed.cloud.state.servers[server].host = "c1"
+    assert guarded.not_empty(host) is not None
+    assert "Placement still holds" in guarded.not_empty(host)
