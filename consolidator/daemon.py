@@ -30,11 +30,9 @@ from consolidator.config import Config
 from consolidator.executor import Outcome
 from consolidator.model import Cluster
 from consolidator.padding import parse_windows, spare_target
+from consolidator.rollback import OUR_REASON
 
 LOG = logging.getLogger(__name__)
-#: The reason prefix consolidator writes when it disables a host; only such hosts are
-#: powered back on by the ramp (a host down for another reason is left to the operator).
-OUR_REASON = "consolidator:"
 
 
 @dataclass

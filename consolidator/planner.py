@@ -129,14 +129,16 @@ def _choose_spares(problem: Problem, candidates: np.ndarray, wanted: int) -> set
     return set(order[:wanted])
 
 
-def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host_limit: int
+def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host_limit: int,
+               leftover: list[tuple[int, int, int]] | None = None
                ) -> list[tuple[int, int, int, int]]:
     """Assign each (instance, source, destination) a wave.
 
     A destination holds a migrating instance from the start of its wave and a source frees it
     at the end, as Placement does. A move joins the earliest wave in which its destination has
     room, its source is under the per-host limit, and it meets no member of its anti-affinity
-    groups. No progress means no safe order exists: PlanError.
+    groups. No progress means no safe order exists: PlanError, or, when a `leftover` list is
+    given, the moves that could not be ordered go into it and the others are returned.
     """
     capacity = (cluster.capacity + 1e-6).tolist()
     used = cluster.usage.tolist()
@@ -178,6 +180,9 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
                 queues[src] = keep
             else:
                 del queues[src]
+        if not batch and leftover is not None:
+            leftover.extend((i, src, dst) for src, q in queues.items() for i, dst in q)
+            break
         if not batch:
             waiting = [i for q in queues.values() for i, _ in q]
             names = ", ".join(cluster.instances[i].name for i in waiting[:3])

@@ -1,9 +1,14 @@
 """Rollback: a plan that puts the cloud back as a snapshot recorded it.
 
-Hosts that were on in the snapshot and are off now are powered on and enabled first; then
-every instance that still exists moves back to its host in the snapshot, in waves, through the
-same executor. Instances created since stay where they are; instances deleted since are
-reported. When the cloud already matches, the plan is empty.
+Rollback touches only what consolidator did. Hosts that consolidator powered off (their
+nova-compute disabled with a reason that names a consolidator plan, and their power-off in the
+journal: the caller says which) and that were on in the snapshot are powered on and enabled
+first; a host disabled or down for any other reason is reported and left alone, and nothing
+moves onto it. Then every instance that still exists moves back to its host in the snapshot,
+in waves, through the same executor. Instances created since stay where they are; instances
+deleted since are reported. With partial, the moves that no longer fit or cannot be ordered
+are reported instead of refusing the whole. When the cloud already matches, the plan is
+empty.
 """
 
 from __future__ import annotations
@@ -16,21 +21,40 @@ from consolidator.model import Cluster
 from consolidator.plan import Move, PlanDraft
 from consolidator.planner import plan_waves
 
+#: The reason prefix consolidator writes when it disables a host.
+OUR_REASON = "consolidator:"
+
 
 def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
-                   rules: Rules | None = None) -> PlanDraft:
-    """The plan that moves the live cloud back to the target snapshot's placement."""
+                   rules: Rules | None = None, ours: set[str] | None = None,
+                   partial: bool = False, target_id: str = "") -> PlanDraft:
+    """The plan that moves the live cloud back to the target snapshot's placement.
+
+    ours: the hosts whose power-off consolidator journaled (None: any host disabled with a
+    consolidator reason counts as ours).
+    """
     rules = rules or Rules()
     was = {h.name: h for h in target.hosts}
-    power_on = tuple(h.name for h in live.hosts
-                     if h.name in was and was[h.name].power != "off" and was[h.name].usable
-                     and not h.usable)
+    notes = []
+    power_on, theirs = [], []
+    for h in live.hosts:
+        if h.name not in was or was[h.name].power == "off" or not was[h.name].usable \
+                or h.usable:
+            continue
+        if (h.disabled_reason or "").startswith(OUR_REASON) and (ours is None
+                                                                 or h.name in ours):
+            power_on.append(h.name)
+        else:
+            theirs.append(f"{h.name} ({h.status}/{h.state}"
+                          f"{': ' + h.disabled_reason if h.disabled_reason else ''})")
+    if theirs:
+        notes.append(f"left alone, not disabled or powered off by consolidator: "
+                     f"{', '.join(theirs)}")
     # After the power-on step those hosts are usable again: plan against that future state.
     future = Cluster(hosts=tuple(replace(h, status="enabled", state="up", power="on")
                                  if h.name in power_on else h for h in live.hosts),
                      instances=live.instances, server_groups=live.server_groups)
     target_host = {i.id: i.host for i in target.instances}
-    notes = []
     deleted = [i.name for i in target.instances if i.id not in future.instance_index]
     if deleted:
         notes.append(f"{len(deleted)} instances of the snapshot no longer exist: "
@@ -39,7 +63,7 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
     if created:
         notes.append(f"{len(created)} instances created since the snapshot stay where they are")
     index = future.host_index
-    moves, stuck = [], []
+    moves, stuck, barred = [], [], []
     for row, inst in enumerate(future.instances):
         home = target_host.get(inst.id)
         if home is None or home == inst.host or home not in index:
@@ -47,10 +71,21 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
         if inst.status != "ACTIVE":
             stuck.append(f"{inst.name} ({inst.status})")
             continue
+        if not future.hosts[index[home]].usable:
+            barred.append(f"{inst.name} (to {home})")
+            continue
         moves.append((row, index[inst.host], index[home]))
     if stuck:
         notes.append(f"not ACTIVE, so not moved back: {', '.join(stuck[:10])}")
-    waves = plan_waves(future, moves, per_host_limit)
+    if barred:
+        notes.append(f"not moved back, their host may not receive: {', '.join(barred[:10])}")
+    leftover: list[tuple[int, int, int]] | None = [] if partial else None
+    if partial:
+        moves = _fitting(future, moves, leftover)
+    waves = plan_waves(future, moves, per_host_limit, leftover)
+    if leftover:
+        notes.append(f"partial: {len(leftover)} instances do not fit back and stay where they "
+                     f"are: {', '.join(future.instances[i].name for i, _, _ in leftover[:10])}")
     migrations = tuple(Move(future.instances[i].id, future.instances[i].name,
                             future.hosts[s].name, future.hosts[d].name, w)
                        for i, s, d, w in waves)
@@ -58,6 +93,25 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
                       per_host_limit=per_host_limit)
     powered = sum(h.power != "off" and h.state == "up" for h in live.hosts)
     return PlanDraft(algorithm="rollback", ranking=None, migrations=migrations, power_off=(),
-                     power_on=power_on, hosts_before=powered,
+                     power_on=tuple(power_on), hosts_before=powered,
                      hosts_after=powered + len(power_on), lower_bound=0,
-                     migrations_lower_bound=len(migrations), spare=0, notes=tuple(notes))
+                     migrations_lower_bound=len(migrations), spare=0, notes=tuple(notes),
+                     options={"target_snapshot": target_id} if target_id else {})
+
+
+def _fitting(cluster: Cluster, moves: list[tuple[int, int, int]],
+             leftover: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """The moves whose destinations can hold them once every kept move is done; the others
+    go to leftover."""
+    used = cluster.usage.copy()
+    for item, src, _ in moves:
+        used[src] -= cluster.demand[item]
+    kept = []
+    for item, src, dst in moves:
+        if ((used[dst] + cluster.demand[item]) <= cluster.capacity[dst] + 1e-6).all():
+            used[dst] += cluster.demand[item]
+            kept.append((item, src, dst))
+        else:
+            used[src] += cluster.demand[item]
+            leftover.append((item, src, dst))
+    return kept

@@ -11,7 +11,7 @@ import click
 from consolidator.app.apply import PlanRun, check_applicable
 from consolidator.app.context import AppContext
 from consolidator.app.plans import approve
-from consolidator.app.rollback import prepare_rollback
+from consolidator.app.rollback import interrupted_rollback, prepare_rollback
 from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
@@ -78,14 +78,32 @@ def apply_cmd(app: AppContext, plan_id: str, yes: bool, dry_run: bool,
 @click.argument("snapshot_id")
 @click.option("--yes", is_flag=True, help="Run the rollback plan without asking.")
 @click.option("--dry-run", is_flag=True, help="Show the rollback plan and its pre-checks only.")
-@click.option("--max-parallel", type=click.IntRange(min=1), metavar="N")
+@click.option("--max-parallel", type=click.IntRange(min=1), metavar="N",
+              help="Migrations at once [default: [executor] max_parallel, 4].")
+@click.option("--partial", is_flag=True,
+              help="Move back what fits and report the rest, instead of refusing the whole.")
+@click.option("--resume", is_flag=True,
+              help="Continue the rollback to this snapshot that a crash or a signal "
+                   "interrupted.")
 @BMC_FILE
 @pass_app
 def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
-                 max_parallel: int | None, bmc_file: str | None) -> None:
-    """Put the cloud back as a snapshot recorded it: power on, enable, migrate back."""
+                 max_parallel: int | None, partial: bool, resume: bool,
+                 bmc_file: str | None) -> None:
+    """Put the cloud back as a snapshot recorded it: power on, enable, migrate back.
+
+    Only hosts consolidator powered off are powered on; a host disabled or down for another
+    reason is reported and left alone, and nothing is moved onto it.
+    """
     app.bmc_file = bmc_file
-    prepared = prepare_rollback(app, snapshot_id)
+    if resume:
+        plan = interrupted_rollback(app, snapshot_id)
+        outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel,
+                                    dry_run=dry_run, resume=True)
+        if not outcome.ok:
+            raise ConsolidatorError(f"rollback plan {plan.id} did not finish: see the summary")
+        return
+    prepared = prepare_rollback(app, snapshot_id, partial=partial)
     for note in prepared.notes:
         click.echo(f"note: {note}", err=True)
     target, plan = prepared.target, prepared.plan

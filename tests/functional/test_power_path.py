@@ -99,3 +99,59 @@ def test_placement_usage_keeps_an_empty_host_on(bed: Bed) -> None:  # noqa: F811
         bed.cloud.state.servers[server].host = "c1"
     assert guarded.not_empty(host) is not None
     assert "Placement still holds" in guarded.not_empty(host)
+
+
+def test_rollback_leaves_a_host_an_operator_disabled_alone(bed: Bed) -> None:  # noqa: F811
+    """Defect 4: a host consolidator powered off, then disabled by an operator for 'DIMM
+    errors', was powered on, enabled and given instances back by rollback."""
+    from consolidator.app.context import AppContext
+    from consolidator.app.rollback import prepare_rollback
+    from consolidator.config import Config
+    from consolidator.store.plans import set_status
+    from consolidator.store.snapshots import load_snapshot
+
+    plan = bed.plan()
+    before = load_snapshot(bed.engine, bed.snapshot_id)
+    assert bed.run(plan).ok
+    conn = bed.cloud.connect()
+    Nova(conn).set_service("c4", enabled=False, reason="DIMM errors")
+    ctx = AppContext.of(config=Config(), engine=bed.engine, connect=bed.cloud.connect)
+    prepared = prepare_rollback(ctx, before.info.id)
+    assert prepared.plan is not None
+    assert set(prepared.plan.draft.power_on) == {"c3", "c5"}
+    assert any("c4" in n and "DIMM errors" in n for n in prepared.notes)
+    set_status(bed.engine, prepared.plan.id, "approved")
+    outcome = bed.executor().run(prepared.plan)
+    assert outcome.ok, outcome
+    assert bed.cloud.power("c4") == "off"
+    service = next(s for s in conn.compute.services() if s.host == "c4")
+    assert service.status == "disabled" and service.disabled_reason == "DIMM errors"
+    assert not bed.cloud.cluster().instances_on("c4")
+    for inst in before.cluster.instances:
+        if inst.host != "c4":
+            assert bed.cloud.server_host(inst.id) == inst.host, inst.name
+
+
+def test_rollback_resume_finds_the_interrupted_rollback(bed: Bed) -> None:  # noqa: F811
+    from consolidator.app.context import AppContext
+    from consolidator.app.rollback import interrupted_rollback, prepare_rollback
+    from consolidator.config import Config
+    from consolidator.errors import UsageError
+    from consolidator.store.plans import set_status
+    from consolidator.store.snapshots import load_snapshot
+
+    plan = bed.plan()
+    before = load_snapshot(bed.engine, bed.snapshot_id)
+    assert bed.run(plan).ok
+    ctx = AppContext.of(config=Config(), engine=bed.engine, connect=bed.cloud.connect)
+    with pytest.raises(UsageError, match="no interrupted rollback"):
+        interrupted_rollback(ctx, before.info.id)
+    prepared = prepare_rollback(ctx, before.info.id)
+    assert prepared.plan is not None
+    set_status(bed.engine, prepared.plan.id, "approved")
+    set_status(bed.engine, prepared.plan.id, "running")   # as a killed rollback leaves it
+    assert interrupted_rollback(ctx, before.info.id).id == prepared.plan.id
+    outcome = bed.executor().run(interrupted_rollback(ctx, before.info.id), resume=True)
+    assert outcome.ok, outcome
+    for inst in before.cluster.instances:
+        assert bed.cloud.server_host(inst.id) == inst.host

@@ -154,3 +154,18 @@ def test_the_last_host_of_a_zone_stays_powered() -> None:
     assert "b" in draft.spare_hosts
     assert any("last usable host" in n for n in draft.notes)
     assert np.isscalar(draft.lower_bound)
+
+
+def test_rollback_partial_moves_back_what_fits() -> None:
+    """x and z lived on a; y, created since, has taken half of a, so only one of them fits
+    back: without --partial the rollback is refused, with it the other one is reported."""
+    from consolidator.rollback import rollback_draft
+
+    hs = hosts(("a", 4, 4096), ("b", 8, 8192))
+    target = cluster(hs, [vm("x", "a", 2), vm("z", "a", 2)])
+    live = cluster(hs, [vm("x", "b", 2), vm("z", "b", 2), vm("y", "a", 2)])
+    with pytest.raises(PlanError):
+        rollback_draft(target, live)
+    draft = rollback_draft(target, live, partial=True)
+    assert len(draft.migrations) == 1 and draft.migrations[0].destination == "a"
+    assert any("partial: 1 instances do not fit back" in n for n in draft.notes)
