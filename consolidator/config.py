@@ -98,6 +98,12 @@ OPTIONS: tuple[Option, ...] = (
            "Seconds a host may take to reach the power state asked of its BMC."),
     Option("executor", "lease_ttl", float, 60.0,
            "Seconds an executor's lease on a cloud lasts without renewal (renewed every third)."),
+    Option("executor", "on_timeout", str, "abort",
+           "What to do with a live migration that outlives migration_timeout: abort (DELETE "
+           "the migration through Nova; the instance stays on its source) or force-complete "
+           "(pause the guest and finish it).", choices=("abort", "force-complete")),
+    Option("executor", "max_parallel_per_destination", int, 2,
+           "Live migrations running into one host at once."),
     Option("daemon", "schedule", str, "0 * * * *",
            "When the daemon's cycle runs: a 5-field cron expression (minute hour day month "
            "weekday); the default is hourly at minute 0, as in paper 004."),

@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 from consolidator import placement
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
-from consolidator.nova import Nova, ServerState
+from consolidator.nova import FINAL_MIGRATION_STATUSES, Nova, ServerState
 from consolidator.plan import Move, StoredPlan
 from consolidator.power_off import GuardedPowerOff
 from consolidator.store import journal
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from consolidator.power.base import PowerDriver
 
 Reporter = Callable[[str], None]
+#: Why a migration queued when a signal came was never started.
+NOT_STARTED = "interrupted before it started"
 PowerLookup = Callable[[str], "PowerDriver | None"]
 
 
@@ -49,6 +51,11 @@ class ExecutorSettings:
     power_timeout: float = 600.0
     lease_ttl: float = 60.0
     dry_run: bool = False
+    #: What to do with a live migration that outlives migration_timeout: "abort" it through
+    #: Nova, or "force-complete" it.
+    on_timeout: str = "abort"
+    #: Live migrations into one destination at once.
+    max_per_destination: int = 2
 
 
 @dataclass
@@ -84,6 +91,8 @@ class Executor:
         self.holder = make_holder()
         self._blocked: dict[str, str] = {}       # source host -> why it is left alone
         self._lock = threading.Lock()
+        self._into: dict[str, threading.Semaphore] = defaultdict(
+            lambda: threading.Semaphore(max(settings.max_per_destination, 1)))
 
     # -- the run -----------------------------------------------------------------------
 
@@ -154,7 +163,10 @@ class Executor:
                 for move, error in zip(ready, pool.map(lambda m: self._migrate(plan, m),
                                                        ready), strict=True):
                     finished += 1
-                    if error is None:
+                    if error is NOT_STARTED:
+                        outcome.interrupted = True
+                        outcome.skipped[move.instance_name] = error
+                    elif error is None:
                         outcome.migrated.append(move)
                     else:
                         outcome.failed[move.instance_name] = error
@@ -223,7 +235,16 @@ class Executor:
         return None
 
     def _migrate(self, plan: StoredPlan, move: Move) -> str | None:
-        """One live migration, journaled and verified; None on success, else the reason."""
+        """One live migration, journaled and verified; None on success, else the reason.
+        At most max_per_destination run into one host at once."""
+        with self._lock:
+            gate = self._into[move.destination]
+        with gate:
+            if self.stop.is_set():
+                return NOT_STARTED
+            return self._migrate_now(plan, move)
+
+    def _migrate_now(self, plan: StoredPlan, move: Move) -> str | None:
         dest = self.hosts[move.destination]
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id, action="migrate",
                               target=move.instance_id, params=_params(move))
@@ -241,8 +262,10 @@ class Executor:
         return error
 
     def _await(self, move: Move, dest_host: str, started: float) -> str | None:
-        """Poll until the migration ends; verify host, status and the migration record."""
+        """Poll until the migration ends (aborting or forcing it at the timeout); verify
+        host, status and the migration record, polled until it is final."""
         deadline = started + self.settings.migration_timeout
+        handled = ""
         while True:
             time.sleep(self.settings.poll_interval)
             server = self.nova.server(move.instance_id)
@@ -251,15 +274,54 @@ class Executor:
             if server.status != "MIGRATING" and not server.task_state:
                 break
             if time.monotonic() > deadline:
-                return (f"timed out after {self.settings.migration_timeout:.0f} s; the migration "
-                        f"may still be running: its host is left alone")
-        record = self.nova.latest_migration(move.instance_id) or {}
+                if handled:
+                    return (f"timed out after {self.settings.migration_timeout:.0f} s and "
+                            f"{handled}, but it did not end: its host is left alone")
+                handled = self._on_timeout(move)
+                deadline = time.monotonic() + max(self.settings.migration_timeout / 10, 30.0)
+        record = self._final_record(move.instance_id)
+        if handled and self.settings.on_timeout == "abort":
+            return (f"timed out after {self.settings.migration_timeout:.0f} s; {handled} "
+                    f"(migration {record.get('status', 'unknown')}); the instance is "
+                    f"{server.status} on {server.compute_host}")
         if server.compute_host != dest_host or server.status != "ACTIVE":
             return (f"the migration ended with the instance {server.status} on "
                     f"{server.compute_host} (migration {record.get('status', 'unknown')})")
         if record.get("status") != "completed":
             return f"the migration record is {record.get('status', 'missing')}, not completed"
         return None
+
+    def _on_timeout(self, move: Move) -> str:
+        """Abort the overdue live migration through Nova, or force it to complete; journaled.
+        Returns what was done."""
+        record = self.nova.latest_migration(move.instance_id) or {}
+        action = "abort" if self.settings.on_timeout == "abort" else "force_complete"
+        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=None, action=action,
+                              target=move.instance_id,
+                              params={**_params(move), "migration": record.get("id")})
+        try:
+            if action == "abort":
+                self.nova.abort_migration(move.instance_id, record.get("id"))
+            else:
+                self.nova.force_complete(move.instance_id, record.get("id"))
+        except ConsolidatorError as exc:
+            journal.finish(self.engine, entry, journal.FAILED, str(exc))
+            return f"{action.replace('_', '-')} through Nova failed ({exc})"
+        done = "aborted it through Nova" if action == "abort" else \
+            "forced it to complete through Nova"
+        journal.finish(self.engine, entry, journal.SUCCEEDED, done)
+        self.report(f"  {move.instance_name}: timed out; {done}")
+        return done
+
+    def _final_record(self, server_id: str) -> dict:
+        """The server's newest live-migration record, polled until its status is final."""
+        deadline = time.monotonic() + max(self.settings.poll_interval * 20, 10.0)
+        while True:
+            record = self.nova.latest_migration(server_id) or {}
+            if record.get("status") in FINAL_MIGRATION_STATUSES or \
+                    time.monotonic() > deadline:
+                return record
+            time.sleep(self.settings.poll_interval)
 
     # -- power-on ----------------------------------------------------------------------
 

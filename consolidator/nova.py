@@ -155,3 +155,27 @@ class Nova:
         if response.status_code >= 400:
             raise CloudError(f"{doing} failed (HTTP {response.status_code}): "
                              f"{error_text(response)}")
+
+    def abort_migration(self, server_id: str, migration_id: object) -> None:
+        """DELETE /servers/{id}/migrations/{mid} (2.24): abort a running live migration."""
+        self._migration_call("DELETE", server_id, migration_id, "2.24", None,
+                             f"aborting the live migration of {server_id}")
+
+    def force_complete(self, server_id: str, migration_id: object) -> None:
+        """POST .../migrations/{mid}/action force_complete (2.22): pause the guest and
+        finish the live migration now."""
+        self._migration_call("POST", server_id, migration_id, "2.22",
+                             {"force_complete": None},
+                             f"forcing the live migration of {server_id} to complete")
+
+    def _migration_call(self, method: str, server_id: str, migration_id: object, mv: str,
+                        body: dict[str, Any] | None, doing: str) -> None:
+        path = f"/servers/{server_id}/migrations/{migration_id}"
+        with cloud_errors(self.conn, doing):
+            if method == "DELETE":
+                response = self.conn.compute.delete(path, microversion=mv)
+            else:
+                response = self.conn.compute.post(f"{path}/action", json=body, microversion=mv)
+        if response.status_code >= 400:
+            raise CloudError(f"{doing} failed (HTTP {response.status_code}): "
+                             f"{error_text(response)}")

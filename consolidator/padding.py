@@ -22,8 +22,11 @@ class Window:
     spare: int
 
     def holds(self, moment: time) -> bool:
-        """Whether the window holds a time of day (windows may cross midnight)."""
-        if self.start <= self.end:
+        """Whether the window holds a time of day (windows may cross midnight; a window that
+        ends where it starts, such as 00:00-24:00, is the whole day)."""
+        if self.start == self.end:
+            return True
+        if self.start < self.end:
             return self.start <= moment < self.end
         return moment >= self.start or moment < self.end
 

@@ -17,14 +17,15 @@ class PlanRun:
     """One run of a stored plan through the executor; ``stop()`` starts nothing new."""
 
     def __init__(self, ctx: AppContext, plan_ref: str, *, max_parallel: int | None = None,
-                 dry_run: bool = False, conn: object = None) -> None:
+                 dry_run: bool = False, conn: object = None,
+                 on_timeout: str | None = None) -> None:
         engine = ctx.engine()
         self.plan: StoredPlan = load_plan(engine, plan_ref)
         conn = conn if conn is not None else ctx.connect(ctx.cloud_name or self.plan.cloud)
         cluster = load_snapshot(engine, self.plan.snapshot_id).cluster
         self.executor = Executor(engine, Nova(conn), self.plan.cloud, cluster,
                                  executor_settings(ctx.config, max_parallel=max_parallel,
-                                                   dry_run=dry_run),
+                                                   dry_run=dry_run, on_timeout=on_timeout),
                                  ctx.power_lookup(), report=ctx.report)
 
     def stop(self) -> None:

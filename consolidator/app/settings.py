@@ -54,7 +54,8 @@ def algorithm_options(config: Config, algorithm: str, cluster: Cluster,
 
 
 def executor_settings(config: Config, *, max_parallel: int | None = None,
-                      dry_run: bool = False) -> ExecutorSettings:
+                      dry_run: bool = False, on_timeout: str | None = None
+                      ) -> ExecutorSettings:
     """The [executor] settings, with the command line's overrides."""
     from consolidator.executor import ExecutorSettings
 
@@ -63,7 +64,9 @@ def executor_settings(config: Config, *, max_parallel: int | None = None,
         migration_timeout=config.get("executor", "migration_timeout"),
         poll_interval=config.get("executor", "poll_interval"),
         power_timeout=config.get("executor", "power_timeout"),
-        lease_ttl=config.get("executor", "lease_ttl"), dry_run=dry_run)
+        lease_ttl=config.get("executor", "lease_ttl"), dry_run=dry_run,
+        on_timeout=on_timeout or config.get("executor", "on_timeout"),
+        max_per_destination=config.get("executor", "max_parallel_per_destination"))
 
 
 def fallback_ratios(config: Config) -> FallbackRatios:

@@ -35,9 +35,10 @@ def stop_on_signals(run: PlanRun) -> Iterator[None]:
 
 
 def run_and_summarise(app: AppContext, plan_id: str, *, max_parallel: int | None,
-                      dry_run: bool, resume: bool) -> Outcome:
+                      dry_run: bool, resume: bool, on_timeout: str | None = None) -> Outcome:
     """Run a stored plan under the signal handlers and print its summary."""
-    run = PlanRun(app, plan_id, max_parallel=max_parallel, dry_run=dry_run)
+    run = PlanRun(app, plan_id, max_parallel=max_parallel, dry_run=dry_run,
+                  on_timeout=on_timeout)
     with stop_on_signals(run):
         outcome = run.run(resume=resume)
     click.echo(table(["", "COUNT"], [
@@ -60,15 +61,20 @@ def run_and_summarise(app: AppContext, plan_id: str, *, max_parallel: int | None
               help="Migrations at once [default: [executor] max_parallel, 4].")
 @click.option("--resume", is_flag=True,
               help="Continue a plan that a crash or a signal interrupted.")
+@click.option("--on-timeout", type=click.Choice(["abort", "force-complete"]),
+              help="A live migration that outlives [executor] migration_timeout is aborted "
+                   "through Nova, or forced to complete [default: [executor] on_timeout, "
+                   "abort].")
 @BMC_FILE
 @pass_app
 def apply_cmd(app: AppContext, plan_id: str, yes: bool, dry_run: bool,
-              max_parallel: int | None, resume: bool, bmc_file: str | None) -> None:
+              max_parallel: int | None, resume: bool, on_timeout: str | None,
+              bmc_file: str | None) -> None:
     """Run a plan: live-migrate, disable and power off the emptied hosts, journaling it all."""
     app.bmc_file = bmc_file
     plan = check_applicable(app, plan_id, yes=yes, dry_run=dry_run, resume=resume)
     outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel, dry_run=dry_run,
-                                resume=resume)
+                                resume=resume, on_timeout=on_timeout)
     if not outcome.ok:
         raise ConsolidatorError(f"plan {plan.id} did not finish: see the summary above and "
                                 f"'consolidator journal --plan {plan.id}'")

@@ -165,3 +165,25 @@ def _schedule(state: CloudState, server: ServerRecord, source: HostRecord,
         if best_free is None or free > best_free:
             best, best_free = rec, free
     return best
+
+
+def abort(state: CloudState, mig: MigrationRecord) -> None:
+    """DELETE /servers/{id}/migrations/{mid}: the live migration stops; the server stays on
+    its source and the destination's claim is dropped (the caller holds the lock)."""
+    server = state.servers[mig.server_id]
+    if mig.status == "running":
+        source, dest = state.hosts[mig.source], state.hosts[mig.dest or mig.source]
+        resources = source.release(mig.uuid) or server.resources
+        dest.release(server.id)
+        source.allocate(server.id, resources)
+    state.events = [e for e in state.events if e[3] is not mig]
+    mig.status, mig.error = "cancelled", "aborted through the API"
+    mig.updated_at = server.updated = utc_now()
+    server.status, server.task_state = "ACTIVE", None
+
+
+def force_complete(state: CloudState, mig: MigrationRecord) -> None:
+    """POST .../action force_complete: a running live migration finishes now."""
+    state.events = [e for e in state.events if e[3] is not mig]
+    mig.fault = None
+    _finish(state, mig, state.servers[mig.server_id])

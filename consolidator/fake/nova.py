@@ -54,6 +54,10 @@ class Nova:
         add("GET", f"{v}/servers/{{id}}/migrations", self.server_migrations, service="compute")
         add("GET", f"{v}/servers/{{id}}/migrations/{{mid}}", self.server_migration,
             service="compute")
+        add("DELETE", f"{v}/servers/{{id}}/migrations/{{mid}}", self.abort_migration,
+            service="compute")
+        add("POST", f"{v}/servers/{{id}}/migrations/{{mid}}/action", self.migration_action,
+            service="compute")
 
     # -- version documents -------------------------------------------------------------
 
@@ -293,3 +297,35 @@ class Nova:
                     return Response(200, {"migration": self.migration_view(req, mig)})
         raise HTTPError(404, f"Migration {req.params['mid']} for instance "
                              f"{req.params['id']} could not be found.")
+
+    def _running_migration(self, req: Request, min_version: tuple[int, int]) -> Any:
+        if req.microversion < min_version:
+            raise HTTPError(404, "The resource could not be found.")
+        server = self._server_or_404(req.params["id"])
+        for mig in self.state.migrations:
+            if mig.server_id == server.id and str(mig.id) == req.params["mid"]:
+                if mig.status not in ("queued", "running"):
+                    raise HTTPError(400, f"Migration {mig.id} state of instance {server.id} "
+                                         f"is {mig.status}. Cannot abort/force-complete "
+                                         f"live migration in this state.")
+                return mig
+        raise HTTPError(404, f"Migration {req.params['mid']} for instance "
+                             f"{req.params['id']} could not be found.")
+
+    def abort_migration(self, req: Request) -> Response:
+        """DELETE /servers/{id}/migrations/{mid} (2.24+): abort a live migration."""
+        with self.state.locked():
+            migration.abort(self.state, self._running_migration(req, (2, 24)))
+        return Response(202, None)
+
+    def migration_action(self, req: Request) -> Response:
+        """POST /servers/{id}/migrations/{mid}/action (2.22+): force_complete."""
+        body = req.json() or {}
+        if "force_complete" not in body:
+            raise HTTPError(400, "Invalid input for field/attribute force_complete.")
+        with self.state.locked():
+            mig = self._running_migration(req, (2, 22))
+            if mig.status != "running":
+                raise HTTPError(409, f"Migration {mig.id} is not running.")
+            migration.force_complete(self.state, mig)
+        return Response(202, None)

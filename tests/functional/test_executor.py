@@ -233,3 +233,49 @@ def test_dry_run_changes_nothing(bed: Bed) -> None:
     assert journal.entries(bed.engine, plan_id=plan.id) == []
     for inst in bed.cloud.cluster().instances:
         assert inst.host == bed.cloud.server_host(inst.id)
+
+
+@pytest.mark.parametrize("on_timeout", ["abort", "force-complete"])
+def test_a_migration_that_outlives_its_timeout_is_aborted_or_forced(bed: Bed,
+                                                                     on_timeout: str) -> None:
+    """A hanging live migration is not left running: at the timeout it is aborted through
+    Nova (the instance stays on its source, the record ends cancelled, the source host stays
+    on) or forced to complete; the journal says which."""
+    plan = bed.plan()
+    victim = next(m for m in plan.draft.migrations if m.source == "c4")
+    bed.cloud.add_fault({"type": "migration_hangs", "instance": victim.instance_name})
+    outcome = bed.run(plan, migration_timeout=1.0, on_timeout=on_timeout)
+    actions = [(e.action, e.state) for e in journal.entries(bed.engine)
+               if e.target == victim.instance_id]
+    record = bed.cloud.state.summary()["migrations"]
+    mine = [r for r in record if r["server_id"] == victim.instance_id]
+    if on_timeout == "abort":
+        assert ("abort", journal.SUCCEEDED) in actions
+        assert "aborted it through Nova" in outcome.failed[victim.instance_name]
+        assert mine[-1]["status"] == "cancelled"
+        assert bed.cloud.server_host(victim.instance_id) == "c4"
+        assert "c4" in outcome.left_on and bed.cloud.power("c4") == "on"
+    else:
+        assert ("force_complete", journal.SUCCEEDED) in actions
+        assert victim.instance_name not in outcome.failed
+        assert mine[-1]["status"] == "completed"
+        assert bed.cloud.server_host(victim.instance_id) == victim.destination
+    bed.assert_safe()
+
+
+def test_migrations_into_one_host_respect_the_per_destination_limit(bed: Bed) -> None:
+    """With max_per_destination 1, the journal shows no two migrations into one host at once,
+    even with max_parallel 4."""
+    plan = bed.plan()
+    into = [m.destination for m in plan.draft.migrations if m.wave == 1]
+    assert len(into) > len(set(into))          # several arrive at one host in one wave
+    outcome = bed.run(plan, max_per_destination=1)
+    assert outcome.ok, outcome
+    spans: dict[str, list] = {}
+    for e in journal.entries(bed.engine, plan_id=plan.id):
+        if e.action == "migrate":
+            spans.setdefault(e.params["destination"], []).append((e.started_at, e.finished_at))
+    for dest, times in spans.items():
+        times.sort()
+        for (_, end), (start, _) in zip(times, times[1:], strict=False):
+            assert start >= end, dest

@@ -32,3 +32,15 @@ def test_outside_every_window_the_default_applies() -> None:
 def test_bad_windows(key: str, value: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_window(key, value)
+
+
+def test_a_whole_day_window_always_holds() -> None:
+    """00:00-24:00 used to parse as 00:00-00:00 and hold at no time at all."""
+    from datetime import datetime, timezone
+
+    from consolidator.padding import parse_windows, spare_target
+
+    windows = parse_windows({"00:00-24:00": "1"})
+    for hour in (0, 7, 12, 19, 23):
+        assert spare_target(windows, datetime(2026, 11, 23, hour, 30, tzinfo=timezone.utc),
+                            0) == 1
