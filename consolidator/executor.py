@@ -8,6 +8,11 @@ Hosts the plan powers off are checked three times over right before the power ca
 at all on them, their nova-compute disabled with a reason naming the plan, and the host in the
 plan. Every action is a journal row written before the call and updated after it, so that
 ``apply --resume`` can reconcile a crash against the live state.
+
+The run holds the lease ``executor:<cloud>``. Every journal row written before a destructive
+call (migrate, disable, enable, power on, power off) checks the lease generation in the same
+transaction, so a process that lost the lease makes no further call; a renewal that fails in
+any way counts as losing it.
 """
 
 from __future__ import annotations
@@ -28,7 +33,13 @@ from consolidator.model import Cluster
 from consolidator.nova import Nova, ServerState
 from consolidator.plan import Move, StoredPlan
 from consolidator.store import journal
-from consolidator.store.leases import acquire, acquire_or_raise, make_holder, release
+from consolidator.store.leases import (
+    Guard,
+    LeaseLostError,
+    acquire_or_raise,
+    make_holder,
+    release,
+)
 from consolidator.store.plans import set_status
 
 if TYPE_CHECKING:
@@ -61,6 +72,7 @@ class Outcome:
     powered_on: list[str] = field(default_factory=list)
     left_on: dict[str, str] = field(default_factory=dict)          # host -> reason
     interrupted: bool = False
+    stopped: str = ""                                              # why it stopped early
 
     @property
     def ok(self) -> bool:
@@ -79,6 +91,7 @@ class Executor:
         self.hosts = {h.name: h for h in cluster.hosts}
         self.stop = threading.Event()
         self.holder = make_holder()
+        self.guard: Guard | None = None
         self._blocked: dict[str, str] = {}       # source host -> why it is left alone
         self._lock = threading.Lock()
 
@@ -87,9 +100,9 @@ class Executor:
     def run(self, plan: StoredPlan, *, resume: bool = False) -> Outcome:
         """Run (or resume) a plan; the plan ends succeeded, failed or stays as it was."""
         lease = f"executor:{self.cloud}"
-        acquire_or_raise(self.engine, lease, self.holder, self.settings.lease_ttl,
-                         f"an executor for cloud {self.cloud!r}")
-        heartbeat = threading.Thread(target=self._heartbeat, args=(lease,), daemon=True)
+        self.guard = acquire_or_raise(self.engine, lease, self.holder, self.settings.lease_ttl,
+                                      f"an executor for cloud {self.cloud!r}")
+        heartbeat = threading.Thread(target=self._heartbeat, args=(self.guard,), daemon=True)
         heartbeat.start()
         outcome = Outcome()
         try:
@@ -103,16 +116,61 @@ class Executor:
         finally:
             self.stop.set()
             heartbeat.join(timeout=5)
-            release(self.engine, lease, self.holder)
+            try:
+                release(self.engine, lease, self.holder)
+            except ConsolidatorError as exc:     # it expires on its own
+                self.report(f"could not release the executor lease: {exc}")
+        if self.guard.lost:
+            # Another executor may own the plan now: its state is left to that one (or to
+            # 'apply --resume').
+            outcome.interrupted = True
+            outcome.stopped = self._lost_reason()
+            self.report(f"stopped: {outcome.stopped}; the plan is left as it is")
+            return outcome
         if not self.settings.dry_run:
             self._finish(plan, outcome)
         return outcome
 
-    def _heartbeat(self, lease: str) -> None:
+    def _heartbeat(self, guard: Guard) -> None:
+        """Renew the lease every third of its TTL; any failure counts as losing it."""
         while not self.stop.wait(self.settings.lease_ttl / 3):
-            if not acquire(self.engine, lease, self.holder, self.settings.lease_ttl):
-                self.report("lost the executor lease: stopping")
-                self.stop.set()
+            try:
+                held = guard.renew(self.settings.lease_ttl)
+                why = "another process holds it now"
+            except Exception as exc:  # noqa: BLE001 - whatever failed, the lease is not held
+                held, why = False, f"renewing it failed: {exc}"
+            if not held:
+                self._lose(why)
+                return
+
+    def _lose(self, why: str) -> None:
+        """Count the lease as lost: stop, and make every later guarded journal write fail."""
+        assert self.guard is not None
+        first = not self.guard.lost
+        self.guard.revoke(why)
+        self.stop.set()
+        if first:
+            self.report(f"{self._lost_reason()}: starting nothing new")
+
+    def _lost_reason(self) -> str:
+        why = self.guard.why if self.guard is not None else ""
+        return f"lost the executor lease ({why})" if why else "lost the executor lease"
+
+    def _stopped_reason(self) -> str:
+        if self.guard is not None and self.guard.lost:
+            return f"not started: {self._lost_reason()}"
+        return "interrupted before it started"
+
+    def _begin(self, plan: StoredPlan, action: str, target: str,
+               params: dict[str, object]) -> int:
+        """The journal row before a destructive call, checking the lease generation in the
+        same transaction; LeaseLostError (after stopping the run) if it is not ours."""
+        try:
+            return journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id, action=action,
+                                 target=target, params=params, guard=self.guard)
+        except LeaseLostError as exc:
+            self._lose(str(exc).partition(": ")[2] or str(exc))
+            raise
 
     def _finish(self, plan: StoredPlan, outcome: Outcome) -> None:
         if outcome.ok:
@@ -138,7 +196,7 @@ class Executor:
                 if self.stop.is_set():
                     outcome.interrupted = True
                     for move in waves[wave]:
-                        outcome.skipped[move.instance_name] = "interrupted before it started"
+                        outcome.skipped[move.instance_name] = self._stopped_reason()
                     continue
                 ready = self._precheck(plan, waves[wave], outcome)
                 self.report(f"wave {wave}: {len(ready)} migrations "
@@ -153,6 +211,9 @@ class Executor:
                     finished += 1
                     if error is None:
                         outcome.migrated.append(move)
+                    elif error is _NOT_STARTED:
+                        outcome.interrupted = True
+                        outcome.skipped[move.instance_name] = self._stopped_reason()
                     else:
                         outcome.failed[move.instance_name] = error
                         self._block(move.source, f"migration of {move.instance_name} failed")
@@ -220,10 +281,15 @@ class Executor:
         return None
 
     def _migrate(self, plan: StoredPlan, move: Move) -> str | None:
-        """One live migration, journaled and verified; None on success, else the reason."""
+        """One live migration, journaled and verified; None on success, else the reason
+        (_NOT_STARTED once the run is stopping or the lease is lost)."""
         dest = self.hosts[move.destination]
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id, action="migrate",
-                              target=move.instance_id, params=_params(move))
+        if self.stop.is_set():
+            return _NOT_STARTED
+        try:
+            entry = self._begin(plan, "migrate", move.instance_id, _params(move))
+        except LeaseLostError:
+            return _NOT_STARTED
         self.report(f"  migrate {move.instance_name} {move.source} -> {move.destination}")
         started = time.monotonic()
         try:
@@ -283,8 +349,10 @@ class Executor:
             if self.settings.dry_run:
                 self.report(f"  would power on {name} and enable its nova-compute")
                 return None
-            entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id,
-                                  action="power_on", target=name, params={})
+            try:
+                entry = self._begin(plan, "power_on", name, {})
+            except LeaseLostError:
+                return self._lost_reason()
             self.report(f"  power on {name}")
             try:
                 driver.power_on(timeout=self.settings.power_timeout)
@@ -295,8 +363,10 @@ class Executor:
             journal.finish(self.engine, entry, journal.SUCCEEDED, "on; nova-compute up")
         if service.get("status") == "enabled" or self.settings.dry_run:
             return None
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id, action="enable",
-                              target=name, params={})
+        try:
+            entry = self._begin(plan, "enable", name, {})
+        except LeaseLostError:
+            return self._lost_reason()
         try:
             self.nova.set_service(host.compute_host, enabled=True)
         except ConsolidatorError as exc:
@@ -346,8 +416,10 @@ class Executor:
             self.report(f"  would disable nova-compute on {name} and power it off")
             return None
         reason = f"consolidator: emptied by plan {plan.id} for power-off"
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id, action="disable",
-                              target=name, params={"reason": reason})
+        try:
+            entry = self._begin(plan, "disable", name, {"reason": reason})
+        except LeaseLostError:
+            return self._lost_reason()
         try:
             self.nova.set_service(host.compute_host, enabled=False, reason=reason)
         except ConsolidatorError as exc:
@@ -358,8 +430,10 @@ class Executor:
         if problem is not None:
             self._reenable(plan, name, problem)
             return self._note(plan, "power_off", name, journal.SKIPPED, problem)
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id,
-                              action="power_off", target=name, params={"driver": "bmc"})
+        try:
+            entry = self._begin(plan, "power_off", name, {"driver": "bmc"})
+        except LeaseLostError:
+            return f"disabled but not powered off: {self._lost_reason()}"
         self.report(f"  power off {name}")
         try:
             state = driver.power_off(graceful=True, timeout=self.settings.power_timeout)
@@ -385,8 +459,11 @@ class Executor:
         return None
 
     def _reenable(self, plan: StoredPlan, name: str, why: str) -> None:
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id, action="enable",
-                              target=name, params={"why": why})
+        try:
+            entry = self._begin(plan, "enable", name, {"why": why})
+        except LeaseLostError:
+            self.report(f"  {name} left disabled: {self._lost_reason()}")
+            return
         try:
             self.nova.set_service(self.hosts[name].compute_host, enabled=True)
             journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled again")
@@ -442,6 +519,10 @@ class Executor:
         return done
 
 
+#: What _migrate returns for a move it did not start (the run is stopping).
+_NOT_STARTED = "not started"
+
+
 def demand_of(cluster: Cluster, move: Move) -> placement.Demand:
     """What a move's instance asks of its destination, keyed by its id."""
     inst = cluster.instances[cluster.instance_index[move.instance_id]]
@@ -466,4 +547,6 @@ def _summary(outcome: Outcome) -> str:
         parts.append(f"{len(outcome.skipped)} skipped")
     if outcome.left_on:
         parts.append(f"{len(outcome.left_on)} hosts left on")
+    if outcome.stopped:
+        parts.append(f"stopped: {outcome.stopped}")
     return ", ".join(parts)
