@@ -6,6 +6,9 @@ if auto_apply is on, then powers on the most capable hosts consolidator powered 
 spare hosts are up than the target (the morning ramp). The capacity watch powers hosts on
 between cycles when the free capacity of the powered hosts falls below the padding. An empty
 host beyond the target is powered off only through a plan.
+
+A daemon that loses its lease (the heartbeat finds another holder, or cannot renew it) cancels
+its running cycle: the running plan starts nothing new, and the cycle ends cancelled.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.plans import approve, plan_counts, power_on_plan, running_plans
 from consolidator.app.snapshots import read_cloud, record_snapshot
 from consolidator.config import Config
+from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
 from consolidator.model import Cluster
 from consolidator.padding import parse_windows, spare_target
@@ -50,6 +54,10 @@ class CycleResult:
     hosts: dict[str, int] = field(default_factory=dict)   # active, spare, powered_off
 
 
+class _Cancelled(Exception):
+    """The daemon lost its lease during a cycle."""
+
+
 class Daemon:
     """One cloud's daemon: cycles, the capacity watch and the leader lease."""
 
@@ -67,6 +75,8 @@ class Daemon:
         self.stop = threading.Event()
         self.busy = threading.Lock()
         self.run: PlanRun | None = None
+        self.cancelled = threading.Event()     # set when the lease is lost during a cycle
+        self.cancel_reason = ""
 
     # -- leadership --------------------------------------------------------------------
 
@@ -78,6 +88,20 @@ class Daemon:
         """Give the lease up (on shutdown)."""
         self.leadership.release()
 
+    def cancel(self, why: str) -> None:
+        """Cancel the running cycle, if any: its plan run starts nothing new."""
+        self.cancel_reason = why
+        self.cancelled.set()
+        run = self.run
+        if run is not None:
+            run.stop()
+        if self.busy.locked():
+            LOG.warning("%s: cancelling the running cycle", why)
+
+    def _check_cancelled(self) -> None:
+        if self.cancelled.is_set():
+            raise _Cancelled(self.cancel_reason)
+
     # -- the cycle ---------------------------------------------------------------------
 
     def target(self) -> int:
@@ -85,14 +109,21 @@ class Daemon:
         return spare_target(self.windows, self.clock(), self.config.get("planner", "spare"))
 
     def cycle(self) -> CycleResult:
-        """One cycle; skipped when another daemon leads or a cycle already runs."""
-        if not self.lead():
-            return CycleResult(skipped="another daemon holds the lease")
+        """One cycle; skipped when another daemon leads or a cycle already runs, cancelled
+        when the lease is lost during it."""
         if not self.busy.acquire(blocking=False):
             return CycleResult(skipped="a cycle or a capacity watch is already running")
         started = time.monotonic()
         try:
+            self.cancelled.clear()
+            if not self.lead():
+                return CycleResult(skipped="another daemon holds the lease")
             result = self._cycle()
+        except _Cancelled as exc:
+            result = CycleResult(skipped=f"cancelled: {exc}",
+                                 duration_s=time.monotonic() - started)
+            LOG.warning("cycle cancelled after %.1f s: %s", result.duration_s, exc)
+            return result
         finally:
             self.busy.release()
         result.duration_s = time.monotonic() - started
@@ -105,12 +136,15 @@ class Daemon:
 
     def _cycle(self) -> CycleResult:
         self._resume_interrupted()
+        self._check_cancelled()
         result = CycleResult(spare_target=self.target())
         snap, _ = record_snapshot(self.ctx)
         result.snapshot_id = snap.info.id
+        self._check_cancelled()
         plan = make_plan(self.ctx, snap, PlanRequest(spare=result.spare_target))
         draft = plan.draft
         result.plan_id, result.migrations_planned = plan.id, len(draft.migrations)
+        self._check_cancelled()
         if draft.migrations or draft.power_off:
             if self.config.get("daemon", "auto_apply"):
                 approve(self.ctx, plan.id, reason="auto_apply")
@@ -120,6 +154,7 @@ class Daemon:
                             "it with 'consolidator plan show %s' and approve it with "
                             "'consolidator plan approve %s'", plan.id, len(draft.migrations),
                             len(draft.power_off), plan.id, plan.id)
+        self._check_cancelled()
         result.powered_on, live = self._ramp(result.spare_target, spares_only=True)
         if result.powered_on:  # the read before the ramp no longer holds
             live = read_cloud(self.ctx).cluster
@@ -127,13 +162,16 @@ class Daemon:
         return result
 
     def _execute(self, plan_id: str, resume: bool = False) -> Outcome:
+        """Run a plan; _Cancelled once it ends if the lease was lost meanwhile."""
         self.run = PlanRun(self.ctx, plan_id)
-        if self.stop.is_set():
+        if self.stop.is_set() or self.cancelled.is_set():
             self.run.stop()
         try:
-            return self.run.run(resume=resume)
+            outcome = self.run.run(resume=resume)
         finally:
             self.run = None
+        self._check_cancelled()
+        return outcome
 
     def _resume_interrupted(self) -> None:
         """Finish plans a crash left running, before anything else."""
@@ -145,10 +183,16 @@ class Daemon:
 
     def capacity_watch(self) -> list[str]:
         """Power hosts on when the powered hosts' free capacity falls below the padding."""
-        if not self.lead() or not self.busy.acquire(blocking=False):
+        if not self.busy.acquire(blocking=False):
             return []
         try:
+            self.cancelled.clear()
+            if not self.lead():
+                return []
             return self._ramp(self.target(), spares_only=False)[0]
+        except _Cancelled as exc:
+            LOG.warning("capacity watch cancelled: %s", exc)
+            return []
         finally:
             self.busy.release()
 
@@ -220,9 +264,15 @@ class Daemon:
             LOG.warning("daemon %s stopped", self.holder)
 
     def heartbeat(self) -> None:
-        """Renew or take the lease, and log when this daemon becomes active or standby."""
+        """Renew or take the lease, and log when this daemon becomes active or standby; a
+        daemon that is not (or cannot tell that it is) the lease holder cancels its cycle."""
         was = getattr(self, "_active", None)
-        now = self.lead()
+        try:
+            now, why = self.lead(), "another daemon holds the lease"
+        except ConsolidatorError as exc:
+            now, why = False, f"renewing it failed: {exc}"
+        if not now:
+            self.cancel(f"lost the daemon lease ({why})")
         self._active = now
         if now != was:
             LOG.warning("daemon %s is now %s", self.holder,

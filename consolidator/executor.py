@@ -8,6 +8,11 @@ Hosts the plan powers off are checked three times over right before the power ca
 at all on them, their nova-compute disabled with a reason naming the plan, and the host in the
 plan. Every action is a journal row written before the call and updated after it, so that
 ``apply --resume`` can reconcile a crash against the live state.
+
+The run holds the lease ``executor:<cloud>``. Every journal row written before a destructive
+call (migrate, disable, enable, power on, power off) checks the lease generation in the same
+transaction, so a process that lost the lease makes no further call; a renewal that fails in
+any way counts as losing it.
 """
 
 from __future__ import annotations
@@ -29,15 +34,19 @@ from consolidator.nova import FINAL_MIGRATION_STATUSES, Nova, ServerState
 from consolidator.plan import Move, StoredPlan
 from consolidator.power_off import GuardedPowerOff
 from consolidator.store import journal
-from consolidator.store.leases import acquire, acquire_or_raise, make_holder, release
+from consolidator.store.leases import (
+    Guard,
+    LeaseLostError,
+    acquire_or_raise,
+    make_holder,
+    release,
+)
 from consolidator.store.plans import set_status
 
 if TYPE_CHECKING:
     from consolidator.power.base import PowerDriver
 
 Reporter = Callable[[str], None]
-#: Why a migration queued when a signal came was never started.
-NOT_STARTED = "interrupted before it started"
 PowerLookup = Callable[[str], "PowerDriver | None"]
 
 
@@ -69,6 +78,7 @@ class Outcome:
     powered_on: list[str] = field(default_factory=list)
     left_on: dict[str, str] = field(default_factory=dict)          # host -> reason
     interrupted: bool = False
+    stopped: str = ""                                              # why it stopped early
 
     @property
     def ok(self) -> bool:
@@ -89,6 +99,7 @@ class Executor:
                                          dry_run=settings.dry_run)
         self.stop = threading.Event()
         self.holder = make_holder()
+        self.guard: Guard | None = None
         self._blocked: dict[str, str] = {}       # source host -> why it is left alone
         self._lock = threading.Lock()
         self._into: dict[str, threading.Semaphore] = defaultdict(
@@ -99,9 +110,10 @@ class Executor:
     def run(self, plan: StoredPlan, *, resume: bool = False) -> Outcome:
         """Run (or resume) a plan; the plan ends succeeded, failed or stays as it was."""
         lease = f"executor:{self.cloud}"
-        acquire_or_raise(self.engine, lease, self.holder, self.settings.lease_ttl,
-                         f"an executor for cloud {self.cloud!r}")
-        heartbeat = threading.Thread(target=self._heartbeat, args=(lease,), daemon=True)
+        self.guard = acquire_or_raise(self.engine, lease, self.holder, self.settings.lease_ttl,
+                                      f"an executor for cloud {self.cloud!r}")
+        self.guarded.guard = self.guard
+        heartbeat = threading.Thread(target=self._heartbeat, args=(self.guard,), daemon=True)
         heartbeat.start()
         outcome = Outcome()
         try:
@@ -115,16 +127,61 @@ class Executor:
         finally:
             self.stop.set()
             heartbeat.join(timeout=5)
-            release(self.engine, lease, self.holder)
+            try:
+                release(self.engine, lease, self.holder)
+            except ConsolidatorError as exc:     # it expires on its own
+                self.report(f"could not release the executor lease: {exc}")
+        if self.guard.lost:
+            # Another executor may own the plan now: its state is left to that one (or to
+            # 'apply --resume').
+            outcome.interrupted = True
+            outcome.stopped = self._lost_reason()
+            self.report(f"stopped: {outcome.stopped}; the plan is left as it is")
+            return outcome
         if not self.settings.dry_run:
             self._finish(plan, outcome)
         return outcome
 
-    def _heartbeat(self, lease: str) -> None:
+    def _heartbeat(self, guard: Guard) -> None:
+        """Renew the lease every third of its TTL; any failure counts as losing it."""
         while not self.stop.wait(self.settings.lease_ttl / 3):
-            if not acquire(self.engine, lease, self.holder, self.settings.lease_ttl):
-                self.report("lost the executor lease: stopping")
-                self.stop.set()
+            try:
+                held = guard.renew(self.settings.lease_ttl)
+                why = "another process holds it now"
+            except Exception as exc:  # noqa: BLE001 - whatever failed, the lease is not held
+                held, why = False, f"renewing it failed: {exc}"
+            if not held:
+                self._lose(why)
+                return
+
+    def _lose(self, why: str) -> None:
+        """Count the lease as lost: stop, and make every later guarded journal write fail."""
+        assert self.guard is not None
+        first = not self.guard.lost
+        self.guard.revoke(why)
+        self.stop.set()
+        if first:
+            self.report(f"{self._lost_reason()}: starting nothing new")
+
+    def _lost_reason(self) -> str:
+        why = self.guard.why if self.guard is not None else ""
+        return f"lost the executor lease ({why})" if why else "lost the executor lease"
+
+    def _stopped_reason(self) -> str:
+        if self.guard is not None and self.guard.lost:
+            return f"not started: {self._lost_reason()}"
+        return "interrupted before it started"
+
+    def _begin(self, plan: StoredPlan, action: str, target: str,
+               params: dict[str, object]) -> int:
+        """The journal row before a destructive call, checking the lease generation in the
+        same transaction; LeaseLostError (after stopping the run) if it is not ours."""
+        try:
+            return journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id, action=action,
+                                 target=target, params=params, guard=self.guard)
+        except LeaseLostError as exc:
+            self._lose(str(exc).partition(": ")[2] or str(exc))
+            raise
 
     def _finish(self, plan: StoredPlan, outcome: Outcome) -> None:
         if outcome.ok:
@@ -150,7 +207,7 @@ class Executor:
                 if self.stop.is_set():
                     outcome.interrupted = True
                     for move in waves[wave]:
-                        outcome.skipped[move.instance_name] = "interrupted before it started"
+                        outcome.skipped[move.instance_name] = self._stopped_reason()
                     continue
                 ready = self._precheck(plan, waves[wave], outcome)
                 self.report(f"wave {wave}: {len(ready)} migrations "
@@ -163,11 +220,11 @@ class Executor:
                 for move, error in zip(ready, pool.map(lambda m: self._migrate(plan, m),
                                                        ready), strict=True):
                     finished += 1
-                    if error is NOT_STARTED:
-                        outcome.interrupted = True
-                        outcome.skipped[move.instance_name] = error
-                    elif error is None:
+                    if error is None:
                         outcome.migrated.append(move)
+                    elif error is _NOT_STARTED:
+                        outcome.interrupted = True
+                        outcome.skipped[move.instance_name] = self._stopped_reason()
                     else:
                         outcome.failed[move.instance_name] = error
                         self._block(move.source, f"migration of {move.instance_name} failed")
@@ -235,19 +292,22 @@ class Executor:
         return None
 
     def _migrate(self, plan: StoredPlan, move: Move) -> str | None:
-        """One live migration, journaled and verified; None on success, else the reason.
-        At most max_per_destination run into one host at once."""
+        """One live migration, journaled and verified; None on success, else the reason
+        (_NOT_STARTED once the run is stopping or the lease is lost). At most
+        max_per_destination run into one host at once."""
         with self._lock:
             gate = self._into[move.destination]
         with gate:
-            if self.stop.is_set():
-                return NOT_STARTED
             return self._migrate_now(plan, move)
 
     def _migrate_now(self, plan: StoredPlan, move: Move) -> str | None:
         dest = self.hosts[move.destination]
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id, action="migrate",
-                              target=move.instance_id, params=_params(move))
+        if self.stop.is_set():
+            return _NOT_STARTED
+        try:
+            entry = self._begin(plan, "migrate", move.instance_id, _params(move))
+        except LeaseLostError:
+            return _NOT_STARTED
         self.report(f"  migrate {move.instance_name} {move.source} -> {move.destination}")
         started = time.monotonic()
         try:
@@ -296,9 +356,14 @@ class Executor:
         Returns what was done."""
         record = self.nova.latest_migration(move.instance_id) or {}
         action = "abort" if self.settings.on_timeout == "abort" else "force_complete"
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=None, action=action,
-                              target=move.instance_id,
-                              params={**_params(move), "migration": record.get("id")})
+        try:
+            entry = journal.begin(self.engine, cloud=self.cloud, plan_id=None, action=action,
+                                  target=move.instance_id,
+                                  params={**_params(move), "migration": record.get("id")},
+                                  guard=self.guard)
+        except LeaseLostError as exc:
+            self._lose(str(exc).partition(": ")[2] or str(exc))
+            return f"did not {action.replace('_', '-')} it: {self._lost_reason()}"
         try:
             if action == "abort":
                 self.nova.abort_migration(move.instance_id, record.get("id"))
@@ -348,8 +413,10 @@ class Executor:
             if self.settings.dry_run:
                 self.report(f"  would power on {name} and enable its nova-compute")
                 return None
-            entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id,
-                                  action="power_on", target=name, params={})
+            try:
+                entry = self._begin(plan, "power_on", name, {})
+            except LeaseLostError:
+                return self._lost_reason()
             self.report(f"  power on {name}")
             try:
                 driver.power_on(timeout=self.settings.power_timeout)
@@ -362,8 +429,10 @@ class Executor:
             journal.finish(self.engine, entry, journal.SUCCEEDED, "on; nova-compute up")
         if service.get("status") == "enabled" or self.settings.dry_run:
             return None
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id, action="enable",
-                              target=name, params={})
+        try:
+            entry = self._begin(plan, "enable", name, {})
+        except LeaseLostError:
+            return self._lost_reason()
         try:
             self.nova.set_service(host.compute_host, enabled=True)
         except ConsolidatorError as exc:
@@ -408,8 +477,12 @@ class Executor:
         if name not in plan.draft.power_off:
             return self._note(plan, "power_off", name, journal.SKIPPED,
                               "the plan does not power it off")
-        return self.guarded.run(plan.id, host, driver,
-                                  f"consolidator: emptied by plan {plan.id} for power-off")
+        try:
+            return self.guarded.run(plan.id, host, driver,
+                                    f"consolidator: emptied by plan {plan.id} for power-off")
+        except LeaseLostError as exc:
+            self._lose(str(exc).partition(": ")[2] or str(exc))
+            return self._lost_reason()
 
     def _note(self, plan: StoredPlan, action: str, target: str, state: str,
               result: str) -> str:
@@ -460,6 +533,10 @@ class Executor:
         return done
 
 
+#: What _migrate returns for a move it did not start (the run is stopping).
+_NOT_STARTED = "not started"
+
+
 def demand_of(cluster: Cluster, move: Move) -> placement.Demand:
     """What a move's instance asks of its destination, keyed by its id."""
     inst = cluster.instances[cluster.instance_index[move.instance_id]]
@@ -484,4 +561,6 @@ def _summary(outcome: Outcome) -> str:
         parts.append(f"{len(outcome.skipped)} skipped")
     if outcome.left_on:
         parts.append(f"{len(outcome.left_on)} hosts left on")
+    if outcome.stopped:
+        parts.append(f"stopped: {outcome.stopped}")
     return ", ".join(parts)

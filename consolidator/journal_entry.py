@@ -24,3 +24,5 @@ class Entry:
     started_at: datetime | None
     finished_at: datetime | None
     result: str | None
+    lease_holder: str | None = None
+    lease_generation: int | None = None

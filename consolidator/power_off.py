@@ -23,6 +23,7 @@ from consolidator.store import journal
 
 if TYPE_CHECKING:
     from consolidator.power.base import PowerDriver
+    from consolidator.store.leases import Guard
 
 Reporter = Callable[[str], None]
 
@@ -37,6 +38,9 @@ class GuardedPowerOff:
     report: Reporter
     timeout: float
     dry_run: bool = False
+    #: The actor's lease: every journal row before a destructive call checks it in the same
+    #: transaction (LeaseLostError, and no call, when it is no longer current).
+    guard: Guard | None = None
 
     def not_empty(self, host: Host) -> str | None:
         """Why the host is not empty to Nova or Placement right now, or None: any server in
@@ -68,7 +72,7 @@ class GuardedPowerOff:
             self.report(f"  would disable nova-compute on {host.name} and power it off")
             return None
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="disable",
-                              target=host.name, params={"reason": reason})
+                              target=host.name, params={"reason": reason}, guard=self.guard)
         try:
             self.nova.set_service(host.compute_host, enabled=False, reason=reason)
         except ConsolidatorError as exc:
@@ -80,7 +84,8 @@ class GuardedPowerOff:
             self.reenable(plan_id, host, problem)
             return self._note(plan_id, host, journal.SKIPPED, problem)
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id,
-                              action="power_off", target=host.name, params={"driver": "bmc"})
+                              action="power_off", target=host.name, params={"driver": "bmc"},
+                              guard=self.guard)
         self.report(f"  power off {host.name}")
         try:
             state = driver.power_off(graceful=True, timeout=self.timeout)
@@ -103,7 +108,8 @@ class GuardedPowerOff:
     def _fence(self, plan_id: str | None, host: Host) -> None:
         """Mark the powered-off host's nova-compute forced down (journaled)."""
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id,
-                              action="force_down", target=host.name, params={})
+                              action="force_down", target=host.name, params={},
+                              guard=self.guard)
         try:
             self.nova.force_down(host.compute_host, True)
             journal.finish(self.engine, entry, journal.SUCCEEDED, "forced down")
@@ -114,7 +120,7 @@ class GuardedPowerOff:
     def reenable(self, plan_id: str | None, host: Host, why: str) -> None:
         """Enable a host's nova-compute again after a power-off that did not happen."""
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="enable",
-                              target=host.name, params={"why": why})
+                              target=host.name, params={"why": why}, guard=self.guard)
         try:
             self.nova.set_service(host.compute_host, enabled=True)
             journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled again")

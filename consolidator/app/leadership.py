@@ -14,8 +14,9 @@ class Leadership:
         self.holder = make_holder()
 
     def hold(self) -> bool:
-        """Take or renew the lease; True while this process holds it."""
-        return acquire(self.ctx.engine(), self.name, self.holder, self.ttl)
+        """Take or renew the lease (expiry by the database's clock); True while this process
+        holds it. A database error is raised (StoreError): the caller counts it as lost."""
+        return acquire(self.ctx.engine(), self.name, self.holder, self.ttl) is not None
 
     def release(self) -> None:
         """Give the lease up."""

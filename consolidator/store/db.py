@@ -60,6 +60,9 @@ def make_engine(url: str | None, *, create: bool = True) -> Engine:
         kwargs["poolclass"] = NullPool
     elif url.startswith("postgresql") and "+" not in url.split("://", 1)[0]:
         url = url.replace("postgresql", "postgresql+psycopg", 1)
+    if not url.startswith("sqlite"):
+        # A server that went away for a moment costs one failed call, not every pooled one.
+        kwargs["pool_pre_ping"] = True
     try:
         engine = create_engine(url, **kwargs)
     except (ArgumentError, ImportError, ValueError) as exc:

@@ -8,7 +8,7 @@ store's callers: ``journal.SUCCEEDED``, ``journal.Entry``.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, select, update
 
@@ -16,26 +16,39 @@ from consolidator.journal_entry import FAILED, RUNNING, SKIPPED, SUCCEEDED, Entr
 from consolidator.store.db import translate_errors
 from consolidator.store.tables import journal
 
+if TYPE_CHECKING:
+    from consolidator.store.leases import Guard
+
 __all__ = ["FAILED", "RUNNING", "SKIPPED", "SUCCEEDED", "Entry", "begin", "entries", "finish",
            "record"]
 
 
 def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, target: str,
-          params: dict[str, Any] | None = None) -> int:
-    """Record an action as running, before it is attempted; return the entry id."""
+          params: dict[str, Any] | None = None, guard: Guard | None = None) -> int:
+    """Record an action as running, before it is attempted; return the entry id.
+
+    With a guard, the lease is checked in the same transaction, after the insert (which on
+    SQLite takes the write lock): if this process no longer holds that lease generation, or it
+    expired by the database's clock, LeaseLostError is raised and nothing is written.
+    """
     now = datetime.now(timezone.utc)
     with translate_errors(engine), engine.begin() as conn:
         result = conn.execute(journal.insert().values(
             cloud=cloud, plan_id=plan_id, action=action, target=target, params=params or {},
-            state=RUNNING, created_at=now, started_at=now))
+            state=RUNNING, created_at=now, started_at=now,
+            lease_holder=guard.holder if guard else None,
+            lease_generation=guard.generation if guard else None))
+        if guard is not None:
+            guard.check(conn)   # raising rolls the insert back
         return int(result.inserted_primary_key[0])
 
 
 def record(engine: Engine, *, cloud: str, plan_id: str | None, action: str, target: str,
-           state: str, result: str, params: dict[str, Any] | None = None) -> int:
+           state: str, result: str, params: dict[str, Any] | None = None,
+           guard: Guard | None = None) -> int:
     """Record an action decided without a call (skipped, or found already done)."""
     entry = begin(engine, cloud=cloud, plan_id=plan_id, action=action, target=target,
-                  params=params)
+                  params=params, guard=guard)
     finish(engine, entry, state, result)
     return entry
 

@@ -1,27 +1,55 @@
 """Database leases: one holder at a time per name, on SQLite and PostgreSQL alike.
 
-Acquiring is one conditional UPDATE (free, expired or already ours) or one INSERT, so two
-processes racing for a lease cannot both win on either database.
+Expiry is judged by the database's clock, in the same statement that takes, renews or checks
+a lease, never by the caller's clock: a process whose clock runs ahead cannot take a lease that
+is still held. Acquiring is one conditional UPDATE (free, expired or already ours) or, the
+first time, one INSERT, so two processes racing for a lease cannot both win on either database.
+
+Each lease carries a generation, incremented whenever it changes holder (not when the same
+holder renews it). ``acquire`` returns a Guard naming the holder and generation; the journal
+checks a guard in the same transaction as each row written before a destructive call.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import threading
 import uuid
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, delete, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Interval,
+    String,
+    and_,
+    case,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import ColumnElement
 
 from consolidator.errors import ConsolidatorError
 from consolidator.store.db import translate_errors
 from consolidator.store.tables import leases
 
+#: What a released lease's holder becomes, so that the next holder is a change of holder.
+NOBODY = ""
+
 
 class LeaseHeldError(ConsolidatorError):
     """Another process holds the lease."""
+
+
+class LeaseLostError(ConsolidatorError):
+    """This process no longer holds the lease generation it acted under."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +60,74 @@ class Lease:
     holder: str
     acquired_at: datetime
     expires_at: datetime
+    generation: int = 0
+
+
+@dataclass(eq=False)
+class Guard:
+    """Proof of holding one generation of a lease, checked before each destructive call.
+
+    ``revoke`` marks it lost in this process (a failed renewal); from then on ``check`` fails
+    without asking the database.
+    """
+
+    engine: Engine
+    name: str
+    holder: str
+    generation: int
+    _lost: threading.Event = field(default_factory=threading.Event, repr=False)
+    why: str = ""
+
+    @property
+    def lost(self) -> bool:
+        """Whether this process has given the lease up for lost."""
+        return self._lost.is_set()
+
+    def revoke(self, why: str) -> None:
+        """Count the lease as lost: every later check fails."""
+        if not self._lost.is_set():
+            self.why = why
+            self._lost.set()
+
+    def check(self, conn: Connection) -> None:
+        """Raise LeaseLostError unless the lease, read on conn (inside the caller's
+        transaction, locked against a take-over on PostgreSQL), still has this holder and
+        generation and has not expired by the database's clock."""
+        if self.lost:
+            raise LeaseLostError(f"lost the lease {self.name!r}: {self.why}")
+        query = select(leases.c.generation).where(
+            leases.c.name == self.name, leases.c.holder == self.holder,
+            leases.c.generation == self.generation,
+            leases.c.expires_at > db_now(conn.dialect.name))
+        if conn.dialect.name != "sqlite":
+            query = query.with_for_update(read=True)
+        if conn.execute(query).first() is None:
+            self.revoke(f"generation {self.generation} is no longer current or has expired")
+            raise LeaseLostError(f"lost the lease {self.name!r}: {self.why}")
+
+    def renew(self, ttl: float) -> bool:
+        """Extend the lease by ttl from the database's now if this generation still holds
+        it (even if it expired meanwhile: nobody else took it); False if it does not."""
+        if self.lost:
+            return False
+        dialect = self.engine.dialect.name
+        with translate_errors(self.engine), self.engine.begin() as conn:
+            return bool(conn.execute(update(leases).where(
+                leases.c.name == self.name, leases.c.holder == self.holder,
+                leases.c.generation == self.generation).values(
+                expires_at=db_now(dialect, ttl))).rowcount)
+
+
+def db_now(dialect: str, plus: float = 0.0) -> ColumnElement:
+    """The database's current UTC time (plus seconds), as a SQL expression comparable with
+    UTCDateTime columns: timestamptz on PostgreSQL; on SQLite the text form SQLAlchemy stores
+    (UTC, 'YYYY-MM-DD HH:MM:SS.ffffff')."""
+    if dialect == "sqlite":
+        stamp = func.strftime("%Y-%m-%d %H:%M:%f", "now", f"{plus:+.3f} seconds",
+                              type_=String)
+        return stamp.concat("000")
+    now = func.now()
+    return now + literal(timedelta(seconds=plus), Interval()) if plus else now
 
 
 def make_holder() -> str:
@@ -39,35 +135,47 @@ def make_holder() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def acquire(engine: Engine, name: str, holder: str, ttl: float) -> bool:
-    """Take or renew the lease if it is free, expired or ours; True if we hold it now."""
-    now = datetime.now(timezone.utc)
-    expires = now + timedelta(seconds=ttl)
+def acquire(engine: Engine, name: str, holder: str, ttl: float) -> Guard | None:
+    """Take or renew the lease if it is free, expired or ours; its Guard if we hold it now,
+    else None. Taking it from another holder (or after a release) starts a new generation."""
+    dialect = engine.dialect.name
+    now, expires = db_now(dialect), db_now(dialect, ttl)
+    ours = leases.c.holder == holder
     with translate_errors(engine):
         with engine.begin() as conn:
             taken = conn.execute(update(leases).where(
-                leases.c.name == name,
-                or_(leases.c.holder == holder, leases.c.expires_at < now)).values(
-                holder=holder, acquired_at=now, expires_at=expires)).rowcount
-        if taken:
-            return True
+                leases.c.name == name, or_(ours, leases.c.expires_at < now)).values(
+                holder=holder, expires_at=expires,
+                acquired_at=case((ours, leases.c.acquired_at), else_=now),
+                generation=case((ours, leases.c.generation),
+                                else_=leases.c.generation + 1))).rowcount
+            if taken:
+                return Guard(engine, name, holder, _generation(conn, name, holder))
         try:
             with engine.begin() as conn:
                 conn.execute(insert(leases).values(name=name, holder=holder, acquired_at=now,
-                                                   expires_at=expires))
-            return True
+                                                   expires_at=expires, generation=1))
+                return Guard(engine, name, holder, _generation(conn, name, holder))
         except IntegrityError:
-            return False
+            return None
+
+
+def _generation(conn: Connection, name: str, holder: str) -> int:
+    return int(conn.execute(select(leases.c.generation).where(
+        leases.c.name == name, leases.c.holder == holder)).scalar_one())
 
 
 def current(engine: Engine, name: str) -> Lease | None:
-    """The lease's holder, if any holds it (expired leases count as free)."""
+    """The lease's holder, if any holds it (expired leases count as free, by the database's
+    clock)."""
     with translate_errors(engine), engine.connect() as conn:
-        row = conn.execute(select(leases).where(leases.c.name == name)).first()
-    if row is None or row.expires_at < datetime.now(timezone.utc):
+        row = conn.execute(select(leases).where(
+            leases.c.name == name, leases.c.holder != NOBODY,
+            leases.c.expires_at > db_now(engine.dialect.name))).first()
+    if row is None:
         return None
     return Lease(name=row.name, holder=row.holder, acquired_at=row.acquired_at,
-                 expires_at=row.expires_at)
+                 expires_at=row.expires_at, generation=row.generation)
 
 
 def holder_is_dead(holder: str) -> bool:
@@ -85,34 +193,44 @@ def holder_is_dead(holder: str) -> bool:
     return False
 
 
-def take_over(engine: Engine, name: str, dead: str, holder: str, ttl: float) -> bool:
-    """Take a lease from a holder known to be dead; True if it was still theirs."""
-    now = datetime.now(timezone.utc)
+def take_over(engine: Engine, name: str, dead: str, holder: str, ttl: float) -> Guard | None:
+    """Take a lease from a holder known to be dead (a new generation); its Guard if it was
+    still theirs."""
+    dialect = engine.dialect.name
     with translate_errors(engine), engine.begin() as conn:
-        return bool(conn.execute(update(leases).where(
-            leases.c.name == name, leases.c.holder == dead).values(
-            holder=holder, acquired_at=now,
-            expires_at=now + timedelta(seconds=ttl))).rowcount)
+        if not conn.execute(update(leases).where(
+                leases.c.name == name, leases.c.holder == dead).values(
+                holder=holder, acquired_at=db_now(dialect), expires_at=db_now(dialect, ttl),
+                generation=leases.c.generation + 1)).rowcount:
+            return None
+        return Guard(engine, name, holder, _generation(conn, name, holder))
 
 
-def acquire_or_raise(engine: Engine, name: str, holder: str, ttl: float, what: str) -> None:
-    """Take the lease or raise LeaseHeldError naming the holder.
+def acquire_or_raise(engine: Engine, name: str, holder: str, ttl: float, what: str) -> Guard:
+    """Take the lease and return its Guard, or raise LeaseHeldError naming the holder.
 
     A lease held by a process of this machine that has died (kill -9) is taken over at once
     instead of waiting for it to expire.
     """
-    if not acquire(engine, name, holder, ttl):
-        lease = current(engine, name)
-        if lease is not None and holder_is_dead(lease.holder) and \
-                take_over(engine, name, lease.holder, holder, ttl):
-            return
-        lease = current(engine, name)
-        who = (f"{lease.holder} (until {lease.expires_at:%H:%M:%S} UTC)" if lease
-               else "another process")
-        raise LeaseHeldError(f"{what} is already running: {who} holds lease {name!r}")
+    guard = acquire(engine, name, holder, ttl)
+    if guard is not None:
+        return guard
+    lease = current(engine, name)
+    if lease is not None and holder_is_dead(lease.holder):
+        guard = take_over(engine, name, lease.holder, holder, ttl)
+        if guard is not None:
+            return guard
+    lease = current(engine, name)
+    who = (f"{lease.holder} (until {lease.expires_at:%H:%M:%S} UTC)" if lease
+           else "another process")
+    raise LeaseHeldError(f"{what} is already running: {who} holds lease {name!r}")
 
 
 def release(engine: Engine, name: str, holder: str) -> None:
-    """Give the lease up, if we hold it."""
+    """Give the lease up, if we hold it. The row stays, expired and held by nobody, so that
+    its generation only ever grows."""
+    dialect = engine.dialect.name
     with translate_errors(engine), engine.begin() as conn:
-        conn.execute(delete(leases).where(leases.c.name == name, leases.c.holder == holder))
+        conn.execute(update(leases).where(
+            and_(leases.c.name == name, leases.c.holder == holder)).values(
+            holder=NOBODY, expires_at=db_now(dialect, -1.0)))

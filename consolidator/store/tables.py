@@ -169,6 +169,8 @@ journal = Table(
     Column("started_at", UTCDateTime()),
     Column("finished_at", UTCDateTime()),
     Column("result", Text),
+    Column("lease_holder", String(255)),       # who wrote it, under which lease generation
+    Column("lease_generation", Integer),       # (rows written before a destructive call)
 )
 
 leases = Table(
@@ -177,4 +179,5 @@ leases = Table(
     Column("holder", String(255), nullable=False),
     Column("acquired_at", UTCDateTime(), nullable=False),
     Column("expires_at", UTCDateTime(), nullable=False),
+    Column("generation", Integer, nullable=False, server_default="1"),
 )

@@ -3,10 +3,12 @@ and high availability with two real daemon processes on PostgreSQL."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -41,11 +43,12 @@ def scenario() -> dict:
 
 
 def make_daemon(cloud: FakeCloud, engine: object, tmp: Path, *,
-                telemetry: dict[str, str] | None = None, **daemon: str) -> Daemon:
+                telemetry: dict[str, str] | None = None,
+                executor: dict[str, str] | None = None, **daemon: str) -> Daemon:
     config = config_from_sections({
         "planner": {"algorithm": "firstfit"},
         "daemon": {"auto_apply": "true", **daemon},
-        "executor": {"poll_interval": "0.02", "power_timeout": "30"},
+        "executor": {"poll_interval": "0.02", "power_timeout": "30", **(executor or {})},
         "telemetry": telemetry or {},
         "padding": {"06:00-18:00": "2", "18:00-06:00": "0"}})
     bmc = cloud.write_bmc_yaml(tmp / "bmc.yaml")
@@ -243,3 +246,41 @@ def test_daemon_snapshots_carry_the_usage_statistics(tmp_path: Path) -> None:
     assert len(usage) == 10
     assert usage["vm-1-1"] == {"cpu_mean": 1.5, "cpu_std": 0.25}
     assert all(u is not None for u in usage.values())
+
+
+def test_losing_leadership_cancels_the_running_cycle(tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """Another daemon takes the lease while this one's cycle migrates: the heartbeat cancels
+    the cycle, which starts nothing new and ends cancelled, saying why at WARNING."""
+    from sqlalchemy import update
+
+    from consolidator.store import journal
+    from consolidator.store.tables import leases
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'c.db'}")
+    upgrade(engine)
+    with FakeCloud(parse_scenario(scenario()), bmc=True, migration_bandwidth_mb_s=4096,
+                   service_up_delay_s=0.05, bmc_graceful_delay_s=0.05) as cloud:
+        daemon = make_daemon(cloud, engine, tmp_path, executor={"max_parallel": "1"})
+        results: list = []
+        with time_machine.travel(NIGHT, tick=True):
+            worker = threading.Thread(target=lambda: results.append(daemon.cycle()))
+            worker.start()
+            deadline = time.monotonic() + 30
+            while not any(e.action == "migrate" for e in journal.entries(engine)):
+                assert time.monotonic() < deadline, "the cycle never started migrating"
+                time.sleep(0.02)
+            with engine.begin() as conn:     # another daemon holds the lease now
+                conn.execute(update(leases).where(leases.c.name == daemon.lease).values(
+                    holder="other-host:1:other"))
+            with caplog.at_level(logging.WARNING, logger="consolidator.daemon"):
+                daemon.heartbeat()
+                worker.join(timeout=60)
+        assert not worker.is_alive()
+        result = results[0]
+        assert "lost the daemon lease" in result.skipped
+        assert any(r.levelno == logging.WARNING and "lost the daemon lease" in r.getMessage()
+                   for r in caplog.records)
+        started = [e for e in journal.entries(engine) if e.state != journal.SKIPPED]
+        assert [e.action for e in started] == ["migrate"]
+        assert powered(cloud) == {f"c{n}" for n in range(1, 6)}

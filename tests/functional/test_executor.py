@@ -6,6 +6,9 @@ an instance on it, and a journal that explains what happened.
 
 from __future__ import annotations
 
+import dataclasses
+import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sqlalchemy import event
 
 from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, make_plan
@@ -279,3 +283,46 @@ def test_migrations_into_one_host_respect_the_per_destination_limit(bed: Bed) ->
         times.sort()
         for (_, end), (start, _) in zip(times, times[1:], strict=False):
             assert start >= end, dest
+
+
+def fail_next_lease_update(engine: object, armed: threading.Event) -> list[float]:
+    """Make the next UPDATE of the leases table fail with a database error once armed;
+    returns the list that gets the time of that failure."""
+    failed_at: list[float] = []
+
+    def before(conn: object, cursor: object, statement: str, *_args: object) -> None:
+        if armed.is_set() and not failed_at and statement.lstrip().upper().startswith(
+                "UPDATE LEASES"):
+            failed_at.append(time.monotonic())
+            raise sqlite3.OperationalError("disk I/O error (injected)")
+
+    event.listen(engine, "before_cursor_execute", before)
+    return failed_at
+
+
+def test_a_failed_lease_renewal_stops_the_run_before_its_next_destructive_call(
+        tmp_path: Path) -> None:
+    """One database error in the heartbeat: the lease counts as lost, the migration under
+    way finishes, and nothing else is started (no migration, disable or power call)."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'c.db'}")
+    upgrade(engine)
+    with FakeCloud(parse_scenario(scenario()), bmc=True, migration_bandwidth_mb_s=4096,
+                   service_up_delay_s=0.05, bmc_graceful_delay_s=0.05) as cloud:
+        bed = Bed(cloud=cloud, engine=engine, tmp=tmp_path)
+        plan = bed.plan()
+        armed = threading.Event()
+        failed_at = fail_next_lease_update(engine, armed)
+        executor = bed.executor(lease_ttl=0.6)
+        executor.settings = dataclasses.replace(executor.settings, max_parallel=1)
+        executor.report = lambda line: armed.set() if line.startswith("  migrate") else None
+        outcome = executor.run(plan)
+        assert failed_at, "the renewal was never made to fail"
+        assert outcome.interrupted and not outcome.ok
+        assert "lost the executor lease" in " ".join(outcome.skipped.values())
+        calls = [e for e in journal.entries(engine, plan_id=plan.id)
+                 if e.state != journal.SKIPPED]
+        assert [(e.action, e.state) for e in calls] == [("migrate", journal.SUCCEEDED)]
+        assert len(cloud.requests("/compute/v2.1/servers/*/action", "POST")) == 1
+        assert all(cloud.power(h.name) == "on" for h in cloud.cluster().hosts)
+        assert all(s.status == "enabled" for s in cloud.connect().compute.services())
+        bed.assert_safe()

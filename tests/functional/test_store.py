@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, MetaData, inspect
+from sqlalchemy import Engine, MetaData, inspect, select
 
 from consolidator.errors import NotFoundError, NotMigratedError, UsageError
 from consolidator.model import Cluster
 from consolidator.scenario import load_cluster
 from consolidator.store.db import check_migrated, current_revision, head_revision, make_engine
 from consolidator.store.db import upgrade as db_upgrade
+from consolidator.store.journal import entries as journal_entries
 from consolidator.store.snapshots import (
     list_snapshots,
     load_snapshot,
@@ -24,7 +25,7 @@ from consolidator.store.snapshots import (
     save_snapshot,
     snapshot_rows,
 )
-from consolidator.store.tables import metadata
+from consolidator.store.tables import leases, metadata
 
 
 def test_unmigrated_database_is_refused_then_upgrade_creates_schema(empty_db_url: str) -> None:
@@ -121,4 +122,29 @@ def test_migrations_build_exactly_the_tables(db_url: str) -> None:
     engine = make_engine(db_url)
     with engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+    engine.dispose()
+
+
+def test_database_at_0003_upgrades_its_leases_to_generation_1(empty_db_url: str) -> None:
+    """A lease taken by 0003's code is generation 1 after 0004; journal rows written before
+    it name no lease."""
+    engine = make_engine(empty_db_url)
+    assert db_upgrade(engine, "0003") == (None, "0003")
+    old = MetaData()
+    old.reflect(engine)
+    assert "generation" not in old.tables["leases"].c
+    now = datetime.now(timezone.utc)
+    with engine.begin() as conn:
+        conn.execute(old.tables["leases"].insert(), {
+            "name": "executor:old", "holder": "h:1:x", "acquired_at": now,
+            "expires_at": now})
+        conn.execute(old.tables["journal"].insert(), {
+            "cloud": "old", "action": "migrate", "target": "i", "params": {},
+            "state": "succeeded", "created_at": now})
+    assert db_upgrade(engine) == ("0003", head_revision())
+    check_migrated(engine)
+    with engine.connect() as conn:
+        assert conn.execute(select(leases.c.generation)).scalar_one() == 1
+    entry = journal_entries(engine)[0]
+    assert entry.lease_holder is None and entry.lease_generation is None
     engine.dispose()

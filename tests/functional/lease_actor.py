@@ -1,0 +1,101 @@
+"""A second process for the lease tests, with its own clock (time-machine) and its own engine.
+
+    python -m tests.functional.lease_actor acquire URL NAME HOLDER [--skew S] [--ttl T]
+        take or renew a lease; prints "held" or "refused"
+    python -m tests.functional.lease_actor execute URL PLAN_ID CLOUDS_YAML BMC_YAML
+        [--skew S] [--ttl T] [--resume] [--wait W]
+        run a stored plan with an executor (waiting up to W s for its lease); prints the
+        outcome as JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from contextlib import ExitStack
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+
+def _acquire(args: argparse.Namespace) -> int:
+    from consolidator.store.db import make_engine
+    from consolidator.store.leases import acquire
+
+    engine = make_engine(args.url)
+    print("held" if acquire(engine, args.name, args.holder, args.ttl) else "refused")
+    engine.dispose()
+    return 0
+
+
+def _execute(args: argparse.Namespace) -> int:
+    import openstack
+    import yaml
+
+    from consolidator.executor import Executor, ExecutorSettings
+    from consolidator.nova import Nova
+    from consolidator.power.base import driver_for, load_bmc_file
+    from consolidator.store.db import make_engine
+    from consolidator.store.leases import LeaseHeldError
+    from consolidator.store.plans import load_plan
+    from consolidator.store.snapshots import load_snapshot
+
+    engine = make_engine(args.url)
+    plan = load_plan(engine, args.plan)
+    snap = load_snapshot(engine, plan.snapshot_id)
+    entry = yaml.safe_load(Path(args.clouds_yaml).read_text())["clouds"]["fake"]
+    conn = openstack.connect(load_yaml_config=False, load_envvars=False, **entry)
+    configs = load_bmc_file(args.bmc_yaml)
+    executor = Executor(engine, Nova(conn), snap.info.cloud, snap.cluster,
+                        ExecutorSettings(poll_interval=0.05, max_parallel=args.max_parallel,
+                                         power_timeout=20, lease_ttl=args.ttl),
+                        lambda h: driver_for(configs[h]) if h in configs else None,
+                        report=lambda line: print(line, file=sys.stderr, flush=True))
+    deadline = time.monotonic() + args.wait
+    while True:
+        try:
+            outcome = executor.run(plan, resume=args.resume)
+            break
+        except LeaseHeldError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    print(json.dumps({"holder": executor.holder,
+                      "migrated": [m.instance_name for m in outcome.migrated],
+                      "skipped": outcome.skipped, "failed": outcome.failed,
+                      "powered_off": outcome.powered_off, "left_on": outcome.left_on,
+                      "interrupted": outcome.interrupted}))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the arguments and act under a clock set --skew seconds away."""
+    parser = argparse.ArgumentParser(prog="lease_actor")
+    parser.add_argument("--skew", type=float, default=0.0)
+    parser.add_argument("--ttl", type=float, default=60.0)
+    sub = parser.add_subparsers(dest="command", required=True)
+    acq = sub.add_parser("acquire")
+    acq.add_argument("url")
+    acq.add_argument("name")
+    acq.add_argument("holder")
+    ex = sub.add_parser("execute")
+    ex.add_argument("url")
+    ex.add_argument("plan")
+    ex.add_argument("clouds_yaml")
+    ex.add_argument("bmc_yaml")
+    ex.add_argument("--resume", action="store_true")
+    ex.add_argument("--wait", type=float, default=0.0)
+    ex.add_argument("--max-parallel", type=int, default=1)
+    args = parser.parse_args(argv)
+    with ExitStack() as stack:
+        if args.skew:
+            import time_machine
+
+            stack.enter_context(time_machine.travel(
+                datetime.now(timezone.utc) + timedelta(seconds=args.skew), tick=True))
+        return _acquire(args) if args.command == "acquire" else _execute(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
