@@ -149,7 +149,7 @@ class EmulatedBmcs:
         return self._ipmi.ports() if self._ipmi is not None else {}
 
     def config(self, base_url: str) -> dict[str, Any]:
-        """The bmc.yaml document for every emulated BMC."""
+        """The bmc.yaml document for every emulated BMC (Redfish here is plain http)."""
         ports = self.ipmi_ports()
         hosts: dict[str, Any] = {}
         for host, driver in self.drivers.items():
@@ -158,7 +158,8 @@ class EmulatedBmcs:
                                "port": ports.get(host)}
             else:
                 hosts[host] = {"driver": "redfish", "address": base_url,
-                               "system_id": f"/redfish/v1/Systems/{host}"}
+                               "system_id": f"/redfish/v1/Systems/{host}",
+                               "allow_insecure_http": base_url.startswith("http://")}
         return {"defaults": {"username": self.power.username,
                              "password": self.power.password}, "hosts": hosts}
 

@@ -19,8 +19,8 @@ log = logging.getLogger(__name__)
 
 POWER_ON, POWER_OFF, POWER_UNKNOWN = "on", "off", "unknown"
 _KEYS = {"driver": str, "address": str, "port": int, "username": str, "password": str,
-         "password_file": str, "verify_tls": bool, "system_id": str,
-         "timeout": (int, float)}
+         "password_file": str, "verify_tls": bool, "ca_bundle": str,
+         "allow_insecure_http": bool, "system_id": str, "timeout": (int, float)}
 
 
 class PowerError(ConsolidatorError):
@@ -40,10 +40,19 @@ class BmcConfig:
     verify_tls: bool = True
     system_id: str | None = None
     timeout: float = 30.0
+    #: Redfish: a CA bundle (file or directory) to verify the BMC's certificate with.
+    ca_bundle: str | None = None
+    #: Redfish: accept a plain http:// address (credentials then cross the wire in clear).
+    allow_insecure_http: bool = False
 
     def error(self, cause: str) -> PowerError:
         """A PowerError naming this host, driver and address."""
         return PowerError(f"{self.host}: {self.driver} BMC {self.address}: {cause}")
+
+    @property
+    def tls_verify(self) -> bool | str:
+        """What TLS verification uses: the CA bundle's path, else verify_tls."""
+        return self.ca_bundle if self.ca_bundle and self.verify_tls else self.verify_tls
 
 
 class PowerDriver(Protocol):
@@ -86,15 +95,51 @@ def _check_entry(path: Path, host: str, entry: Mapping[str, Any]) -> None:
     if entry["driver"] not in POWER_DRIVERS:
         raise _file_error(path, where, f"driver {entry['driver']!r} is not one of "
                                        f"{', '.join(POWER_DRIVERS.names())}")
+    if entry["driver"] == "redfish":
+        _check_redfish_tls(path, host, entry)
+
+
+def _relative_to(path: Path, name: str) -> Path:
+    """A path named in the BMC file: ~ expanded, relative to the BMC file's directory."""
+    target = Path(name).expanduser()
+    return target if target.is_absolute() else path.parent / target
+
+
+def _check_redfish_tls(path: Path, host: str, entry: Mapping[str, Any]) -> None:
+    """Refuse plain http:// unless allowed, a missing ca_bundle, and ca_bundle without verify."""
+    where = f"host {host!r}"
+    if (entry["address"].lower().startswith("http://")
+            and not entry.get("allow_insecure_http", False)):
+        raise _file_error(path, where, f"Redfish over plain http:// sends the BMC password in "
+                                       f"clear; use https://, or set allow_insecure_http: true "
+                                       f"for {host!r} to accept it")
+    if "ca_bundle" not in entry:
+        return
+    bundle = _relative_to(path, entry["ca_bundle"])
+    if not bundle.exists():
+        raise _file_error(path, where, f"ca_bundle {str(bundle)!r} does not exist")
+    if not entry.get("verify_tls", True):
+        raise _file_error(path, where, "verify_tls: false conflicts with ca_bundle (a CA "
+                                       "bundle is used to verify): drop one of them")
+
+
+def refuse_if_readable(path: Path, what: str) -> None:
+    """ConfigError unless only the owner may read the file: it holds BMC credentials."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return  # reading it reports why, in one line
+    if mode & (stat.S_IRGRP | stat.S_IROTH):
+        raise ConfigError(f"{what} is readable by group or others (mode {mode:04o}) and holds "
+                          f"BMC credentials; refusing it: chmod 600 {path}")
 
 
 def _password(path: Path, host: str, entry: Mapping[str, Any]) -> str:
     if "password" in entry and "password_file" not in entry:
         return str(entry["password"])
     if "password_file" in entry and "password" not in entry:
-        secret = Path(entry["password_file"]).expanduser()
-        if not secret.is_absolute():
-            secret = path.parent / secret
+        secret = _relative_to(path, entry["password_file"])
+        refuse_if_readable(secret, f"{path}: host {host!r}: password_file {str(secret)!r}")
         try:
             return secret.read_text(encoding="utf-8").rstrip("\r\n")
         except OSError as exc:
@@ -105,16 +150,6 @@ def _password(path: Path, host: str, entry: Mapping[str, Any]) -> str:
     raise _file_error(path, f"host {host!r}", "missing key 'password' (or 'password_file')")
 
 
-def _warn_if_readable(path: Path) -> None:
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return
-    if mode & (stat.S_IRGRP | stat.S_IROTH):
-        log.warning("%s is readable by group or others (mode %o); chmod 600 it",
-                    path, stat.S_IMODE(mode))
-
-
 def load_bmc_file(path: str | Path) -> dict[str, BmcConfig]:
     """Read a bmc.yaml: host name -> BmcConfig, `defaults:` merged under each host."""
     path = Path(path)
@@ -122,7 +157,7 @@ def load_bmc_file(path: str | Path) -> dict[str, BmcConfig]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the BMC file: {exc.strerror}") from None
-    _warn_if_readable(path)
+    refuse_if_readable(path, str(path))
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -148,12 +183,15 @@ def load_bmc_file(path: str | Path) -> dict[str, BmcConfig]:
             entry.pop("password_file", None)
         entry.update(raw)
         _check_entry(path, host, entry)
+        bundle = entry.get("ca_bundle")
         configs[host] = BmcConfig(
             host=host, driver=entry["driver"], address=entry["address"],
             port=entry.get("port"), username=entry["username"],
             password=_password(path, host, entry),
             verify_tls=entry.get("verify_tls", True), system_id=entry.get("system_id"),
-            timeout=float(entry.get("timeout", 30.0)))
+            timeout=float(entry.get("timeout", 30.0)),
+            ca_bundle=str(_relative_to(path, bundle)) if bundle else None,
+            allow_insecure_http=entry.get("allow_insecure_http", False))
     return configs
 
 

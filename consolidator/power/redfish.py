@@ -1,4 +1,5 @@
-"""Redfish power driver over sushy: basic auth, TLS verified unless told not to."""
+"""Redfish power driver over sushy: basic auth, TLS verified (optionally against a CA bundle),
+plain http:// only where bmc.yaml allows it."""
 
 from __future__ import annotations
 
@@ -26,13 +27,24 @@ CONNECT_TIMEOUT_S = 10.0
 
 
 def base_url(config: BmcConfig) -> str:
-    """scheme://host[:port] of the BMC (https unless the address names a scheme)."""
+    """scheme://host[:port] of the BMC (https unless the address names a scheme).
+
+    Plain http:// is refused (PowerError) unless config.allow_insecure_http.
+    """
     address = config.address if "://" in config.address else f"https://{config.address}"
     parts = urlsplit(address)
+    if parts.scheme.lower() == "http" and not config.allow_insecure_http:
+        raise config.error("plain http:// is refused (it sends the password in clear); use "
+                           "https://, or set allow_insecure_http: true for this host")
     netloc = parts.netloc
     if config.port and parts.port is None:
         netloc = f"{netloc}:{config.port}"
     return f"{parts.scheme}://{netloc}"
+
+
+def _tls_failure(exc: BaseException) -> bool:
+    text = str(getattr(exc, "kwargs", {}).get("error") or exc)
+    return "CERTIFICATE_VERIFY_FAILED" in text or "SSLError" in text
 
 
 def _cause(exc: BaseException) -> str:
@@ -45,10 +57,10 @@ def _cause(exc: BaseException) -> str:
     if isinstance(exc, sx.AccessError):
         return f"access denied (HTTP {status})"
     if isinstance(exc, sx.ConnectionError):
+        if _tls_failure(exc):
+            return ("TLS certificate not trusted (give its CA as ca_bundle, or set "
+                    "verify_tls: false for a self-signed BMC)")
         text = str(getattr(exc, "kwargs", {}).get("error") or exc)
-        if "CERTIFICATE_VERIFY_FAILED" in text or "SSLError" in text:
-            return ("TLS certificate not trusted (set verify_tls: false for a "
-                    "self-signed BMC)")
         return f"does not answer ({text.splitlines()[0][:200]})"
     if isinstance(exc, sx.ResourceNotFoundError):
         return f"not found: {getattr(exc, 'url', '')}"
@@ -94,7 +106,7 @@ class RedfishDriver:
             self._root = sushy.Sushy(
                 base_url(self.config),
                 auth=auth.BasicAuth(self.config.username, self.config.password),
-                verify=self.config.verify_tls, server_side_retries=RETRIES,
+                verify=self.config.tls_verify, server_side_retries=RETRIES,
                 server_side_retries_delay=RETRY_DELAY_S, read_timeout=self.config.timeout,
                 connect_timeout=min(CONNECT_TIMEOUT_S, self.config.timeout))
         system = self._root.get_system(self._system_path)
