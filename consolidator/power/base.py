@@ -20,7 +20,10 @@ log = logging.getLogger(__name__)
 POWER_ON, POWER_OFF, POWER_UNKNOWN = "on", "off", "unknown"
 _KEYS = {"driver": str, "address": str, "port": int, "username": str, "password": str,
          "password_file": str, "verify_tls": bool, "ca_bundle": str,
-         "allow_insecure_http": bool, "system_id": str, "timeout": (int, float)}
+         "allow_insecure_http": bool, "system_id": str, "timeout": (int, float),
+         "grace": (int, float)}
+#: Numeric keys and the smallest value each accepts.
+_MINIMUM = {"port": 1, "grace": 0}
 
 
 class PowerError(ConsolidatorError):
@@ -44,6 +47,8 @@ class BmcConfig:
     ca_bundle: str | None = None
     #: Redfish: accept a plain http:// address (credentials then cross the wire in clear).
     allow_insecure_http: bool = False
+    #: Seconds between a graceful shutdown and the forced power-off, unless a caller says.
+    grace: float = 120.0
 
     def error(self, cause: str) -> PowerError:
         """A PowerError naming this host, driver and address."""
@@ -69,8 +74,8 @@ class PowerDriver(Protocol):
         ...
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float = 120.0) -> str:
-        """Shut down gracefully (then force after `grace` s); wait for 'off'; returns it."""
+                  grace: float | None = None) -> str:
+        """Shut down gracefully, force after `grace` s (None: config.grace); wait for 'off'."""
         ...
 
 
@@ -89,6 +94,11 @@ def _check_entry(path: Path, host: str, entry: Mapping[str, Any]) -> None:
         if not isinstance(value, kinds) or bad_bool:  # type: ignore[arg-type]
             raise _file_error(path, where, f"{key} has the wrong type "
                                            f"({type(value).__name__})")
+        if key in _MINIMUM and value < _MINIMUM[key]:
+            raise _file_error(path, where, f"{key} must be at least {_MINIMUM[key]}, "
+                                           f"got {value}")
+        if key == "timeout" and value <= 0:
+            raise _file_error(path, where, f"timeout must be more than 0, got {value}")
     for key in ("driver", "address", "username"):
         if not entry.get(key):
             raise _file_error(path, where, f"missing key {key!r}")
@@ -191,7 +201,8 @@ def load_bmc_file(path: str | Path) -> dict[str, BmcConfig]:
             verify_tls=entry.get("verify_tls", True), system_id=entry.get("system_id"),
             timeout=float(entry.get("timeout", 30.0)),
             ca_bundle=str(_relative_to(path, bundle)) if bundle else None,
-            allow_insecure_http=entry.get("allow_insecure_http", False))
+            allow_insecure_http=entry.get("allow_insecure_http", False),
+            grace=float(entry.get("grace", 120.0)))
     return configs
 
 
@@ -235,8 +246,9 @@ def wait_for_state(read: Callable[[], str], target: str, deadline: float,
 
 def power_off_sequence(config: BmcConfig, read: Callable[[], str],
                        request: Callable[[str], None], *, graceful: bool, timeout: float,
-                       grace: float, interval: float) -> str:
-    """Graceful shutdown (request('soft')), then after `grace` s request('force'); verified off."""
+                       grace: float | None, interval: float) -> str:
+    """request('soft'), request('force') after `grace` s (None: config.grace); verified off."""
+    grace = config.grace if grace is None else grace
     deadline = time.monotonic() + timeout
     state = read()
     if state == POWER_OFF:

@@ -122,8 +122,8 @@ class IpmiDriver:
                                  interval=self.poll_interval)
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float = 120.0) -> str:
-        """Soft-off (ACPI shutdown), then a hard off after `grace` s; returns 'off'."""
+                  grace: float | None = None) -> str:
+        """Soft-off (ACPI), a hard off after `grace` s (None: config.grace); returns 'off'."""
         return power_off_sequence(
             self.config, self.power_state,
             lambda kind: self._request("softoff" if kind == "soft" else "off"),

@@ -150,8 +150,8 @@ class RedfishDriver:
                                  timeout=timeout, interval=self.poll_interval)
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float = 120.0) -> str:
-        """GracefulShutdown, then ForceOff after `grace` s; returns 'off'."""
+                  grace: float | None = None) -> str:
+        """GracefulShutdown, ForceOff after `grace` s (None: config.grace); returns 'off'."""
         return power_off_sequence(
             self.config, self.power_state,
             lambda kind: self._reset("GracefulShutdown", "ForceOff") if kind == "soft"

@@ -1,8 +1,9 @@
-"""bmc.yaml loading: defaults, password files, one-line errors, the permission refusal and
-the TLS options."""
+"""bmc.yaml loading: defaults, password files, one-line errors, the permission refusal, TLS
+options and the grace before a forced power-off."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +210,54 @@ def test_ca_bundle_with_verify_tls_false_is_a_conflict(tmp_path: Path) -> None:
     message = str(err.value)
     assert "\n" not in message and message.startswith(f"{path}: host 'c1': ")
     assert "verify_tls: false conflicts with ca_bundle" in message
+
+
+def test_grace_from_the_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+defaults: {username: u, password: p, grace: 30}
+hosts:
+  c1: {driver: ipmi, address: 10.0.0.11}
+  c2: {driver: ipmi, address: 10.0.0.12, grace: 0}
+  c3: {driver: redfish, address: 'https://10.0.0.13'}
+""")
+    bmcs = load_bmc_file(path)
+    assert [c.grace for c in bmcs.values()] == [30.0, 0.0, 30.0]
+    defaults = BmcConfig(host="c", driver="ipmi", address="a", port=None, username="u",
+                         password="p")
+    assert defaults.grace == 120.0
+    for bad in ("grace: -1", "timeout: 0"):
+        key = bad.split(":")[0]
+        path = _write(tmp_path, f"hosts: {{c1: {{driver: ipmi, address: a, username: u, "
+                                f"password: p, {bad}}}}}")
+        with pytest.raises(ConfigError, match=f"host 'c1': {key} must be"):
+            load_bmc_file(path)
+
+
+@pytest.mark.parametrize("driver", ["ipmi", "redfish"])
+def test_power_off_forces_after_the_configured_grace(driver: str) -> None:
+    config = BmcConfig(host="c1", driver=driver, address="https://10.0.0.1", port=None,
+                       username="u", password="p", grace=0.3)
+    power = driver_for(config)
+    power.poll_interval = 0.05  # type: ignore[attr-defined]
+    state, asked = {"now": "on"}, []
+
+    def request(kind: str, *_: object) -> None:
+        asked.append(kind)
+        if kind in ("off", "ForceOff"):  # the host ignores the graceful shutdown
+            state["now"] = "off"
+
+    power.power_state = lambda: state["now"]  # type: ignore[method-assign]
+    setattr(power, "_request" if driver == "ipmi" else "_reset", request)
+    start = time.monotonic()
+    assert power.power_off(timeout=10) == "off"
+    elapsed = time.monotonic() - start
+    assert asked == (["softoff", "off"] if driver == "ipmi"
+                     else ["GracefulShutdown", "ForceOff"])
+    assert 0.25 <= elapsed < 2, elapsed
+    state["now"], asked[:] = "on", []
+    start = time.monotonic()
+    assert power.power_off(timeout=10, grace=0) == "off"  # the caller's grace wins
+    assert time.monotonic() - start < 0.25
 
 
 def test_password_never_in_repr_or_errors(tmp_path: Path) -> None:
