@@ -8,8 +8,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+import tenacity
 import yaml
 
 from consolidator.errors import ConfigError, ConsolidatorError
@@ -17,17 +18,24 @@ from consolidator.registry import Registry
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 POWER_ON, POWER_OFF, POWER_UNKNOWN = "on", "off", "unknown"
 _KEYS = {"driver": str, "address": str, "port": int, "username": str, "password": str,
          "password_file": str, "verify_tls": bool, "ca_bundle": str,
          "allow_insecure_http": bool, "system_id": str, "timeout": (int, float),
-         "grace": (int, float)}
+         "grace": (int, float), "read_attempts": int, "read_backoff": (int, float)}
 #: Numeric keys and the smallest value each accepts.
-_MINIMUM = {"port": 1, "grace": 0}
+_MINIMUM = {"port": 1, "grace": 0, "read_attempts": 1, "read_backoff": 0}
+#: The longest wait between two attempts of a BMC read, whatever read_backoff says.
+MAX_READ_BACKOFF_S = 10.0
 
 
 class PowerError(ConsolidatorError):
     """A BMC call failed: "<host>: <driver> BMC <address>: <cause>" (never the password)."""
+
+
+class TransientPowerError(PowerError):
+    """A BMC call failed in a way worth retrying: no answer, a timeout, HTTP 5xx, node busy."""
 
 
 @dataclass(frozen=True)
@@ -49,10 +57,15 @@ class BmcConfig:
     allow_insecure_http: bool = False
     #: Seconds between a graceful shutdown and the forced power-off, unless a caller says.
     grace: float = 120.0
+    #: Tries of a power-state read before a transient failure counts (1: no retry).
+    read_attempts: int = 3
+    #: Seconds before the second try of a read; doubled before each later one.
+    read_backoff: float = 0.5
 
-    def error(self, cause: str) -> PowerError:
-        """A PowerError naming this host, driver and address."""
-        return PowerError(f"{self.host}: {self.driver} BMC {self.address}: {cause}")
+    def error(self, cause: str, *, transient: bool = False) -> PowerError:
+        """A PowerError naming this host, driver and address (TransientPowerError if so)."""
+        kind = TransientPowerError if transient else PowerError
+        return kind(f"{self.host}: {self.driver} BMC {self.address}: {cause}")
 
     @property
     def tls_verify(self) -> bool | str:
@@ -202,7 +215,9 @@ def load_bmc_file(path: str | Path) -> dict[str, BmcConfig]:
             timeout=float(entry.get("timeout", 30.0)),
             ca_bundle=str(_relative_to(path, bundle)) if bundle else None,
             allow_insecure_http=entry.get("allow_insecure_http", False),
-            grace=float(entry.get("grace", 120.0)))
+            grace=float(entry.get("grace", 120.0)),
+            read_attempts=entry.get("read_attempts", 3),
+            read_backoff=float(entry.get("read_backoff", 0.5)))
     return configs
 
 
@@ -232,6 +247,30 @@ def driver_for(config: BmcConfig) -> PowerDriver:
         raise config.error(f"unknown driver {config.driver!r} (expected one of "
                            f"{', '.join(POWER_DRIVERS.names())})")
     return POWER_DRIVERS.get(config.driver)(config)
+
+
+def retry_reads(config: BmcConfig, read: Callable[[], T]) -> T:
+    """read(), tried config.read_attempts times while it fails transiently (backoff doubling).
+
+    Only a TransientPowerError is retried: a refused password or a missing system fails at
+    once. The last failure is re-raised as one PowerError line saying how often it was tried.
+    """
+    attempts = config.read_attempts
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(TransientPowerError),
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=tenacity.wait_exponential(multiplier=config.read_backoff, min=0,
+                                       max=MAX_READ_BACKOFF_S),
+        before_sleep=lambda state: log.warning(
+            "%s (attempt %d of %d; retrying)", state.outcome and state.outcome.exception(),
+            state.attempt_number, attempts),
+        reraise=True)
+    try:
+        return retrying(read)
+    except TransientPowerError as exc:
+        if attempts == 1:
+            raise
+        raise TransientPowerError(f"{exc} (tried {attempts} times)") from None
 
 
 def wait_for_state(read: Callable[[], str], target: str, deadline: float,

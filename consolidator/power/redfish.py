@@ -1,5 +1,5 @@
 """Redfish power driver over sushy: basic auth, TLS verified (optionally against a CA bundle),
-plain http:// only where bmc.yaml allows it."""
+plain http:// only where bmc.yaml allows it, power reads retried on transient failures."""
 
 from __future__ import annotations
 
@@ -17,10 +17,12 @@ from consolidator.power.base import (
     PowerError,
     power_off_sequence,
     power_on_sequence,
+    retry_reads,
 )
 
 T = TypeVar("T")
-#: sushy retries a failed request 10 times at 3 s by default; once is enough here.
+#: sushy retries a failed request 10 times at 3 s by default; here it sends a request once
+#: (and a GET answered 5xx twice): power reads are retried above it (BmcConfig.read_attempts).
 RETRIES = 1
 RETRY_DELAY_S = 0.5
 CONNECT_TIMEOUT_S = 10.0
@@ -45,6 +47,15 @@ def base_url(config: BmcConfig) -> str:
 def _tls_failure(exc: BaseException) -> bool:
     text = str(getattr(exc, "kwargs", {}).get("error") or exc)
     return "CERTIFICATE_VERIFY_FAILED" in text or "SSLError" in text
+
+
+def _transient(exc: BaseException) -> bool:
+    """Worth retrying: no connection or no answer in time (not TLS), or HTTP 5xx."""
+    from sushy import exceptions as sx
+
+    if isinstance(exc, sx.ConnectionError):
+        return not _tls_failure(exc)
+    return isinstance(exc, (sx.ServerSideError, ConnectionError, TimeoutError))
 
 
 def _cause(exc: BaseException) -> str:
@@ -95,7 +106,8 @@ class RedfishDriver:
                 raise
             except (sx.SushyError, OSError, ValueError) as exc:
                 self._root = None
-                raise self.config.error(f"{what}: {_cause(exc)}") from None
+                raise self.config.error(f"{what}: {_cause(exc)}",
+                                        transient=_transient(exc)) from None
 
     def _system(self) -> Any:
         """The ComputerSystem, fetched fresh (the root is connected once)."""
@@ -124,8 +136,8 @@ class RedfishDriver:
         return POWER_UNKNOWN
 
     def power_state(self) -> str:
-        """'on', 'off' or 'unknown' (also while powering on or off)."""
-        return self._call("power status", self._read)
+        """'on', 'off' or 'unknown' (also while powering on or off); retried if transient."""
+        return retry_reads(self.config, lambda: self._call("power status", self._read))
 
     def _reset(self, reset_type: str, fallback: str | None = None) -> None:
         """POST one ComputerSystem.Reset action (fallback if the BMC does not offer it)."""

@@ -1,5 +1,5 @@
 """bmc.yaml loading: defaults, password files, one-line errors, the permission refusal, TLS
-options and the grace before a forced power-off."""
+options, the grace before a forced power-off, and retried power reads."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from consolidator.errors import ConfigError
 from consolidator.power.base import (
     BmcConfig,
     PowerError,
+    TransientPowerError,
     driver_for,
     load_bmc_file,
+    retry_reads,
 )
 
 SECRET = "s3cr3t-do-not-print"
@@ -212,20 +214,21 @@ def test_ca_bundle_with_verify_tls_false_is_a_conflict(tmp_path: Path) -> None:
     assert "verify_tls: false conflicts with ca_bundle" in message
 
 
-def test_grace_from_the_file(tmp_path: Path) -> None:
+def test_grace_and_read_retries_from_the_file(tmp_path: Path) -> None:
     path = _write(tmp_path, """
-defaults: {username: u, password: p, grace: 30}
+defaults: {username: u, password: p, grace: 30, read_attempts: 5, read_backoff: 0.1}
 hosts:
   c1: {driver: ipmi, address: 10.0.0.11}
-  c2: {driver: ipmi, address: 10.0.0.12, grace: 0}
+  c2: {driver: ipmi, address: 10.0.0.12, grace: 0, read_attempts: 1}
   c3: {driver: redfish, address: 'https://10.0.0.13'}
 """)
     bmcs = load_bmc_file(path)
-    assert [c.grace for c in bmcs.values()] == [30.0, 0.0, 30.0]
+    assert [(c.grace, c.read_attempts, c.read_backoff) for c in bmcs.values()] == [
+        (30.0, 5, 0.1), (0.0, 1, 0.1), (30.0, 5, 0.1)]
     defaults = BmcConfig(host="c", driver="ipmi", address="a", port=None, username="u",
                          password="p")
-    assert defaults.grace == 120.0
-    for bad in ("grace: -1", "timeout: 0"):
+    assert (defaults.grace, defaults.read_attempts, defaults.read_backoff) == (120.0, 3, 0.5)
+    for bad in ("grace: -1", "read_attempts: 0", "read_backoff: -0.5", "timeout: 0"):
         key = bad.split(":")[0]
         path = _write(tmp_path, f"hosts: {{c1: {{driver: ipmi, address: a, username: u, "
                                 f"password: p, {bad}}}}}")
@@ -258,6 +261,36 @@ def test_power_off_forces_after_the_configured_grace(driver: str) -> None:
     start = time.monotonic()
     assert power.power_off(timeout=10, grace=0) == "off"  # the caller's grace wins
     assert time.monotonic() - start < 0.25
+
+
+def _flaky(failures: list[PowerError]) -> Any:
+    calls = []
+
+    def read() -> str:
+        calls.append(1)
+        if failures:
+            raise failures.pop(0)
+        return "on"
+    read.calls = calls  # type: ignore[attr-defined]
+    return read
+
+
+def test_retry_reads_retries_only_transient_failures() -> None:
+    config = BmcConfig(host="c1", driver="ipmi", address="a", port=None, username="u",
+                       password="p", read_attempts=3, read_backoff=0.01)
+    read = _flaky([config.error("power status: Node Busy", transient=True)] * 2)
+    assert retry_reads(config, read) == "on" and len(read.calls) == 3
+
+    read = _flaky([config.error("power status: authentication refused")] * 2)
+    with pytest.raises(PowerError, match="authentication refused"):
+        retry_reads(config, read)
+    assert len(read.calls) == 1
+
+    read = _flaky([config.error("power status: does not answer", transient=True)] * 5)
+    with pytest.raises(TransientPowerError) as err:
+        retry_reads(config, read)
+    assert len(read.calls) == 3
+    assert str(err.value) == "c1: ipmi BMC a: power status: does not answer (tried 3 times)"
 
 
 def test_password_never_in_repr_or_errors(tmp_path: Path) -> None:
