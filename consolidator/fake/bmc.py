@@ -96,6 +96,10 @@ class BmcPower:
         """Whether a bmc_unreachable fault names this host."""
         return self.faults.bmc_fault("bmc_unreachable", host)
 
+    def busy(self, host: str) -> bool:
+        """Whether a bmc_busy fault names this host (a power read it answers uses one shot)."""
+        return self.faults.bmc_shot("bmc_busy", host)
+
     def credentials_ok(self, host: str, username: str, password: str) -> bool:
         """Whether this host's BMC accepts these credentials now."""
         return (not self.auth_fails(host) and username == self.username
@@ -149,7 +153,7 @@ class EmulatedBmcs:
         return self._ipmi.ports() if self._ipmi is not None else {}
 
     def config(self, base_url: str) -> dict[str, Any]:
-        """The bmc.yaml document for every emulated BMC."""
+        """The bmc.yaml document for every emulated BMC (Redfish here is plain http)."""
         ports = self.ipmi_ports()
         hosts: dict[str, Any] = {}
         for host, driver in self.drivers.items():
@@ -158,7 +162,8 @@ class EmulatedBmcs:
                                "port": ports.get(host)}
             else:
                 hosts[host] = {"driver": "redfish", "address": base_url,
-                               "system_id": f"/redfish/v1/Systems/{host}"}
+                               "system_id": f"/redfish/v1/Systems/{host}",
+                               "allow_insecure_http": base_url.startswith("http://")}
         return {"defaults": {"username": self.power.username,
                              "password": self.power.password}, "hosts": hosts}
 

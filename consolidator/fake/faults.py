@@ -18,6 +18,7 @@ FAULT_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "slow": (frozenset({"seconds"}), frozenset({"path", "method", "count"})),
     "bmc_auth_fails": (frozenset({"host"}), frozenset()),
     "bmc_unreachable": (frozenset({"host"}), frozenset()),
+    "bmc_busy": (frozenset({"host"}), frozenset({"count"})),
 }
 
 
@@ -104,6 +105,10 @@ class Faults:
             if self._take(kind, lambda r: str(r["instance"]) in (server_id, name)):
                 return effect
         return None
+
+    def bmc_shot(self, kind: str, host: str) -> bool:
+        """Whether a BMC fault of this kind names the host; one of its shots is used."""
+        return self._take(kind, lambda r: str(r["host"]) == host) is not None
 
     def bmc_fault(self, kind: str, host: str) -> bool:
         """Whether a BMC fault of this kind names the host (it lasts until cleared)."""

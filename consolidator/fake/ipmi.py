@@ -25,6 +25,8 @@ from consolidator.model import stable_uuid
 #: RMCP+ status codes (IPMI 2.0, table 13-15).
 NO_CIPHER_SUITE_MATCH = 0x11
 UNAUTHORIZED_NAME = 0x0D
+#: Completion code "node busy" (IPMI 2.0, table 5-2), sent under a bmc_busy fault.
+NODE_BUSY = 0xC0
 #: The only algorithms pyghmi's server implements: RAKP-HMAC-SHA1, HMAC-SHA1-96, AES-CBC-128.
 SUPPORTED = {12: 1, 20: 1, 28: 1}
 
@@ -94,6 +96,13 @@ class FakeIpmiBmc(pyghmi_bmc.Bmc):
                      self.uuid, bmc=self)
             return
         super().sessionless_data(data, sockaddr)
+
+    def get_chassis_status(self, session: Any) -> None:
+        """Chassis status (the power read); 'node busy' while a bmc_busy fault has shots."""
+        if self.fake_power.busy(self.host_name):
+            session.send_ipmi_response(code=NODE_BUSY)
+            return
+        super().get_chassis_status(session)
 
     def get_power_state(self) -> str:
         """'on' or 'off'."""

@@ -108,6 +108,8 @@ class Redfish:
     def system(self, req: Request) -> Response:
         """GET /redfish/v1/Systems/{host}: the ComputerSystem with PowerState."""
         host = self._known(req)
+        if self.power.busy(host):
+            raise HTTPError(503, f"The BMC of {host} is busy; retry later")
         path = f"{ROOT}/Systems/{host}"
         rec = self.power.state.host(host)
         return Response(200, {

@@ -8,8 +8,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+import tenacity
 import yaml
 
 from consolidator.errors import ConfigError, ConsolidatorError
@@ -17,14 +18,24 @@ from consolidator.registry import Registry
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 POWER_ON, POWER_OFF, POWER_UNKNOWN = "on", "off", "unknown"
 _KEYS = {"driver": str, "address": str, "port": int, "username": str, "password": str,
-         "password_file": str, "verify_tls": bool, "system_id": str,
-         "timeout": (int, float)}
+         "password_file": str, "verify_tls": bool, "ca_bundle": str,
+         "allow_insecure_http": bool, "system_id": str, "timeout": (int, float),
+         "grace": (int, float), "read_attempts": int, "read_backoff": (int, float)}
+#: Numeric keys and the smallest value each accepts.
+_MINIMUM = {"port": 1, "grace": 0, "read_attempts": 1, "read_backoff": 0}
+#: The longest wait between two attempts of a BMC read, whatever read_backoff says.
+MAX_READ_BACKOFF_S = 10.0
 
 
 class PowerError(ConsolidatorError):
     """A BMC call failed: "<host>: <driver> BMC <address>: <cause>" (never the password)."""
+
+
+class TransientPowerError(PowerError):
+    """A BMC call failed in a way worth retrying: no answer, a timeout, HTTP 5xx, node busy."""
 
 
 @dataclass(frozen=True)
@@ -40,10 +51,26 @@ class BmcConfig:
     verify_tls: bool = True
     system_id: str | None = None
     timeout: float = 30.0
+    #: Redfish: a CA bundle (file or directory) to verify the BMC's certificate with.
+    ca_bundle: str | None = None
+    #: Redfish: accept a plain http:// address (credentials then cross the wire in clear).
+    allow_insecure_http: bool = False
+    #: Seconds between a graceful shutdown and the forced power-off, unless a caller says.
+    grace: float = 120.0
+    #: Tries of a power-state read before a transient failure counts (1: no retry).
+    read_attempts: int = 3
+    #: Seconds before the second try of a read; doubled before each later one.
+    read_backoff: float = 0.5
 
-    def error(self, cause: str) -> PowerError:
-        """A PowerError naming this host, driver and address."""
-        return PowerError(f"{self.host}: {self.driver} BMC {self.address}: {cause}")
+    def error(self, cause: str, *, transient: bool = False) -> PowerError:
+        """A PowerError naming this host, driver and address (TransientPowerError if so)."""
+        kind = TransientPowerError if transient else PowerError
+        return kind(f"{self.host}: {self.driver} BMC {self.address}: {cause}")
+
+    @property
+    def tls_verify(self) -> bool | str:
+        """What TLS verification uses: the CA bundle's path, else verify_tls."""
+        return self.ca_bundle if self.ca_bundle and self.verify_tls else self.verify_tls
 
 
 class PowerDriver(Protocol):
@@ -60,8 +87,8 @@ class PowerDriver(Protocol):
         ...
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float = 120.0) -> str:
-        """Shut down gracefully (then force after `grace` s); wait for 'off'; returns it."""
+                  grace: float | None = None) -> str:
+        """Shut down gracefully, force after `grace` s (None: config.grace); wait for 'off'."""
         ...
 
 
@@ -80,21 +107,62 @@ def _check_entry(path: Path, host: str, entry: Mapping[str, Any]) -> None:
         if not isinstance(value, kinds) or bad_bool:  # type: ignore[arg-type]
             raise _file_error(path, where, f"{key} has the wrong type "
                                            f"({type(value).__name__})")
+        if key in _MINIMUM and value < _MINIMUM[key]:
+            raise _file_error(path, where, f"{key} must be at least {_MINIMUM[key]}, "
+                                           f"got {value}")
+        if key == "timeout" and value <= 0:
+            raise _file_error(path, where, f"timeout must be more than 0, got {value}")
     for key in ("driver", "address", "username"):
         if not entry.get(key):
             raise _file_error(path, where, f"missing key {key!r}")
     if entry["driver"] not in POWER_DRIVERS:
         raise _file_error(path, where, f"driver {entry['driver']!r} is not one of "
                                        f"{', '.join(POWER_DRIVERS.names())}")
+    if entry["driver"] == "redfish":
+        _check_redfish_tls(path, host, entry)
+
+
+def _relative_to(path: Path, name: str) -> Path:
+    """A path named in the BMC file: ~ expanded, relative to the BMC file's directory."""
+    target = Path(name).expanduser()
+    return target if target.is_absolute() else path.parent / target
+
+
+def _check_redfish_tls(path: Path, host: str, entry: Mapping[str, Any]) -> None:
+    """Refuse plain http:// unless allowed, a missing ca_bundle, and ca_bundle without verify."""
+    where = f"host {host!r}"
+    if (entry["address"].lower().startswith("http://")
+            and not entry.get("allow_insecure_http", False)):
+        raise _file_error(path, where, f"Redfish over plain http:// sends the BMC password in "
+                                       f"clear; use https://, or set allow_insecure_http: true "
+                                       f"for {host!r} to accept it")
+    if "ca_bundle" not in entry:
+        return
+    bundle = _relative_to(path, entry["ca_bundle"])
+    if not bundle.exists():
+        raise _file_error(path, where, f"ca_bundle {str(bundle)!r} does not exist")
+    if not entry.get("verify_tls", True):
+        raise _file_error(path, where, "verify_tls: false conflicts with ca_bundle (a CA "
+                                       "bundle is used to verify): drop one of them")
+
+
+def refuse_if_readable(path: Path, what: str) -> None:
+    """ConfigError unless only the owner may read the file: it holds BMC credentials."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return  # reading it reports why, in one line
+    if mode & (stat.S_IRGRP | stat.S_IROTH):
+        raise ConfigError(f"{what} is readable by group or others (mode {mode:04o}) and holds "
+                          f"BMC credentials; refusing it: chmod 600 {path}")
 
 
 def _password(path: Path, host: str, entry: Mapping[str, Any]) -> str:
     if "password" in entry and "password_file" not in entry:
         return str(entry["password"])
     if "password_file" in entry and "password" not in entry:
-        secret = Path(entry["password_file"]).expanduser()
-        if not secret.is_absolute():
-            secret = path.parent / secret
+        secret = _relative_to(path, entry["password_file"])
+        refuse_if_readable(secret, f"{path}: host {host!r}: password_file {str(secret)!r}")
         try:
             return secret.read_text(encoding="utf-8").rstrip("\r\n")
         except OSError as exc:
@@ -105,16 +173,6 @@ def _password(path: Path, host: str, entry: Mapping[str, Any]) -> str:
     raise _file_error(path, f"host {host!r}", "missing key 'password' (or 'password_file')")
 
 
-def _warn_if_readable(path: Path) -> None:
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return
-    if mode & (stat.S_IRGRP | stat.S_IROTH):
-        log.warning("%s is readable by group or others (mode %o); chmod 600 it",
-                    path, stat.S_IMODE(mode))
-
-
 def load_bmc_file(path: str | Path) -> dict[str, BmcConfig]:
     """Read a bmc.yaml: host name -> BmcConfig, `defaults:` merged under each host."""
     path = Path(path)
@@ -122,7 +180,7 @@ def load_bmc_file(path: str | Path) -> dict[str, BmcConfig]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the BMC file: {exc.strerror}") from None
-    _warn_if_readable(path)
+    refuse_if_readable(path, str(path))
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -148,12 +206,18 @@ def load_bmc_file(path: str | Path) -> dict[str, BmcConfig]:
             entry.pop("password_file", None)
         entry.update(raw)
         _check_entry(path, host, entry)
+        bundle = entry.get("ca_bundle")
         configs[host] = BmcConfig(
             host=host, driver=entry["driver"], address=entry["address"],
             port=entry.get("port"), username=entry["username"],
             password=_password(path, host, entry),
             verify_tls=entry.get("verify_tls", True), system_id=entry.get("system_id"),
-            timeout=float(entry.get("timeout", 30.0)))
+            timeout=float(entry.get("timeout", 30.0)),
+            ca_bundle=str(_relative_to(path, bundle)) if bundle else None,
+            allow_insecure_http=entry.get("allow_insecure_http", False),
+            grace=float(entry.get("grace", 120.0)),
+            read_attempts=entry.get("read_attempts", 3),
+            read_backoff=float(entry.get("read_backoff", 0.5)))
     return configs
 
 
@@ -185,6 +249,30 @@ def driver_for(config: BmcConfig) -> PowerDriver:
     return POWER_DRIVERS.get(config.driver)(config)
 
 
+def retry_reads(config: BmcConfig, read: Callable[[], T]) -> T:
+    """read(), tried config.read_attempts times while it fails transiently (backoff doubling).
+
+    Only a TransientPowerError is retried: a refused password or a missing system fails at
+    once. The last failure is re-raised as one PowerError line saying how often it was tried.
+    """
+    attempts = config.read_attempts
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(TransientPowerError),
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=tenacity.wait_exponential(multiplier=config.read_backoff, min=0,
+                                       max=MAX_READ_BACKOFF_S),
+        before_sleep=lambda state: log.warning(
+            "%s (attempt %d of %d; retrying)", state.outcome and state.outcome.exception(),
+            state.attempt_number, attempts),
+        reraise=True)
+    try:
+        return retrying(read)
+    except TransientPowerError as exc:
+        if attempts == 1:
+            raise
+        raise TransientPowerError(f"{exc} (tried {attempts} times)") from None
+
+
 def wait_for_state(read: Callable[[], str], target: str, deadline: float,
                    interval: float) -> str:
     """Poll read() until it returns target or the monotonic deadline passes; the last state."""
@@ -197,8 +285,9 @@ def wait_for_state(read: Callable[[], str], target: str, deadline: float,
 
 def power_off_sequence(config: BmcConfig, read: Callable[[], str],
                        request: Callable[[str], None], *, graceful: bool, timeout: float,
-                       grace: float, interval: float) -> str:
-    """Graceful shutdown (request('soft')), then after `grace` s request('force'); verified off."""
+                       grace: float | None, interval: float) -> str:
+    """request('soft'), request('force') after `grace` s (None: config.grace); verified off."""
+    grace = config.grace if grace is None else grace
     deadline = time.monotonic() + timeout
     state = read()
     if state == POWER_OFF:

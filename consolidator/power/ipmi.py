@@ -1,4 +1,5 @@
-"""IPMI power driver over pyghmi: calls serialised per BMC, each under a watchdog."""
+"""IPMI power driver over pyghmi: calls serialised per BMC, each under a watchdog; power reads
+retried on transient failures."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from consolidator.power.base import (
     PowerError,
     power_off_sequence,
     power_on_sequence,
+    retry_reads,
 )
 
 T = TypeVar("T")
@@ -23,6 +25,9 @@ DEFAULT_PORT = 623
 MIN_WATCHDOG_S = 10.0
 _AUTH_MARKERS = ("password", "unauthorized", "invalid role", "rakp", "integrity code")
 _SILENT_MARKERS = ("timeout", "no longer connected", "timed out")
+#: Completion codes a BMC sends when it cannot answer now (IPMI 2.0 table 5-2): node busy,
+#: timeout while processing, response could not be provided (pyghmi gives their text).
+_BUSY_MARKERS = ("node busy", "timeout while processing", "could not be provided")
 
 _locks: dict[tuple[str, int], threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -32,6 +37,16 @@ def _bmc_lock(address: str, port: int) -> threading.Lock:
     """The one lock of a BMC, shared by every driver object in this process."""
     with _locks_guard:
         return _locks.setdefault((address, port), threading.Lock())
+
+
+def _transient(exc: BaseException) -> bool:
+    """Worth retrying: a silent BMC, a timeout or a busy BMC (not a refused login)."""
+    text = str(exc).lower()
+    if text in ("", "none"):
+        return True
+    if any(marker in text for marker in _AUTH_MARKERS):
+        return False
+    return any(marker in text for marker in _SILENT_MARKERS + _BUSY_MARKERS)
 
 
 def _cause(exc: BaseException) -> str:
@@ -83,7 +98,8 @@ class IpmiDriver:
         if isinstance(error, PowerError):
             raise error
         if error is not None:
-            raise self.config.error(f"{what}: {_cause(error)}") from None
+            raise self.config.error(f"{what}: {_cause(error)}",
+                                    transient=_transient(error)) from None
         return box["value"]
 
     def _session(self, use: Callable[[Any], T]) -> T:
@@ -103,12 +119,12 @@ class IpmiDriver:
                 cmd.ipmi_session.logout()
 
     def power_state(self) -> str:
-        """'on', 'off' or 'unknown', as the BMC reports it."""
+        """'on', 'off' or 'unknown', as the BMC reports it; retried if transient."""
         def call() -> str:
             state = self._session(lambda cmd: cmd.get_power().get("powerstate"))
             return state if state in (POWER_ON, POWER_OFF) else POWER_UNKNOWN
 
-        return self._watchdog("power status", call)
+        return retry_reads(self.config, lambda: self._watchdog("power status", call))
 
     def _request(self, state: str) -> None:
         """Send one chassis control request (no waiting here)."""
@@ -122,8 +138,8 @@ class IpmiDriver:
                                  interval=self.poll_interval)
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float = 120.0) -> str:
-        """Soft-off (ACPI shutdown), then a hard off after `grace` s; returns 'off'."""
+                  grace: float | None = None) -> str:
+        """Soft-off (ACPI), a hard off after `grace` s (None: config.grace); returns 'off'."""
         return power_off_sequence(
             self.config, self.power_state,
             lambda kind: self._request("softoff" if kind == "soft" else "off"),

@@ -1,4 +1,5 @@
-"""Redfish power driver over sushy: basic auth, TLS verified unless told not to."""
+"""Redfish power driver over sushy: basic auth, TLS verified (optionally against a CA bundle),
+plain http:// only where bmc.yaml allows it, power reads retried on transient failures."""
 
 from __future__ import annotations
 
@@ -16,23 +17,45 @@ from consolidator.power.base import (
     PowerError,
     power_off_sequence,
     power_on_sequence,
+    retry_reads,
 )
 
 T = TypeVar("T")
-#: sushy retries a failed request 10 times at 3 s by default; once is enough here.
+#: sushy retries a failed request 10 times at 3 s by default; here it sends a request once
+#: (and a GET answered 5xx twice): power reads are retried above it (BmcConfig.read_attempts).
 RETRIES = 1
 RETRY_DELAY_S = 0.5
 CONNECT_TIMEOUT_S = 10.0
 
 
 def base_url(config: BmcConfig) -> str:
-    """scheme://host[:port] of the BMC (https unless the address names a scheme)."""
+    """scheme://host[:port] of the BMC (https unless the address names a scheme).
+
+    Plain http:// is refused (PowerError) unless config.allow_insecure_http.
+    """
     address = config.address if "://" in config.address else f"https://{config.address}"
     parts = urlsplit(address)
+    if parts.scheme.lower() == "http" and not config.allow_insecure_http:
+        raise config.error("plain http:// is refused (it sends the password in clear); use "
+                           "https://, or set allow_insecure_http: true for this host")
     netloc = parts.netloc
     if config.port and parts.port is None:
         netloc = f"{netloc}:{config.port}"
     return f"{parts.scheme}://{netloc}"
+
+
+def _tls_failure(exc: BaseException) -> bool:
+    text = str(getattr(exc, "kwargs", {}).get("error") or exc)
+    return "CERTIFICATE_VERIFY_FAILED" in text or "SSLError" in text
+
+
+def _transient(exc: BaseException) -> bool:
+    """Worth retrying: no connection or no answer in time (not TLS), or HTTP 5xx."""
+    from sushy import exceptions as sx
+
+    if isinstance(exc, sx.ConnectionError):
+        return not _tls_failure(exc)
+    return isinstance(exc, (sx.ServerSideError, ConnectionError, TimeoutError))
 
 
 def _cause(exc: BaseException) -> str:
@@ -45,10 +68,10 @@ def _cause(exc: BaseException) -> str:
     if isinstance(exc, sx.AccessError):
         return f"access denied (HTTP {status})"
     if isinstance(exc, sx.ConnectionError):
+        if _tls_failure(exc):
+            return ("TLS certificate not trusted (give its CA as ca_bundle, or set "
+                    "verify_tls: false for a self-signed BMC)")
         text = str(getattr(exc, "kwargs", {}).get("error") or exc)
-        if "CERTIFICATE_VERIFY_FAILED" in text or "SSLError" in text:
-            return ("TLS certificate not trusted (set verify_tls: false for a "
-                    "self-signed BMC)")
         return f"does not answer ({text.splitlines()[0][:200]})"
     if isinstance(exc, sx.ResourceNotFoundError):
         return f"not found: {getattr(exc, 'url', '')}"
@@ -83,7 +106,8 @@ class RedfishDriver:
                 raise
             except (sx.SushyError, OSError, ValueError) as exc:
                 self._root = None
-                raise self.config.error(f"{what}: {_cause(exc)}") from None
+                raise self.config.error(f"{what}: {_cause(exc)}",
+                                        transient=_transient(exc)) from None
 
     def _system(self) -> Any:
         """The ComputerSystem, fetched fresh (the root is connected once)."""
@@ -94,7 +118,7 @@ class RedfishDriver:
             self._root = sushy.Sushy(
                 base_url(self.config),
                 auth=auth.BasicAuth(self.config.username, self.config.password),
-                verify=self.config.verify_tls, server_side_retries=RETRIES,
+                verify=self.config.tls_verify, server_side_retries=RETRIES,
                 server_side_retries_delay=RETRY_DELAY_S, read_timeout=self.config.timeout,
                 connect_timeout=min(CONNECT_TIMEOUT_S, self.config.timeout))
         system = self._root.get_system(self._system_path)
@@ -112,8 +136,8 @@ class RedfishDriver:
         return POWER_UNKNOWN
 
     def power_state(self) -> str:
-        """'on', 'off' or 'unknown' (also while powering on or off)."""
-        return self._call("power status", self._read)
+        """'on', 'off' or 'unknown' (also while powering on or off); retried if transient."""
+        return retry_reads(self.config, lambda: self._call("power status", self._read))
 
     def _reset(self, reset_type: str, fallback: str | None = None) -> None:
         """POST one ComputerSystem.Reset action (fallback if the BMC does not offer it)."""
@@ -138,8 +162,8 @@ class RedfishDriver:
                                  timeout=timeout, interval=self.poll_interval)
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float = 120.0) -> str:
-        """GracefulShutdown, then ForceOff after `grace` s; returns 'off'."""
+                  grace: float | None = None) -> str:
+        """GracefulShutdown, ForceOff after `grace` s (None: config.grace); returns 'off'."""
         return power_off_sequence(
             self.config, self.power_state,
             lambda kind: self._reset("GracefulShutdown", "ForceOff") if kind == "soft"

@@ -110,6 +110,7 @@ def test_wrong_password_is_refused_fast(bmcs: dict[str, BmcConfig], host: str) -
         driver.power_state()
     assert time.monotonic() - start < 3
     assert "not-the-password" not in str(err.value)
+    assert "tried" not in str(err.value)  # a refused password is not retried
     assert str(err.value).startswith(f"{host}: {bmcs[host].driver} BMC ")
 
 
@@ -139,16 +140,55 @@ def test_bmc_auth_fails_fault(served: ServedCloud, bmcs: dict[str, BmcConfig],
 def test_bmc_unreachable_fault(served: ServedCloud, bmcs: dict[str, BmcConfig],
                                host: str) -> None:
     timeout = 4.0
-    driver = _driver(bmcs[host], timeout=timeout)
+    driver = _driver(bmcs[host], timeout=timeout, read_attempts=2, read_backoff=0.1)
     served.add_fault({"type": "bmc_unreachable", "host": host})
     start = time.monotonic()
-    with pytest.raises(PowerError, match="does not answer"):
+    with pytest.raises(PowerError, match="does not answer") as err:
         driver.power_off(graceful=False, timeout=10)
-    # IPMI: pyghmi gives up on a silent BMC after about 5 s (the watchdog allows 10 s).
-    assert time.monotonic() - start < max(timeout, 10) + 2
+    # A silent BMC is retried: two reads, each giving up after the timeout (IPMI: pyghmi
+    # gives up after about 5 s; the watchdog allows 10 s).
+    assert time.monotonic() - start < 2 * max(timeout, 10) + 2
+    assert str(err.value).endswith("(tried 2 times)") and "\n" not in str(err.value)
     assert served.state()["hosts"][host]["power"] == "on"
     served.clear_faults()
     assert driver.power_state() == "on"
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_busy_bmc_read_is_retried(served: ServedCloud, bmcs: dict[str, BmcConfig],
+                                    host: str) -> None:
+    """Two power reads answered 'node busy' (IPMI 0xC0) / HTTP 503 (Redfish), then answers.
+
+    sushy itself re-sends a GET answered 5xx once, so for Redfish the two busy answers fail
+    the first read and the second read succeeds; for IPMI the third read does.
+    """
+    driver = _driver(bmcs[host], timeout=10, read_attempts=3, read_backoff=0.05)
+    served.add_fault({"type": "bmc_busy", "host": host, "count": 2})
+    assert driver.power_state() == "on"
+    assert served.state()["faults"] == []  # both busy answers were given
+    served.add_fault({"type": "bmc_busy", "host": host, "count": 2})
+    try:
+        assert driver.power_off(graceful=False, timeout=20) == "off"
+        assert served.state()["hosts"][host]["power"] == "off"
+    finally:
+        served.clear_faults()
+        assert driver.power_on(timeout=20) == "on"
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_bmc_busy_for_good_fails_in_one_line(served: ServedCloud,
+                                               bmcs: dict[str, BmcConfig], host: str) -> None:
+    driver = _driver(bmcs[host], timeout=10, read_attempts=2, read_backoff=0.05)
+    served.add_fault({"type": "bmc_busy", "host": host})
+    start = time.monotonic()
+    with pytest.raises(PowerError) as err:
+        driver.power_off(graceful=False, timeout=10)
+    assert time.monotonic() - start < 5
+    message = str(err.value)
+    assert message.startswith(f"{host}: {bmcs[host].driver} BMC ") and "\n" not in message
+    assert ("Node Busy" if host == "ipmi-01" else "HTTP 503") in message
+    assert message.endswith("(tried 2 times)")
+    assert served.state()["hosts"][host]["power"] == "on"
 
 
 def test_served_files(served: ServedCloud) -> None:

@@ -72,9 +72,10 @@ def emulator(tmp_path: Path) -> Iterator[str]:
 
 
 def _config(url: str, password: str = PASSWORD, system_id: str | None = None) -> BmcConfig:
+    """The emulator serves plain http on 127.0.0.1, so the config must allow it."""
     return BmcConfig(host="conformance-01", driver="redfish", address=url, port=None,
                      username=USERNAME, password=password, verify_tls=True,
-                     system_id=system_id, timeout=10)
+                     system_id=system_id, timeout=10, allow_insecure_http=True)
 
 
 def test_power_off_then_on_with_polling(emulator: str) -> None:

@@ -1,14 +1,23 @@
-"""bmc.yaml loading: defaults, password files, one-line errors, the permission warning."""
+"""bmc.yaml loading: defaults, password files, one-line errors, the permission refusal, TLS
+options, the grace before a forced power-off, and retried power reads."""
 
 from __future__ import annotations
 
-import logging
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from consolidator.errors import ConfigError
-from consolidator.power.base import BmcConfig, PowerError, driver_for, load_bmc_file
+from consolidator.power.base import (
+    BmcConfig,
+    PowerError,
+    TransientPowerError,
+    driver_for,
+    load_bmc_file,
+    retry_reads,
+)
 
 SECRET = "s3cr3t-do-not-print"
 
@@ -41,6 +50,7 @@ hosts:
 def test_password_file_relative_to_the_bmc_file(tmp_path: Path) -> None:
     (tmp_path / "secrets").mkdir()
     (tmp_path / "secrets" / "c1").write_text(SECRET + "\n")
+    (tmp_path / "secrets" / "c1").chmod(0o600)
     path = _write(tmp_path, """
 defaults: {username: admin, password_file: secrets/c1}
 hosts:
@@ -84,16 +94,203 @@ def test_missing_file(tmp_path: Path) -> None:
         load_bmc_file(tmp_path / "nope.yaml")
 
 
-def test_warns_when_readable_by_others(tmp_path: Path,
-                                       caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660], ids=oct)
+def test_refuses_a_bmc_file_readable_by_group_or_others(tmp_path: Path, mode: int) -> None:
     text = f"hosts: {{c1: {{driver: ipmi, address: a, username: u, password: {SECRET}}}}}"
-    with caplog.at_level(logging.WARNING):
-        load_bmc_file(_write(tmp_path, text, mode=0o644))
-    assert "readable by group or others" in caplog.text
-    caplog.clear()
-    with caplog.at_level(logging.WARNING):
-        load_bmc_file(_write(tmp_path, text, mode=0o600))
-    assert caplog.text == ""
+    path = _write(tmp_path, text, mode=mode)
+    with pytest.raises(ConfigError) as err:
+        load_bmc_file(path)
+    message = str(err.value)
+    assert "\n" not in message and SECRET not in message
+    assert message.startswith(str(path))
+    assert f"mode {mode:04o}" in message
+    assert message.endswith(f"chmod 600 {path}")
+    for private in (0o600, 0o400):
+        assert set(load_bmc_file(_write(tmp_path, text, mode=private))) == {"c1"}
+
+
+def test_refuses_a_password_file_readable_by_group_or_others(tmp_path: Path) -> None:
+    secret = tmp_path / "c1.pass"
+    secret.write_text(SECRET)
+    secret.chmod(0o640)
+    path = _write(tmp_path, "hosts: {c1: {driver: ipmi, address: a, username: u, "
+                            "password_file: c1.pass}}")
+    with pytest.raises(ConfigError) as err:
+        load_bmc_file(path)
+    message = str(err.value)
+    assert "\n" not in message and SECRET not in message
+    assert message.startswith(f"{path}: host 'c1': password_file '{secret}'")
+    assert "mode 0640" in message and message.endswith(f"chmod 600 {secret}")
+    secret.chmod(0o600)
+    assert load_bmc_file(path)["c1"].password == SECRET
+
+
+@pytest.mark.parametrize("address", ["http://10.0.0.12", "HTTP://10.0.0.12:8000"])
+def test_redfish_over_plain_http_is_refused_unless_allowed(tmp_path: Path,
+                                                           address: str) -> None:
+    entry = f"driver: redfish, address: '{address}', username: u, password: p"
+    with pytest.raises(ConfigError) as err:
+        load_bmc_file(_write(tmp_path, f"hosts: {{c1: {{{entry}}}}}"))
+    message = str(err.value)
+    assert "\n" not in message
+    assert "host 'c1'" in message and "allow_insecure_http: true" in message
+    allowed = load_bmc_file(_write(tmp_path, f"hosts: {{c1: {{{entry}, "
+                                             f"allow_insecure_http: true}}}}"))
+    assert allowed["c1"].allow_insecure_http is True
+    by_default = load_bmc_file(_write(tmp_path, f"defaults: {{allow_insecure_http: true}}\n"
+                                                f"hosts: {{c1: {{{entry}}}}}"))
+    assert by_default["c1"].allow_insecure_http is True
+    # https, a bare address (https assumed) and IPMI need no such key.
+    plain = load_bmc_file(_write(tmp_path, """
+hosts:
+  c1: {driver: redfish, address: 'https://10.0.0.12', username: u, password: p}
+  c2: {driver: redfish, address: 10.0.0.13, username: u, password: p}
+  c3: {driver: ipmi, address: 10.0.0.14, username: u, password: p}
+"""))
+    assert not any(c.allow_insecure_http for c in plain.values())
+
+
+def test_the_redfish_driver_refuses_plain_http_it_was_not_allowed() -> None:
+    from consolidator.power.redfish import base_url
+
+    config = BmcConfig(host="c1", driver="redfish", address="http://10.0.0.12", port=8000,
+                       username="u", password=SECRET)
+    with pytest.raises(PowerError, match="allow_insecure_http: true") as err:
+        driver_for(config).power_state()
+    assert str(err.value).startswith("c1: redfish BMC http://10.0.0.12: ")
+    assert SECRET not in str(err.value)
+    allowed = BmcConfig(host="c1", driver="redfish", address="http://10.0.0.12", port=8000,
+                        username="u", password="p", allow_insecure_http=True)
+    assert base_url(allowed) == "http://10.0.0.12:8000"
+
+
+def test_ca_bundle_is_checked_and_given_to_sushy_as_verify(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    path = _write(tmp_path, """
+defaults: {username: u, password: p, ca_bundle: ca.pem}
+hosts:
+  c1: {driver: redfish, address: 'https://10.0.0.12'}
+  c2: {driver: redfish, address: 'https://10.0.0.13', ca_bundle: /nonexistent/ca.pem}
+""")
+    with pytest.raises(ConfigError) as err:
+        load_bmc_file(path)
+    assert str(err.value) == (f"{path}: host 'c2': ca_bundle '/nonexistent/ca.pem' "
+                              f"does not exist")
+    path = _write(tmp_path, """
+defaults: {username: u, password: p, ca_bundle: ca.pem}
+hosts:
+  c1: {driver: redfish, address: 'https://10.0.0.12'}
+""")
+    config = load_bmc_file(path)["c1"]
+    assert config.ca_bundle == str(tmp_path / "ca.pem")
+    assert config.tls_verify == str(tmp_path / "ca.pem")
+
+    import sushy
+
+    seen: dict[str, Any] = {}
+
+    class Refused(Exception):
+        pass
+
+    def fake_sushy(url: str, **kwargs: Any) -> Any:
+        seen.update(kwargs, url=url)
+        raise Refused
+
+    monkeypatch.setattr(sushy, "Sushy", fake_sushy)
+    with pytest.raises(Refused):
+        driver_for(config).power_state()
+    assert seen["url"] == "https://10.0.0.12" and seen["verify"] == str(tmp_path / "ca.pem")
+
+
+def test_ca_bundle_with_verify_tls_false_is_a_conflict(tmp_path: Path) -> None:
+    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    path = _write(tmp_path, "hosts: {c1: {driver: redfish, address: 'https://10.0.0.12', "
+                            "username: u, password: p, ca_bundle: ca.pem, verify_tls: false}}")
+    with pytest.raises(ConfigError) as err:
+        load_bmc_file(path)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"{path}: host 'c1': ")
+    assert "verify_tls: false conflicts with ca_bundle" in message
+
+
+def test_grace_and_read_retries_from_the_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+defaults: {username: u, password: p, grace: 30, read_attempts: 5, read_backoff: 0.1}
+hosts:
+  c1: {driver: ipmi, address: 10.0.0.11}
+  c2: {driver: ipmi, address: 10.0.0.12, grace: 0, read_attempts: 1}
+  c3: {driver: redfish, address: 'https://10.0.0.13'}
+""")
+    bmcs = load_bmc_file(path)
+    assert [(c.grace, c.read_attempts, c.read_backoff) for c in bmcs.values()] == [
+        (30.0, 5, 0.1), (0.0, 1, 0.1), (30.0, 5, 0.1)]
+    defaults = BmcConfig(host="c", driver="ipmi", address="a", port=None, username="u",
+                         password="p")
+    assert (defaults.grace, defaults.read_attempts, defaults.read_backoff) == (120.0, 3, 0.5)
+    for bad in ("grace: -1", "read_attempts: 0", "read_backoff: -0.5", "timeout: 0"):
+        key = bad.split(":")[0]
+        path = _write(tmp_path, f"hosts: {{c1: {{driver: ipmi, address: a, username: u, "
+                                f"password: p, {bad}}}}}")
+        with pytest.raises(ConfigError, match=f"host 'c1': {key} must be"):
+            load_bmc_file(path)
+
+
+@pytest.mark.parametrize("driver", ["ipmi", "redfish"])
+def test_power_off_forces_after_the_configured_grace(driver: str) -> None:
+    config = BmcConfig(host="c1", driver=driver, address="https://10.0.0.1", port=None,
+                       username="u", password="p", grace=0.3)
+    power = driver_for(config)
+    power.poll_interval = 0.05  # type: ignore[attr-defined]
+    state, asked = {"now": "on"}, []
+
+    def request(kind: str, *_: object) -> None:
+        asked.append(kind)
+        if kind in ("off", "ForceOff"):  # the host ignores the graceful shutdown
+            state["now"] = "off"
+
+    power.power_state = lambda: state["now"]  # type: ignore[method-assign]
+    setattr(power, "_request" if driver == "ipmi" else "_reset", request)
+    start = time.monotonic()
+    assert power.power_off(timeout=10) == "off"
+    elapsed = time.monotonic() - start
+    assert asked == (["softoff", "off"] if driver == "ipmi"
+                     else ["GracefulShutdown", "ForceOff"])
+    assert 0.25 <= elapsed < 2, elapsed
+    state["now"], asked[:] = "on", []
+    start = time.monotonic()
+    assert power.power_off(timeout=10, grace=0) == "off"  # the caller's grace wins
+    assert time.monotonic() - start < 0.25
+
+
+def _flaky(failures: list[PowerError]) -> Any:
+    calls = []
+
+    def read() -> str:
+        calls.append(1)
+        if failures:
+            raise failures.pop(0)
+        return "on"
+    read.calls = calls  # type: ignore[attr-defined]
+    return read
+
+
+def test_retry_reads_retries_only_transient_failures() -> None:
+    config = BmcConfig(host="c1", driver="ipmi", address="a", port=None, username="u",
+                       password="p", read_attempts=3, read_backoff=0.01)
+    read = _flaky([config.error("power status: Node Busy", transient=True)] * 2)
+    assert retry_reads(config, read) == "on" and len(read.calls) == 3
+
+    read = _flaky([config.error("power status: authentication refused")] * 2)
+    with pytest.raises(PowerError, match="authentication refused"):
+        retry_reads(config, read)
+    assert len(read.calls) == 1
+
+    read = _flaky([config.error("power status: does not answer", transient=True)] * 5)
+    with pytest.raises(TransientPowerError) as err:
+        retry_reads(config, read)
+    assert len(read.calls) == 3
+    assert str(err.value) == "c1: ipmi BMC a: power status: does not answer (tried 3 times)"
 
 
 def test_password_never_in_repr_or_errors(tmp_path: Path) -> None:
