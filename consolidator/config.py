@@ -68,6 +68,9 @@ OPTIONS: tuple[Option, ...] = (
            "Also move SHUTOFF instances (by cold migration) instead of pinning them."),
     Option("planner", "max_migrations_per_host", int, 2,
            "Migrations one source host sends at once; waves are built to respect it."),
+    Option("planner", "n_plus_one", bool, True,
+           "Keep enough hosts on that the ones left can absorb the failure of the most loaded "
+           "of them (N+1); the plan names the hosts kept for it."),
     Option("planner", "idle_watts", float, 270.0,
            "Idle power draw of a host, for the estimated saving (270 W measured in 004)."),
     Option("planner", "capacity_model", str, "placement",

@@ -35,6 +35,8 @@ class PlanSettings:
     per_host_limit: int = 2
     idle_watts: float = DEFAULT_IDLE_WATTS
     usage: UsageModel = field(default_factory=UsageModel)
+    #: Keep enough hosts on to absorb the failure of the most loaded one.
+    n_plus_one: bool = True
 
 
 def plan_cluster(cluster: Cluster, algorithm: str, *, settings: PlanSettings | None = None,
@@ -66,6 +68,15 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
         notes.append(f"{names[zone_host]} stays powered: it is the last usable host of its "
                      f"availability zone")
     power_off = [int(h) for h in candidates if int(h) not in spares]
+    if settings.n_plus_one:
+        kept = _n_plus_one(problem, target, power_off)
+        if kept:
+            spares.update(kept)
+            power_off = [h for h in power_off if h not in kept]
+            notes.append(f"N+1: {', '.join(names[h] for h in kept)} "
+                         f"{'stays' if len(kept) == 1 else 'stay'} powered so that the hosts "
+                         f"left on can absorb the failure of the largest of them "
+                         f"([planner] n_plus_one)")
     waves = plan_waves(cluster, [(int(i), int(problem.placement[i]), int(target[i]))
                                  for i in moved], settings.per_host_limit)
     moves = tuple(Move(instance_id=cluster.instances[i].id,
@@ -89,6 +100,33 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                       per_host_limit=settings.per_host_limit,
                       chance=_chance(problem))
     return draft
+
+
+def _n_plus_one(problem: Problem, target: np.ndarray, power_off: list[int]) -> list[int]:
+    """The hosts to keep on, most capable first, until the free Placement capacity of the
+    usable hosts left on covers the load of the most loaded one of them, in every class."""
+    columns = len(problem.cluster.resource_classes)
+    used = np.zeros((problem.n_hosts, columns))
+    if problem.n_instances:
+        np.add.at(used, target, problem.demand[:, :columns])
+    capacity = problem.capacity[:, :columns]
+    on = problem.powered & problem.receivers
+    on[power_off] = False
+    order = sorted(power_off, key=lambda h: -float(capacity[h].sum()))
+    kept: list[int] = []
+    while order:
+        rows = np.flatnonzero(on)
+        if rows.size == 0:
+            break
+        largest = int(rows[np.argmax(used[rows].sum(axis=1))])
+        free = (capacity[rows] - used[rows]).sum(axis=0) - \
+            (capacity[largest] - used[largest])
+        if np.all(free + 1e-6 >= used[largest]):
+            break
+        host = order.pop(0)
+        kept.append(host)
+        on[host] = True
+    return kept
 
 
 def _chance(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:

@@ -38,7 +38,8 @@ def settings_from_config(config: Config) -> PlanSettings:
     """Rules plus the per-host limit and idle watts."""
     return PlanSettings(rules=rules_from_config(config),
                         per_host_limit=config.get("planner", "max_migrations_per_host"),
-                        idle_watts=config.get("planner", "idle_watts"))
+                        idle_watts=config.get("planner", "idle_watts"),
+                        n_plus_one=config.get("planner", "n_plus_one"))
 
 
 def algorithm_options(config: Config, algorithm: str, cluster: Cluster,

@@ -72,7 +72,9 @@ class Operator:
 
 def operator_for(served: ServedCloud, tmp_path: Path) -> Operator:
     config = tmp_path / "consolidator.conf"
-    config.write_text("[executor]\npoll_interval = 0.05\npower_timeout = 60\nlease_ttl = 30\n")
+    # A tight packing (no host kept for N+1): these tests are about running plans.
+    config.write_text("[executor]\npoll_interval = 0.05\npower_timeout = 60\nlease_ttl = 30\n"
+                      "[planner]\nn_plus_one = false\n")
     db_url = f"sqlite:///{tmp_path / 'c.db'}"
     op = Operator(served=served, db_url=db_url, config=config)
     assert op("db", "upgrade").code == 0
@@ -182,7 +184,16 @@ def test_sigterm_stops_cleanly_then_resume_finishes(slow: Operator) -> None:
     assert slow.where()["power:c4"] == "off"
 
 
-def test_two_applies_at_once(slow: Operator) -> None:
+@pytest.fixture
+def slower(tmp_path: Path) -> Iterator[Operator]:
+    # 1024 MB at 128 MB/s: each migration takes about 8 s, so the first apply is surely still
+    # running while the second plan is made and applied, even on a loaded machine.
+    with served_cloud(scenario(bandwidth=128.0), tmp_path) as served:
+        yield operator_for(served, tmp_path)
+
+
+def test_two_applies_at_once(slower: Operator) -> None:
+    slow = slower
     first = slow.plan()
     engine = make_engine(slow.db_url)
     proc = slow.popen("apply", first["id"], "--max-parallel", "1")

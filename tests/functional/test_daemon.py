@@ -46,7 +46,7 @@ def make_daemon(cloud: FakeCloud, engine: object, tmp: Path, *,
                 telemetry: dict[str, str] | None = None,
                 executor: dict[str, str] | None = None, **daemon: str) -> Daemon:
     config = config_from_sections({
-        "planner": {"algorithm": "firstfit"},
+        "planner": {"algorithm": "firstfit", "n_plus_one": "false"},
         "daemon": {"auto_apply": "true", **daemon},
         "executor": {"poll_interval": "0.02", "power_timeout": "30", **(executor or {})},
         "telemetry": telemetry or {},

@@ -21,7 +21,7 @@ from sqlalchemy import event
 from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.snapshots import record_snapshot
-from consolidator.config import Config
+from consolidator.config import config_from_sections
 from consolidator.executor import Executor, ExecutorSettings, Outcome
 from consolidator.fake.cloud import FakeCloud
 from consolidator.inventory import read_inventory
@@ -35,6 +35,9 @@ from consolidator.store.db import make_engine, upgrade
 from consolidator.store.leases import LeaseHeldError, acquire
 from consolidator.store.plans import load_plan, save_plan, set_status
 from consolidator.store.snapshots import load_snapshot
+
+#: These tests are about running plans: the packing is kept tight (no host kept for N+1).
+PACKED = config_from_sections({"planner": {"n_plus_one": "false"}})
 
 
 def scenario() -> dict:
@@ -56,7 +59,7 @@ class Bed:
     snapshot_id: str = ""
 
     def plan(self) -> StoredPlan:
-        ctx = AppContext.of(config=Config(), engine=self.engine, connect=self.cloud.connect)
+        ctx = AppContext.of(config=PACKED, engine=self.engine, connect=self.cloud.connect)
         snap, _ = record_snapshot(ctx)
         self.snapshot_id = snap.info.id
         plan = make_plan(ctx, snap, PlanRequest(algorithm="firstfit"))

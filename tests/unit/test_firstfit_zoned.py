@@ -6,14 +6,17 @@ import numpy as np
 
 from consolidator.constraints import Rules, build_problem
 from consolidator.model import Instance
-from consolidator.planner import plan_cluster
+from consolidator.planner import PlanSettings, plan_cluster
 from tests.unit.builders import cluster, hosts, vm
+
+#: The paper's algorithms on their own: no host kept for N+1.
+NO_N_PLUS_ONE = PlanSettings(n_plus_one=False)
 
 
 def test_firstfit_empties_from_the_end_into_the_first_host() -> None:
     c = cluster(hosts(("c1", 8, 8192), ("c2", 8, 8192), ("c3", 8, 8192)),
                 [vm("a", "c1", 2), vm("b", "c2", 2), vm("c", "c3", 2)])
-    plan = plan_cluster(c, "firstfit")
+    plan = plan_cluster(c, "firstfit", settings=NO_N_PLUS_ONE)
     assert [(m.instance_name, m.source, m.destination) for m in plan.migrations] == [
         ("b", "c2", "c1"), ("c", "c3", "c1")]
     assert plan.power_off == ("c2", "c3")
@@ -35,10 +38,20 @@ def test_zoned_bestfit_empties_least_populated_into_most_populated() -> None:
     c = cluster(hosts(("c1", 64, 262144), ("c2", 64, 262144), ("c3", 64, 262144)),
                 [vm("a1", "c1"), vm("a2", "c1"), vm("a3", "c1"), vm("b1", "c2"),
                  vm("c1x", "c3"), vm("c2x", "c3")])
-    plan = plan_cluster(c, "zoned-bestfit")
+    plan = plan_cluster(c, "zoned-bestfit", settings=NO_N_PLUS_ONE)
     moves = {m.instance_name: m.destination for m in plan.migrations}
     assert moves == {"b1": "c1", "c1x": "c1", "c2x": "c1"}
     assert plan.power_off == ("c2", "c3")
+
+
+def test_n_plus_one_keeps_a_host_to_absorb_the_largest_failure() -> None:
+    """Everything fits on c1, but then nothing could take c1's load if it failed: with N+1
+    (the default) one more host stays on and the plan says why."""
+    c = cluster(hosts(("c1", 8, 8192), ("c2", 8, 8192), ("c3", 8, 8192)),
+                [vm("a", "c1", 2), vm("b", "c2", 2), vm("c", "c3", 2)])
+    plan = plan_cluster(c, "firstfit")
+    assert len(plan.power_off) == 1 and plan.hosts_after == 2
+    assert any(n.startswith("N+1: ") for n in plan.notes)
 
 
 def test_zones_separate_important_from_unimportant() -> None:
