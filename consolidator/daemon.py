@@ -25,7 +25,7 @@ import numpy as np
 
 from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
-from consolidator.app.leadership import Leadership
+from consolidator.app.leadership import Leadership, executor_holder
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.plans import approve, plan_counts, power_on_plan, running_plans
 from consolidator.app.snapshots import read_cloud, record_snapshot
@@ -118,6 +118,13 @@ class Daemon:
             self.cancelled.clear()
             if not self.lead():
                 return CycleResult(skipped="another daemon holds the lease")
+            holder = executor_holder(self.ctx, self.cloud_name)
+            if holder is not None:
+                LOG.warning("cycle skipped: an apply or a rollback is running (%s holds the "
+                            "executor lease); planning now would start from a half-migrated "
+                            "cloud", holder)
+                return CycleResult(skipped=f"an apply or a rollback is running ({holder} "
+                                           f"holds the executor lease)")
             result = self._cycle()
         except _Cancelled as exc:
             result = CycleResult(skipped=f"cancelled: {exc}",

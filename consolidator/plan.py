@@ -60,8 +60,9 @@ TRANSITIONS: dict[str, set[str]] = {
     "proposed": {"approved", "cancelled", "superseded"},
     "approved": {"running", "cancelled"},
     # running -> running and failed -> running: apply --resume after a crash or a signal;
-    # the executor's lease, not the state, keeps two executors apart.
-    "running": {"running", "succeeded", "failed", "cancelled"},
+    # the executor's lease, not the state, keeps two executors apart. A running plan is not
+    # cancelled: it is stopped (SIGINT/SIGTERM) and then resumed or left failed.
+    "running": {"running", "succeeded", "failed"},
     "failed": {"running"},
     "succeeded": set(), "cancelled": set(), "superseded": set(),
 }
@@ -112,4 +113,7 @@ STATES = ("proposed", "approved", "running", "succeeded", "failed", "cancelled",
 def check_transition(plan_id: str, current: str, status: str) -> None:
     """Raise PlanStateError unless a plan in `current` may become `status`."""
     if status not in TRANSITIONS.get(current, set()):
-        raise PlanStateError(f"plan {plan_id} is {current}: it cannot become {status}")
+        hint = (": stop its apply with Ctrl-C (SIGINT) or SIGTERM, then 'consolidator apply "
+                f"--resume {plan_id}' finishes it" if current == "running"
+                and status == "cancelled" else "")
+        raise PlanStateError(f"plan {plan_id} is {current}: it cannot become {status}{hint}")

@@ -42,6 +42,12 @@ def check_applicable(ctx: AppContext, plan_ref: str, *, yes: bool, dry_run: bool
     """The plan, once its state allows this run; a proposed plan with --yes is approved."""
     engine = ctx.engine()
     plan = load_plan(engine, plan_ref)
+    if plan.cloud.startswith("scenario:"):
+        raise UsageError(f"plan {plan.id} was made from a scenario file ({plan.cloud}), not "
+                         f"from a live cloud: it can be reviewed, not applied")
+    if ctx.cloud_name and ctx.cloud_name != plan.cloud:
+        raise UsageError(f"plan {plan.id} is for cloud {plan.cloud!r}, not {ctx.cloud_name!r}: "
+                         f"apply it with --cloud {plan.cloud}")
     if resume:
         if plan.status not in ("running", "failed"):
             raise UsageError(f"plan {plan.id} is {plan.status}: only a running or failed plan "

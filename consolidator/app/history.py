@@ -21,6 +21,11 @@ def build_report(ctx: AppContext, cloud: str | None, start: datetime, end: datet
     """The report of one cloud (the only one with snapshots if None) over a period."""
     engine = ctx.engine()
     name = cloud or _only_cloud(ctx)
+    if not list_snapshots(engine, cloud=name, limit=1):
+        known = sorted({s.cloud for s in list_snapshots(engine, limit=_ALL)})
+        raise UsageError(f"no snapshots of cloud {name!r}"
+                         + (f": the clouds with snapshots are {', '.join(known)}" if known
+                            else ": record one with 'consolidator snapshot'"))
     infos = [i for i in list_snapshots(engine, cloud=name, limit=_ALL)
              if start <= i.taken_at <= end]
     points = [report.hosts_point(i.taken_at, load_snapshot(engine, i.id).cluster)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from consolidator.app.context import AppContext
-from consolidator.store.leases import acquire, make_holder, release
+from consolidator.store.leases import acquire, current, make_holder, release
 
 
 class Leadership:
@@ -21,3 +21,9 @@ class Leadership:
     def release(self) -> None:
         """Give the lease up."""
         release(self.ctx.engine(), self.name, self.holder)
+
+
+def executor_holder(ctx: AppContext, cloud: str | None) -> str | None:
+    """Who holds the cloud's executor lease (an apply or a rollback is running), or None."""
+    lease = current(ctx.engine(), f"executor:{cloud or 'default'}")
+    return lease.holder if lease is not None else None

@@ -47,6 +47,11 @@ def approve(ctx: AppContext, plan_id: str, reason: str) -> None:
     stored.set_status(ctx.engine(), plan_id, "approved", reason=reason)
 
 
+def cancel(ctx: AppContext, plan_id: str, reason: str) -> None:
+    """Cancel a plan that has not started, for a reason other than the operator's word."""
+    stored.set_status(ctx.engine(), plan_id, "cancelled", reason=reason)
+
+
 def running_plans(ctx: AppContext, cloud: str | None) -> list[str]:
     """Ids of the plans left running (of one cloud, or of all)."""
     return [row.id for row in stored.list_plans(ctx.engine(), cloud=None, status="running")

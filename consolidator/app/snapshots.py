@@ -67,9 +67,11 @@ def store_inventory(ctx: AppContext, inventory: Inventory, *, source_suffix: str
 
 
 def record_scenario(ctx: AppContext, path: str) -> Snapshot:
-    """Store a scenario file as a snapshot of a cloud named after the scenario."""
+    """Store a scenario file as a snapshot of a cloud named after the scenario (its name:, else
+    the file's stem), never the live cloud's: its plans can be reviewed, not applied."""
     loaded = load_scenario(path)
-    cloud = ctx.cloud_name or str(loaded.extras.get("name") or Path(path).stem)
+    name = str(loaded.extras.get("name") or Path(path).stem)
+    cloud = name if name.startswith("scenario:") else f"scenario:{name}"
     return save_snapshot(ctx.engine(), loaded.cluster, cloud=cloud,
                          source=f"scenario:{Path(path).absolute()}",
                          capacity_source="scenario")

@@ -10,13 +10,14 @@ import click
 
 from consolidator.app.apply import PlanRun, check_applicable
 from consolidator.app.context import AppContext
-from consolidator.app.plans import approve
+from consolidator.app.plans import approve, cancel
 from consolidator.app.rollback import interrupted_rollback, prepare_rollback
 from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
 from consolidator.render import table
 from consolidator.render.plan import render_plan
+from consolidator.store.leases import LeaseHeldError
 
 
 @contextmanager
@@ -75,6 +76,9 @@ def apply_cmd(app: AppContext, plan_id: str, yes: bool, dry_run: bool,
     plan = check_applicable(app, plan_id, yes=yes, dry_run=dry_run, resume=resume)
     outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel, dry_run=dry_run,
                                 resume=resume, on_timeout=on_timeout)
+    if outcome.interrupted and not dry_run:
+        raise ConsolidatorError(f"plan {plan.id} was interrupted: finish it with "
+                                f"'consolidator apply --resume {plan.id}'")
     if not outcome.ok:
         raise ConsolidatorError(f"plan {plan.id} did not finish: see the summary above and "
                                 f"'consolidator journal --plan {plan.id}'")
@@ -122,8 +126,13 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
         raise click.exceptions.Abort()
     if not dry_run:
         approve(app, plan.id, reason=f"rollback to snapshot {target.info.id}")
-    outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel, dry_run=dry_run,
-                                resume=False)
+    try:
+        outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel, dry_run=dry_run,
+                                    resume=False)
+    except LeaseHeldError:
+        if not dry_run:   # nothing ran: leave no approved rollback plan behind
+            cancel(app, plan.id, reason="refused: another executor holds the cloud's lease")
+        raise
     if not outcome.ok:
         raise ConsolidatorError(f"rollback plan {plan.id} did not finish: see the summary")
 

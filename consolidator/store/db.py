@@ -43,6 +43,7 @@ def make_engine(url: str | None, *, create: bool = True) -> Engine:
     With create=False a SQLite file that does not exist yet is refused instead of created,
     so that a mistyped URL leaves nothing behind.
     """
+    given = url
     url = url or default_url()
     kwargs: dict = {"future": True}
     if url.startswith("sqlite"):
@@ -50,6 +51,9 @@ def make_engine(url: str | None, *, create: bool = True) -> Engine:
         if path and path != ":memory:" and not create and not Path(path).exists():
             raise NotMigratedError(f"database {url} does not exist: "
                                    f"run 'consolidator db upgrade'")
+        if path and path != ":memory:" and given and not Path(path).parent.is_dir():
+            raise StoreError(f"database {url}: the directory {Path(path).parent} does not "
+                             f"exist: create it, or fix --db-url / [database] url")
         if path and path != ":memory:":
             try:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
