@@ -16,6 +16,9 @@ import yaml
 from consolidator.errors import ModelError, ScenarioError
 from consolidator.model import Cluster, Host, Instance, ServerGroup, stable_uuid
 
+#: PyYAML's C parser where it is installed (about ten times faster), else the pure one.
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 #: Top-level keys other than hosts/instances/server_groups, kept for the fake cloud.
 EXTRA_KEYS = ("name", "faults", "settings")
 
@@ -59,7 +62,8 @@ def read_document(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        doc = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        doc = json.loads(text) if path.suffix.lower() == ".json" else \
+            yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 - a safe loader
     except json.JSONDecodeError as exc:
         raise ScenarioError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except yaml.YAMLError as exc:

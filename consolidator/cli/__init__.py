@@ -14,8 +14,63 @@ from consolidator.errors import ConsolidatorError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+#: Every command: its module, the click object's name there, and its one-line summary (a test
+#: checks each summary against the command's own). A command's module, and what it imports
+#: (openstacksdk, SQLAlchemy, NumPy, the BMC libraries), loads only when it runs, so that
+#: 'consolidator --help' starts at once.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "algorithms": ("plans", "algorithms_cmd",
+                   "List the packing algorithms and rankings, each with its paper."),
+    "apply": ("apply", "apply_cmd", "Run a plan: live-migrate, disable and power off the "
+                                    "emptied hosts, journaling it all."),
+    "daemon": ("daemon", "daemon_cmd", "Snapshot, plan, (auto-)apply and keep the padding on "
+                                       "schedule ([daemon], [padding])."),
+    "db": ("db", "db_group", "Manage the database schema."),
+    "demo": ("demo", "demo_cmd", "Run the whole story on a fake cloud with emulated BMCs, "
+                                 "verifying every step."),
+    "fake-cloud": ("fake", "fake_cloud_group", "The fake OpenStack cloud (Keystone, Nova, "
+                                               "Placement) for tests and demos."),
+    "hosts": ("hosts", "hosts_group", "The live compute hosts and their power."),
+    "journal": ("hosts", "journal_cmd",
+                "The executor's journal: every action, when, and how it ended."),
+    "plan": ("plans", "plan_group",
+             "Make a migration plan, store it as proposed and print it for review."),
+    "plans": ("plans", "plans_group", "List stored plans."),
+    "report": ("report", "report_cmd", "Show the hosts powered on over time, the migrations "
+                                       "per cycle and the energy saved."),
+    "rollback": ("apply", "rollback_cmd", "Put the cloud back as a snapshot recorded it: "
+                                          "power on, enable, migrate back."),
+    "simulate": ("simulate", "simulate_group",
+                 "Reproduce the papers' experiments (see docs/reproductions.md)."),
+    "snapshot": ("snapshots", "snapshot_cmd",
+                 "Record the cloud's placement as a new snapshot and print its id."),
+    "snapshots": ("snapshots", "snapshots_group", "List, show and export recorded snapshots."),
+}
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported when one runs, not when the CLI starts."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, sorted."""
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """Import the command's module and return the command."""
+        if cmd_name not in COMMANDS:
+            return None
+        import importlib
+
+        module, attribute, _ = COMMANDS[cmd_name]
+        return getattr(importlib.import_module(f"consolidator.cli.{module}"), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of --help, from the summaries (no module is imported)."""
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][2]) for name in sorted(COMMANDS)])
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="INI config file [default: /etc/consolidator/consolidator.conf if present].")
 @click.option("--db-url", envvar="CONSOLIDATOR_DB_URL", metavar="URL",
@@ -42,27 +97,6 @@ def cli(ctx: click.Context, config_file: str | None, db_url: str | None, cloud: 
                      report=report_to_stderr)
     _ = app.config  # validate the config file up front, whatever the command reads
     ctx.obj = app
-
-
-def _register() -> None:
-    from consolidator.cli import (
-        apply,
-        daemon,
-        db,
-        demo,
-        fake,
-        hosts,
-        plans,
-        report,
-        simulate,
-        snapshots,
-    )
-    for module in (db, snapshots, plans, apply, hosts, daemon, report, simulate, fake, demo):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-
-
-_register()
 
 
 def main(argv: list[str] | None = None) -> int:
