@@ -32,6 +32,8 @@ from consolidator.placement import ProviderTree, read_trees
 
 LOG = logging.getLogger(__name__)
 
+#: The newest microversion of os-hypervisors/detail that fans out no RPC to the computes.
+HYPERVISORS_MICROVERSION = (2, 87)
 #: Servers that hold no resources on a host.
 HOSTLESS_STATES = {"SHELVED_OFFLOADED", "DELETED"}
 
@@ -67,8 +69,11 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
     mv = mv_string(version)
     with cloud_errors(conn, "checking the catalog for placement"):
         placement_present = has_endpoint(conn, "placement")
-    # Without Placement, capacity must come from os-hypervisors, which drops it at 2.88.
-    hyp_version = version if placement_present or not version else min(version, (2, 87))
+    # At 2.88 and later os-hypervisors/detail asks every compute for its uptime over RPC: a
+    # compute that was just powered off, but is not yet marked down, makes it fail after the
+    # RPC timeout. Capacity comes from Placement and service state from os-services, so the
+    # detail is read at 2.87 at most, which reads the database only.
+    hyp_version = min(version, HYPERVISORS_MICROVERSION) if version else None
     with cloud_errors(conn, "listing hypervisors"):
         hypervisors = list(paged(
             conn.compute, "/os-hypervisors/detail", "hypervisors",

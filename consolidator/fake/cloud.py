@@ -39,6 +39,7 @@ SETTINGS: dict[str, tuple[Any, tuple[type, ...]]] = {
     "migration_bandwidth_mb_s": (1024.0, (int, float)),
     "migration_queue_seconds": (0.0, (int, float)),
     "service_up_delay_s": (0.0, (int, float)),
+    "service_down_delay_s": (0.0, (int, float)),
     "noauth": (False, (bool,)),
     "bmc": (False, (bool,)),
     "bmc_username": ("admin", (str,)),
@@ -85,6 +86,7 @@ class FakeCloud:
                  project: str = _UNSET, max_microversion: str = _UNSET,
                  placement: bool = _UNSET, migration_bandwidth_mb_s: float = _UNSET,
                  migration_queue_seconds: float = _UNSET, service_up_delay_s: float = _UNSET,
+                 service_down_delay_s: float = _UNSET,
                  noauth: bool = _UNSET, bmc: bool = _UNSET, bmc_username: str = _UNSET,
                  bmc_password: str = _UNSET, bmc_graceful_delay_s: float = _UNSET,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -96,7 +98,8 @@ class FakeCloud:
                     "placement": placement,
                     "migration_bandwidth_mb_s": migration_bandwidth_mb_s,
                     "migration_queue_seconds": migration_queue_seconds,
-                    "service_up_delay_s": service_up_delay_s, "noauth": noauth,
+                    "service_up_delay_s": service_up_delay_s,
+                    "service_down_delay_s": service_down_delay_s, "noauth": noauth,
                     "bmc": bmc, "bmc_username": bmc_username, "bmc_password": bmc_password,
                     "bmc_graceful_delay_s": bmc_graceful_delay_s}
         self.settings = resolve_settings(scenario.extras.get("settings"), explicit)
@@ -257,7 +260,8 @@ class FakeCloud:
 
     def set_power(self, host_name: str, on: bool) -> None:
         """Power a host on or off; its nova-compute goes down at once or up after a delay."""
-        self.state.set_power(host_name, on, float(self.settings["service_up_delay_s"]))
+        self.state.set_power(host_name, on, float(self.settings["service_up_delay_s"]),
+                             float(self.settings["service_down_delay_s"]))
 
     def power(self, host_name: str) -> str:
         """'on' or 'off'."""

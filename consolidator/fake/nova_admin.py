@@ -90,6 +90,13 @@ class NovaAdmin:
     def _hypervisors(self, req: Request, detail: bool) -> Response:
         with self.state.locked() as now:
             hosts = list(self.state.hosts.values())
+            if detail and req.microversion >= (2, 88) and any(
+                    h.power == "off" and self.state.service_state(h, now) == "up"
+                    for h in hosts):
+                # From 2.88 the detail asks every compute for its uptime over RPC; one that
+                # is off but not yet marked down never answers.
+                raise HTTPError(500, "Unexpected API Error. <class 'oslo_messaging.exceptions."
+                                     "MessagingTimeout'>: Timed out waiting for a reply")
             pattern = req.arg("hypervisor_hostname_pattern")
             if pattern is not None:
                 hosts = [h for h in hosts if pattern in h.name]

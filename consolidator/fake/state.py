@@ -54,6 +54,8 @@ class HostRecord:
     power: str
     alive: bool
     up_at: float = 0.0
+    #: When a powered-off host's nova-compute is reported down (service_down_time in Nova).
+    down_at: float = 0.0
     generation: int = 1
     #: The Placement classes of `used` and of every allocation, in column order.
     classes: tuple[str, ...] = CLASSIC_CLASSES
@@ -264,19 +266,24 @@ class CloudState:
 
     def service_state(self, rec: HostRecord, now: float) -> str:
         """'up' or 'down', as the servicegroup API would report it."""
-        if rec.forced_down or rec.power == "off" or not rec.alive or now < rec.up_at:
+        if rec.forced_down or not rec.alive or now < rec.up_at:
             return "down"
+        if rec.power == "off":   # Nova notices a dead compute only after service_down_time
+            return "up" if now < rec.down_at else "down"
         return "up"
 
     # -- power and services ------------------------------------------------------------
 
-    def set_power(self, name: str, on: bool, up_delay: float) -> None:
-        """Power a host on or off; nova-compute follows (down at once, up after a delay)."""
+    def set_power(self, name: str, on: bool, up_delay: float, down_delay: float = 0.0) -> None:
+        """Power a host on or off; nova-compute follows (down after down_delay, as Nova's
+        service_down_time; up after up_delay)."""
         with self.locked() as now:
             rec = self._host_or_raise(name)
             if on and rec.power != "on":
                 rec.power, rec.alive, rec.up_at = "on", True, now + up_delay
             elif not on:
+                if rec.power != "off":
+                    rec.down_at = now + down_delay
                 rec.power = "off"
             rec.updated_at = utc_now()
 
