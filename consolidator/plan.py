@@ -49,6 +49,8 @@ class PlanDraft:
     idle_watts: float = DEFAULT_IDLE_WATTS
     #: Hosts to power on and enable before the migrations (rollback, morning ramp).
     power_on: tuple[str, ...] = ()
+    #: Hosts the plan empties but leaves on, with why (no BMC configured for them).
+    left_on: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def watts_saved(self) -> float:
@@ -96,6 +98,7 @@ class StoredPlan:
                             "source": m.source, "destination": m.destination, "wave": m.wave}
                            for m in d.migrations],
             "power_off": list(d.power_off), "power_on": list(d.power_on),
+            "left_on": dict(d.left_on),
             "spare_hosts": list(d.spare_hosts),
             "hosts_before": d.hosts_before, "hosts_after": d.hosts_after,
             "lower_bound": d.lower_bound, "migrations_lower_bound": d.migrations_lower_bound,

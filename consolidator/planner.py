@@ -8,7 +8,7 @@ spare hosts kept powered as padding, both lower bounds, and the independent chec
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +41,7 @@ class PlanSettings:
 
 def plan_cluster(cluster: Cluster, algorithm: str, *, settings: PlanSettings | None = None,
               spare: int = 0, options: Mapping[str, Any] | None = None,
-              ranking: Ranker | None = None) -> PlanDraft:
+              ranking: Ranker | None = None, no_bmc: Collection[str] = ()) -> PlanDraft:
     """Run an algorithm on a cluster and turn its packing into a checked plan."""
     settings = settings or PlanSettings()
     algo = get_algorithm(algorithm)
@@ -49,12 +49,15 @@ def plan_cluster(cluster: Cluster, algorithm: str, *, settings: PlanSettings | N
                             ranking=ranking, usage=settings.usage)
     packing = algo.run(problem)
     return draft_from_packing(problem, packing, algorithm=algo.name,
-                              ranking=ranking.name if ranking else None, settings=settings)
+                              ranking=ranking.name if ranking else None, settings=settings,
+                              no_bmc=no_bmc)
 
 
 def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
-                       ranking: str | None, settings: PlanSettings) -> PlanDraft:
-    """Moves, waves, spares, power-off and bounds of a packing; checked before returned."""
+                       ranking: str | None, settings: PlanSettings,
+                       no_bmc: Collection[str] = ()) -> PlanDraft:
+    """Moves, waves, spares, power-off and bounds of a packing; checked before returned.
+    Emptied hosts in no_bmc (none is configured for them) are left on, with the reason."""
     cluster = problem.cluster
     target = packing.target
     moved = np.nonzero(target != problem.placement)[0]
@@ -77,6 +80,12 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                          f"{'stays' if len(kept) == 1 else 'stay'} powered so that the hosts "
                          f"left on can absorb the failure of the largest of them "
                          f"([planner] n_plus_one)")
+    unpowered = set(no_bmc)
+    left_on = {names[h]: "emptied, left on: no BMC is configured for it in the BMC file"
+               for h in power_off if names[h] in unpowered}
+    power_off = [h for h in power_off if names[h] not in unpowered]
+    if left_on:
+        notes.append(f"emptied but left on, no BMC configured: {', '.join(sorted(left_on))}")
     waves = plan_waves(cluster, [(int(i), int(problem.placement[i]), int(target[i]))
                                  for i in moved], settings.per_host_limit)
     moves = tuple(Move(instance_id=cluster.instances[i].id,
@@ -95,7 +104,7 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
         migrations_lower_bound=migration_lower_bound(problem, len(power_off) + len(spares)),
         spare=problem.spare, spare_hosts=tuple(names[h] for h in sorted(spares)),
         notes=tuple(notes), options=_plain_options(problem.options),
-        idle_watts=settings.idle_watts)
+        idle_watts=settings.idle_watts, left_on=left_on)
     assert_plan_sound(cluster, moves, draft.power_off, rules=settings.rules,
                       per_host_limit=settings.per_host_limit,
                       chance=_chance(problem))

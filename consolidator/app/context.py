@@ -91,6 +91,18 @@ class AppContext:
 
         return connect(name)
 
+    def bmc_hosts(self) -> set[str] | None:
+        """The hosts the BMC file lists, or None when there is no BMC file (a lookup given
+        directly lists every host it knows of as None: unknown)."""
+        if self.power is not None:
+            return None
+        from consolidator.power.base import load_bmc_file
+
+        path = self.bmc_file or self.config.get("power", "bmc_file")
+        if self.bmc_file is None and not Path(path).exists():
+            return None
+        return set(load_bmc_file(path))
+
     def power_lookup(self) -> PowerLookup:
         """host name -> its PowerDriver, from the BMC file (None for hosts it does not list)."""
         if self.power is None:

@@ -62,9 +62,12 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pla
         fallback_mean=config.get("telemetry", "fallback_mean"),
         fallback_cov=config.get("telemetry", "fallback_cov")))
     spare = request.spare if request.spare is not None else config.get("planner", "spare")
+    listed = ctx.bmc_hosts() if not snapshot.info.cloud.startswith("scenario:") else None
+    no_bmc = [] if listed is None else [h.name for h in cluster.hosts
+                                        if h.name not in listed and h.compute_host not in listed]
     return plan_cluster(cluster, algorithm, settings=settings, spare=spare,
                         options=algorithm_options(config, algorithm, cluster, options),
-                        ranking=ranking)
+                        ranking=ranking, no_bmc=no_bmc)
 
 
 def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> StoredPlan:

@@ -51,6 +51,8 @@ def run_and_summarise(app: AppContext, plan_id: str, *, max_parallel: int | None
         click.echo(f"  {name}: {why}")
     for host, why in outcome.left_on.items():
         click.echo(f"  {host} left on: {why}")
+    for host, why in run.plan.draft.left_on.items():
+        click.echo(f"  {host} left on as planned: {why}")
     return outcome
 
 

@@ -13,7 +13,7 @@ from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, check_live, make_plan, validate_request
 from consolidator.app.plans import change_status, list_plans, show_plan
 from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
-from consolidator.cli.context import FORMAT, pass_app
+from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.plan import STATES, StoredPlan
@@ -56,20 +56,24 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--check-live", is_flag=True,
               help="Then ask the live cloud's Placement about every move, as apply will "
                    "before each wave, and list the moves it would refuse (exit 1 if any).")
+@BMC_FILE
 @FORMAT
 @click.pass_context
 def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                snapshot_ref: str | None, scenario: str | None, spare: int | None, light: bool,
                capacity_model: str | None, confidence: float | None,
-               raw_options: tuple[str, ...], check_live: bool, fmt: str) -> None:
+               raw_options: tuple[str, ...], check_live: bool, bmc_file: str | None,
+               fmt: str) -> None:
     """Make a migration plan, store it as proposed and print it for review.
 
-    Without --snapshot or --scenario it snapshots the live cloud first. A new plan supersedes
+    Without --snapshot or --scenario it snapshots the live cloud first. Hosts the BMC file
+    does not list are emptied but left on, and the plan says so. A new plan supersedes
     the cloud's older proposed plans. Subcommands show, approve and cancel stored plans.
     """
     if ctx.invoked_subcommand is not None:
         return
     app: AppContext = ctx.obj
+    app.bmc_file = bmc_file
     options = _parse_options(raw_options)
     if light:
         options["light"] = True

@@ -36,6 +36,7 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
     rows = []
     for h, host in enumerate(cluster.hosts):
         action = "power off" if host.name in off else "spare" if host.name in spare else (
+            "left on: no BMC" if host.name in d.left_on else
             "off already" if host.power == "off" else "")
         rows.append([host.name, _use(cluster.usage[h, 0], after[h, 0], capacity[h, 0]),
                      _use(cluster.usage[h, 1], after[h, 1], capacity[h, 1]),

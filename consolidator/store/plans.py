@@ -22,6 +22,7 @@ def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
     plan_id = str(uuid.uuid4())
     now = datetime.now(timezone.utc)
     details = {"notes": list(draft.notes), "options": dict(draft.options),
+               "left_on": dict(draft.left_on),
                "spare_hosts": list(draft.spare_hosts), "idle_watts": draft.idle_watts}
     with translate_errors(engine), engine.begin() as conn:
         if supersede:
@@ -81,7 +82,8 @@ def _stored(row: Any, moves: Any, power: Any) -> StoredPlan:
         lower_bound=row.lower_bound, migrations_lower_bound=row.migrations_lower_bound,
         spare=row.spare, spare_hosts=tuple(details.get("spare_hosts", ())),
         notes=tuple(details.get("notes", ())), options=details.get("options", {}),
-        idle_watts=float(details.get("idle_watts", 270.0)))
+        idle_watts=float(details.get("idle_watts", 270.0)),
+        left_on=dict(details.get("left_on") or {}))
     return StoredPlan(id=row.id, cloud=row.cloud, snapshot_id=row.snapshot_id,
                       status=row.status, created_at=row.created_at, updated_at=row.updated_at,
                       reason=row.reason, draft=draft)

@@ -94,3 +94,24 @@ def test_the_daemon_skips_its_cycle_while_an_apply_runs(tmp_path: Path) -> None:
         assert "cycle skipped: an apply or a rollback is running" in once.out
         plans = json.loads(op("plans", "list", "--format", "json").out)
         assert plans == []
+
+
+def test_plan_and_apply_agree_on_a_host_without_a_bmc(tmp_path: Path) -> None:
+    """Issue 17, defect 2: the plan listed 'power off: c3' for a host the BMC file does not
+    list, and apply made every migration, then exited 1 with 'no BMC is configured'."""
+    doc = scenario(bandwidth=1e6)
+    del doc["hosts"][2]["bmc"]                       # c3 has no BMC
+    with served_cloud(doc, tmp_path) as served:
+        op = operator_for(served, tmp_path)
+        plan = json.loads(op("plan", "-a", "firstfit", "--format", "json").out)
+        assert plan["power_off"] == ["c4"]
+        assert plan["left_on"] == {
+            "c3": "emptied, left on: no BMC is configured for it in the BMC file"}
+        shown = op("plan", "show", plan["id"])
+        assert "left on: no BMC" in shown.out
+        applied = op("apply", plan["id"], "--yes")
+        assert applied.code == 0, applied.out + applied.err
+        assert "c3 left on as planned: emptied, left on: no BMC" in applied.out
+        state = served.state()["hosts"]
+        assert state["c3"]["power"] == "on" and state["c3"]["status"] == "enabled"
+        assert state["c4"]["power"] == "off"
