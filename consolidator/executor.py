@@ -30,6 +30,10 @@ from consolidator.store import journal
 from consolidator.store.leases import acquire, acquire_or_raise, make_holder, release
 from consolidator.store.plans import StoredPlan, set_status
 
+#: Live-migration record statuses that Nova has not finished with yet.
+UNFINISHED_MIGRATION = frozenset({"queued", "accepted", "preparing", "running",
+                                  "post-migrating"})
+
 if TYPE_CHECKING:
     from consolidator.power.base import PowerDriver
 
@@ -250,6 +254,11 @@ class Executor:
         if server.compute_host != dest_host or server.status != "ACTIVE":
             return (f"the migration ended with the instance {server.status} on "
                     f"{server.compute_host} (migration {record.get('status', 'unknown')})")
+        # Real Nova shows the instance ACTIVE on the destination a moment before the source
+        # compute marks the record completed: wait for the record to end too.
+        while record.get("status") in UNFINISHED_MIGRATION and time.monotonic() < deadline:
+            time.sleep(self.settings.poll_interval)
+            record = self.nova.latest_migration(move.instance_id) or {}
         if record.get("status") != "completed":
             return f"the migration record is {record.get('status', 'missing')}, not completed"
         return None
