@@ -375,8 +375,8 @@ class Executor:
         return None
 
     def _power_preconditions(self, plan: StoredPlan, name: str, reason: str) -> str | None:
-        """All three, read live right before the power call: no servers, disabled for this
-        plan, and named by the plan."""
+        """All four, read live right before the power call: named by the plan, no servers,
+        disabled for this plan, and no Placement usage."""
         host = self.hosts[name]
         if name not in plan.draft.power_off:
             return "the plan does not power it off"
@@ -387,6 +387,12 @@ class Executor:
         if service.get("status") != "disabled" or plan.id not in (
                 service.get("disabled_reason") or ""):
             return "its nova-compute is not disabled for this plan"
+        # A resize or migration to the host claims it in Placement before the server's
+        # host changes: zero usage is the only sign of it.
+        used = {rc: n for rc, n in self.nova.usages(host.id).items() if n}
+        if used:
+            return ("Placement still has allocations on it ("
+                    + ", ".join(f"{rc} {n:g}" for rc, n in sorted(used.items())) + ")")
         return None
 
     def _reenable(self, plan: StoredPlan, name: str, why: str) -> None:

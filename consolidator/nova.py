@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 from openstack.connection import Connection
 
-from consolidator.cloud import HttpStatusError, cloud_errors, error_text, get_json
+from consolidator.cloud import HttpStatusError, cloud_errors, error_text, get_json, has_endpoint
 from consolidator.errors import CloudError
 from consolidator.inventory import compute_microversion, paged
 
@@ -115,6 +115,16 @@ class Nova:
         if response.status_code >= 400:
             raise CloudError(f"{doing} failed (HTTP {response.status_code}): "
                              f"{error_text(response)}")
+
+    def usages(self, provider: str) -> dict[str, float]:
+        """What Placement has allocated on a resource provider, by resource class ({} for a
+        cloud without Placement)."""
+        with cloud_errors(self.conn, "checking the catalog for placement"):
+            if not has_endpoint(self.conn, "placement"):
+                return {}
+        with cloud_errors(self.conn, f"reading Placement for {provider}"):
+            usages = get_json(self.conn.placement, f"/resource_providers/{provider}/usages")
+        return dict(usages.get("usages", {}))
 
     def room(self, provider: str) -> dict[str, float]:
         """Free Placement capacity of a resource provider: (total - reserved) x ratio - used."""
