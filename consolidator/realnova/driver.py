@@ -15,9 +15,22 @@ from consolidator.model import Host
 class Behaviour:
     """What every host's driver shares: how long a migration copies memory, and the faults."""
 
-    def __init__(self, migration_seconds: float, faults: Faults) -> None:
+    def __init__(self, migration_seconds: float, faults: Faults,
+                 resize_seconds: float = 0.0) -> None:
         self.migration_seconds = migration_seconds
+        self.resize_seconds = resize_seconds
         self.faults = faults
+
+    def update(self, changes: dict[str, Any]) -> dict[str, float]:
+        """Change migration_seconds or resize_seconds (POST /_fake/driver); returns both."""
+        for key in ("migration_seconds", "resize_seconds"):
+            if key in changes:
+                value = float(changes[key])
+                if value < 0:
+                    raise ValueError(f"{key} must not be negative")
+                setattr(self, key, value)
+        return {"migration_seconds": self.migration_seconds,
+                "resize_seconds": self.resize_seconds}
 
 
 class LiveMigrationFailed(Exception):
@@ -81,6 +94,11 @@ class SizedDriver(nova.virt.fake.FakeLiveMigrateDriver):
         """Finish this instance's migration now."""
         if instance.uuid in self._migrations:
             self._migrations[instance.uuid] = "complete"
+
+    def migrate_disk_and_power_off(self, *args: Any, **kwargs: Any) -> Any:
+        """A resize or cold migration leaving this host: 'copy the disk' for resize_seconds."""
+        time.sleep(self.behaviour.resize_seconds)
+        return super().migrate_disk_and_power_off(*args, **kwargs)
 
     def get_host_uptime(self) -> str:
         """What os-hypervisors shows from 2.88 (the base driver raises NotImplementedError)."""

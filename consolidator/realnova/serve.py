@@ -14,7 +14,7 @@ import yaml
 from consolidator.fake.bmc import BmcPower, EmulatedBmcs, write_private_yaml
 from consolidator.fake.control import Control
 from consolidator.fake.faults import Faults
-from consolidator.fake.server import App, Router
+from consolidator.fake.server import App, HTTPError, Request, Response, Router
 from consolidator.model import Cluster, Host
 from consolidator.realnova.boot import Booter
 from consolidator.realnova.controlplane import ControlPlane
@@ -81,8 +81,8 @@ class RealNovaServer:
         self.cluster, settings = cluster_for(options)
         self.bmc_settings = {k: settings.get(k, v) for k, v in BMC_SETTINGS.items()}
         self.faults = Faults()
-        self.plane = ControlPlane(options, list(self.cluster.hosts),
-                                  Behaviour(options.migration_seconds, self.faults))
+        self.behaviour = Behaviour(options.migration_seconds, self.faults)
+        self.plane = ControlPlane(options, list(self.cluster.hosts), self.behaviour)
         self.book: PowerBook | None = None
         self.bmcs: EmulatedBmcs | None = None
         self.listener: Listener | None = None
@@ -112,6 +112,7 @@ class RealNovaServer:
         assert self.book is not None
         router = Router()
         Control(self.book, self.faults, self.book.set_power).register(router)  # type: ignore[arg-type]
+        router.add("POST", "/_fake/driver", self._driver, service="control", auth=False)
         if self.options.bmc:
             self.bmcs = EmulatedBmcs(BmcPower(
                 self.book, self.faults, self.book.set_power,  # type: ignore[arg-type]
@@ -129,6 +130,16 @@ class RealNovaServer:
         if self.bmcs is not None:
             for line in self.bmcs.listening(self.base_url):
                 self.echo(f"BMC {line}")
+
+    def _driver(self, req: Request) -> Response:
+        """POST /_fake/driver {"migration_seconds": S, "resize_seconds": S}."""
+        body = req.json()
+        if not isinstance(body, dict):
+            raise HTTPError(400, "expected a JSON object")
+        try:
+            return Response(200, self.behaviour.update(body))
+        except (TypeError, ValueError) as exc:
+            raise HTTPError(400, str(exc)) from None
 
     @property
     def base_url(self) -> str:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +49,15 @@ class Operator:
         result = self(*args)
         assert result.code == 0, f"{args}: {result.out}{result.err}"
         return result
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        """Start a command in the background."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+        env.update(self.env, CONSOLIDATOR_DB_URL=self.db_url)
+        return subprocess.Popen([sys.executable, "-m", "consolidator", "--config",
+                                 str(self.config), "--cloud", self.served.cloud_name, *args],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
 
     def plan(self, algorithm: str = "zoned-bestfit", approve: bool = True) -> dict[str, Any]:
         """Plan, and approve it."""
