@@ -31,6 +31,8 @@ LOG = logging.getLogger(__name__)
 
 #: The newest compute microversion whose responses this module understands.
 NOVA_MAX_MICROVERSION = (2, 96)
+#: os-hypervisors is read at most at this microversion (see read_inventory).
+HYPERVISORS_MAX_MICROVERSION = (2, 87)
 #: Servers that hold no resources on a host.
 HOSTLESS_STATES = {"SHELVED_OFFLOADED", "DELETED"}
 
@@ -101,8 +103,10 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
     mv = _mv_string(version)
     with cloud_errors(conn, "checking the catalog for placement"):
         placement_present = has_endpoint(conn, "placement")
-    # Without Placement, capacity must come from os-hypervisors, which drops it at 2.88.
-    hyp_version = version if placement_present or not version else min(version, (2, 87))
+    # At 2.88 os-hypervisors drops capacity, and its detail asks every nova-compute for its
+    # uptime over RPC: one powered off but not yet reported down makes the whole list fail
+    # with 500 after the RPC timeout. 2.87 has every field needed, and no RPC.
+    hyp_version = min(version, HYPERVISORS_MAX_MICROVERSION) if version else version
     with cloud_errors(conn, "listing hypervisors"):
         hypervisors = list(paged(
             conn.compute, "/os-hypervisors/detail", "hypervisors",
