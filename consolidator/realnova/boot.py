@@ -16,6 +16,8 @@ STATUS_ACTIONS: dict[str, dict[str, Any]] = {
     "SHUTOFF": {"os-stop": None}, "PAUSED": {"pause": None},
     "SUSPENDED": {"suspend": None}, "ERROR": {"os-resetState": {"state": "error"}}}
 BOOT_TIMEOUT_S = 300.0
+#: Boots of one server tried at most this often (see servers()).
+BOOT_ATTEMPTS = 3
 
 
 class BootError(Exception):
@@ -117,7 +119,7 @@ class Booter:
         """Boot every instance on its host (microversion 2.74's host=), a few at a time."""
         ids: dict[str, str] = {}
         building: dict[str, Instance] = {}
-        retried: set[str] = set()
+        attempts: dict[str, int] = {}
         queue = list(self.cluster.instances)
         while queue or building:
             while queue and len(building) < self.concurrency:
@@ -134,13 +136,13 @@ class Booter:
                     ids[inst.name] = server_id
                     continue
                 fault = (server.get("fault") or {}).get("message")
-                if inst.name in retried:
+                attempts[inst.name] = attempts.get(inst.name, 1) + 1
+                if attempts[inst.name] > BOOT_ATTEMPTS:
                     raise BootError(f"server {inst.name} ended {server['status']} on "
                                     f"{host} (wanted ACTIVE on {inst.host}): {fault}")
                 # Concurrent boots on in-memory SQLite now and then fail with "Can't upgrade
-                # a READER transaction to a WRITER mid-transaction": try once more.
-                LOG.warning("boot of %s failed (%s); retrying once", inst.name, fault)
-                retried.add(inst.name)
+                # a READER transaction to a WRITER mid-transaction": try again.
+                LOG.warning("boot of %s failed (%s); trying again", inst.name, fault)
                 self.api.delete_server(server_id)
                 queue.append(inst)
         return ids
