@@ -50,6 +50,9 @@ class ControlPlane(test.TestCase, integrated_helpers.InstanceHelperMixin):
                    group="wsgi")
         self.flags(instances=-1, cores=-1, ram=-1, server_groups=-1,
                    server_group_members=-1, group="quota")
+        # Nova sizes one process-wide live-migration pool by this option (default 1): in a
+        # real cloud, one per nova-compute; here every compute shares this process.
+        self.flags(max_concurrent_live_migrations=max(1, len(self.host_models)))
         self.flags(report_interval=opts.report_interval,
                    service_down_time=opts.service_down_time,
                    rpc_response_timeout=opts.rpc_timeout)
