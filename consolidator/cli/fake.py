@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import threading
@@ -49,11 +50,9 @@ def _exec_real_nova(scenario: str | None, port: int | None, clouds_yaml: str | N
 
     if bool(scenario) == bool(nova["hosts"]):
         raise click.UsageError("--backend nova needs either --scenario or --hosts")
-    try:
-        import nova as _nova  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("nova") is None:  # importing it would monkey-patch us
         raise click.ClickException("--backend nova needs Nova: pip install "
-                                   "'consolidator[realnova]'") from None
+                                   "'consolidator[realnova]'")
     options = ServeOptions(
         scenario=scenario, hosts=nova["hosts"] or 0, port=port or 0,
         host_vcpus=nova["host_vcpus"], host_memory_mb=nova["host_memory_mb"],
