@@ -66,6 +66,10 @@ def refused_later_in_the_wave(op: Operator, nova: NovaView,
                           for e in journal.entries(engine, plan_id=plan["id"])),
               "the first migration to start")
     first = next(e.target for e in journal.entries(engine, plan_id=plan["id"]))
+    # The journal says running before the POST: wait until Nova has scheduled the first
+    # migration (its claim is in Placement) and the fake driver is copying.
+    nova.wait(lambda: [m.status for m in nova.migrations(first)][:1] == ["running"],
+              "Nova to run the first migration")
     interfere()
     out, err = proc.communicate(timeout=300)
     servers = nova.servers()
