@@ -63,6 +63,8 @@ lease_ttl = 30
 bmc_file = {bmc_file}
 """
 START_TIMEOUT_S = 30.0
+#: The real Nova (--backend nova) boots the scenario's ~200 servers before it is ready.
+NOVA_START_TIMEOUT_S = 600.0
 
 
 class DemoError(ConsolidatorError):
@@ -92,6 +94,7 @@ class DemoOptions:
     ranking: str | None = None
     keep: bool = False
     db_url: str | None = None
+    backend: str = "fake"
 
 
 @dataclass
@@ -108,11 +111,11 @@ class Served:
     def auth_url(self) -> str:
         """The Keystone URL in the clouds.yaml it wrote."""
         entry = yaml.safe_load(self.clouds_yaml.read_text())["clouds"][CLOUD_NAME]
-        return str(entry["auth"]["auth_url"])
+        return str(entry["auth"].get("auth_url") or entry["compute_endpoint_override"])
 
 
 @contextmanager
-def served_fake_cloud(workdir: Path) -> Iterator[Served]:
+def served_fake_cloud(workdir: Path, backend: str = "fake") -> Iterator[Served]:
     """Serve a fast copy of the bundled scenario with BMCs in a child process until exit."""
     doc = yaml.safe_load(bundled_scenario().read_text(encoding="utf-8"))
     doc["settings"] = {**(doc.get("settings") or {}), **FAST_SETTINGS}
@@ -123,12 +126,16 @@ def served_fake_cloud(workdir: Path) -> Iterator[Served]:
     args = [sys.executable, "-m", "consolidator", "fake-cloud", "serve", "--scenario",
             str(scenario), "--bmc", "--write-clouds-yaml", str(clouds_yaml), "--cloud-name",
             CLOUD_NAME, "--write-bmc-yaml", str(bmc_yaml)]
+    if backend == "nova":
+        args += ["--backend", "nova", "--migration-seconds", "0.5",
+                 "--log-file", str(workdir / "nova.log")]
     with log.open("wb") as out:
         # A session of its own: Ctrl-C reaches the demo, which then stops the child itself.
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + (NOVA_START_TIMEOUT_S if backend == "nova"
+                                       else START_TIMEOUT_S)
         while not (clouds_yaml.exists() and bmc_yaml.exists()):
             if process.poll() is not None or time.monotonic() > deadline:
                 tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
@@ -187,7 +194,7 @@ def run_demo(options: DemoOptions, echo: Echo) -> float:
     try:
         with ExitStack() as stack:
             with story.step("Start the fake cloud and its emulated BMCs"):
-                served = stack.enter_context(served_fake_cloud(workdir))
+                served = stack.enter_context(served_fake_cloud(workdir, options.backend))
                 _show_cloud(served, echo)
             stack.enter_context(cloud_environment(served.clouds_yaml))
             _story(story, served, workdir, options, echo)

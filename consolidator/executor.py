@@ -339,7 +339,9 @@ class Executor:
                             f"{handled}, but it did not end: its host is left alone")
                 handled = self._on_timeout(move)
                 deadline = time.monotonic() + max(self.settings.migration_timeout / 10, 30.0)
-        record = self._final_record(move.instance_id)
+        # Real Nova shows the instance ACTIVE on the destination a moment before the source
+        # compute marks the record completed: the record is polled until it is final.
+        record = self._final_record(move.instance_id, deadline)
         if handled and self.settings.on_timeout == "abort":
             return (f"timed out after {self.settings.migration_timeout:.0f} s; {handled} "
                     f"(migration {record.get('status', 'unknown')}); the instance is "
@@ -378,9 +380,10 @@ class Executor:
         self.report(f"  {move.instance_name}: timed out; {done}")
         return done
 
-    def _final_record(self, server_id: str) -> dict:
-        """The server's newest live-migration record, polled until its status is final."""
-        deadline = time.monotonic() + max(self.settings.poll_interval * 20, 10.0)
+    def _final_record(self, server_id: str, deadline: float) -> dict:
+        """The server's newest live-migration record, polled until its status is final (or
+        the deadline passes)."""
+        deadline = max(deadline, time.monotonic() + self.settings.poll_interval * 20)
         while True:
             record = self.nova.latest_migration(server_id) or {}
             if record.get("status") in FINAL_MIGRATION_STATUSES or \

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 from openstack.connection import Connection
 
-from consolidator.cloud import cloud_errors, get_json
+from consolidator.cloud import cloud_errors, get_json, has_endpoint
 
 #: Provider trees (root_provider_uuid) need 1.14; forbidden traits 1.22; in_tree 1.31.
 PLACEMENT_MICROVERSION = "1.31"
@@ -98,7 +98,11 @@ def room(conn: Connection, provider: str) -> dict[str, float]:
 
 
 def usage(conn: Connection, provider: str) -> dict[str, float]:
-    """What is allocated on a compute node's provider tree, per class (non-zero ones)."""
+    """What is allocated on a compute node's provider tree, per class (non-zero ones); {} for
+    a cloud without Placement."""
+    with cloud_errors(conn, "checking the catalog for placement"):
+        if not has_endpoint(conn, "placement"):
+            return {}
     return {rc: n for rc, n in _tree_usage(conn, provider).usages.items() if n}
 
 

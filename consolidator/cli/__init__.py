@@ -66,7 +66,8 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of --help, from the summaries (no module is imported)."""
-        with formatter.section("Commands"):
+        heading = "Commands"   # click's own section title, not a config section
+        with formatter.section(heading):
             formatter.write_dl([(name, COMMANDS[name][2]) for name in sorted(COMMANDS)])
 
 

@@ -20,8 +20,13 @@ from consolidator.rankings import get_ranking
 @click.option("--keep", is_flag=True,
               help="Keep the temporary directory (database, clouds.yaml, bmc.yaml, config) "
                    "and print where it is.")
+@click.option("--backend", type=click.Choice(["fake", "nova"]), default="fake",
+              show_default=True,
+              help="The cloud to tell the story on: the project's fast fake, or the real Nova "
+                   "and Placement (pip install 'consolidator[realnova]'; about two minutes).")
 @pass_app
-def demo_cmd(app: AppContext, algorithm: str | None, ranking: str | None, keep: bool) -> None:
+def demo_cmd(app: AppContext, algorithm: str | None, ranking: str | None, keep: bool,
+             backend: str) -> None:
     """Run the whole story on a fake cloud with emulated BMCs, verifying every step.
 
     It serves the bundled 11-host scenario (Keystone, Nova, Placement, IPMI and Redfish BMCs
@@ -35,7 +40,7 @@ def demo_cmd(app: AppContext, algorithm: str | None, ranking: str | None, keep: 
     if ranking:
         get_ranking(ranking, {})
     seconds = run_demo(DemoOptions(algorithm=algorithm, ranking=ranking, keep=keep,
-                                   db_url=app.db_url), click.echo)
+                                   db_url=app.db_url, backend=backend), click.echo)
     click.echo(f"\ndemo verified: every step passed in {seconds:.1f} s")
 
 

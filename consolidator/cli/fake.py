@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import signal
 import threading
 from types import FrameType
@@ -13,13 +15,68 @@ import yaml
 from consolidator.fake.cloud import FakeCloud
 
 
+def optgroup_nova(func: Any) -> Any:
+    """The options of --backend nova."""
+    for option in reversed([
+            click.option("--hosts", type=click.IntRange(1), default=None,
+                         help="[nova] Serve N empty hosts of the size below instead of a "
+                              "scenario."),
+            click.option("--host-vcpus", type=click.IntRange(1), default=16, show_default=True,
+                         help="[nova] vCPUs of each --hosts host."),
+            click.option("--host-memory-mb", type=click.IntRange(1), default=65536,
+                         show_default=True, help="[nova] Memory of each --hosts host."),
+            click.option("--host-disk-gb", type=click.IntRange(1), default=1000,
+                         show_default=True, help="[nova] Disk of each --hosts host."),
+            click.option("--migration-seconds", type=click.FloatRange(0), default=1.0,
+                         show_default=True,
+                         help="[nova] How long the fake driver 'copies memory' per live "
+                              "migration."),
+            click.option("--service-down-time", type=click.IntRange(2), default=10,
+                         show_default=True,
+                         help="[nova] Seconds without a heartbeat before Nova reports a "
+                              "nova-compute down (report_interval is a fifth of it)."),
+            click.option("--log-file", type=click.Path(dir_okay=False),
+                         help="[nova] Write Nova's log here [default: no log]."),
+    ]):
+        func = option(func)
+    return func
+
+
+def _exec_real_nova(scenario: str | None, port: int | None, clouds_yaml: str | None,
+                    cloud_name: str, bmc: bool, bmc_yaml: str | None,
+                    nova: dict[str, Any]) -> None:
+    """Replace this process by the real-Nova server (Nova must monkey-patch a fresh one)."""
+    from consolidator.realnova.options import ServeOptions
+
+    if bool(scenario) == bool(nova["hosts"]):
+        raise click.UsageError("--backend nova needs either --scenario or --hosts")
+    if importlib.util.find_spec("nova") is None:  # importing it would monkey-patch us
+        raise click.ClickException("--backend nova needs Nova: pip install "
+                                   "'consolidator[realnova]'")
+    options = ServeOptions(
+        scenario=scenario, hosts=nova["hosts"] or 0, port=port or 0,
+        host_vcpus=nova["host_vcpus"], host_memory_mb=nova["host_memory_mb"],
+        host_disk_gb=nova["host_disk_gb"], clouds_yaml=clouds_yaml, cloud_name=cloud_name,
+        bmc=bmc, bmc_yaml=bmc_yaml, log_file=nova["log_file"],
+        migration_seconds=nova["migration_seconds"],
+        service_down_time=nova["service_down_time"],
+        report_interval=max(1, nova["service_down_time"] // 5))
+    argv = options.argv()
+    click.get_text_stream("stdout").flush()
+    os.execv(argv[0], argv)
+
+
 @click.group("fake-cloud")
 def fake_cloud_group() -> None:
     """The fake OpenStack cloud (Keystone, Nova, Placement) for tests and demos."""
 
 
 @fake_cloud_group.command("serve")
-@click.option("--scenario", required=True, type=click.Path(dir_okay=False),
+@click.option("--backend", type=click.Choice(["fake", "nova"]), default="fake",
+              show_default=True,
+              help="fake: the project's own fast fake cloud. nova: the real Nova and Placement "
+                   "with Nova's fake virt driver (pip install 'consolidator[realnova]').")
+@click.option("--scenario", type=click.Path(dir_okay=False),
               help="Scenario file (YAML or JSON) to serve.")
 @click.option("--port", type=click.IntRange(0, 65535), default=None,
               help="Port on 127.0.0.1 [default: the scenario's settings, else ephemeral].")
@@ -31,11 +88,22 @@ def fake_cloud_group() -> None:
               help="Emulate the BMCs the scenario's hosts name (bmc: {driver: ipmi|redfish}).")
 @click.option("--write-bmc-yaml", "bmc_yaml", type=click.Path(dir_okay=False),
               help="Write a bmc.yaml (mode 0600) for the emulated BMCs once they listen.")
-def serve(scenario: str, port: int | None, clouds_yaml: str | None, cloud_name: str,
-          bmc: bool, bmc_yaml: str | None) -> None:
-    """Serve a scenario as Keystone, Nova and Placement until SIGINT or SIGTERM."""
+@optgroup_nova
+def serve(backend: str, scenario: str | None, port: int | None, clouds_yaml: str | None,
+          cloud_name: str, bmc: bool, bmc_yaml: str | None, **nova: Any) -> None:
+    """Serve a scenario as Keystone, Nova and Placement until SIGINT or SIGTERM.
+
+    With --backend nova, the real nova-api, conductor, scheduler, Placement and one
+    nova-compute per host run in this process (no Keystone: every caller is admin).
+    """
     if bmc_yaml and not bmc:
         raise click.UsageError("--write-bmc-yaml needs --bmc")
+    if backend == "nova":
+        _exec_real_nova(scenario, port, clouds_yaml, cloud_name, bmc, bmc_yaml, nova)
+    if not scenario:
+        raise click.UsageError("--scenario is required with --backend fake")
+    if nova["hosts"]:
+        raise click.UsageError("--hosts needs --backend nova")
     kwargs: dict[str, Any] = {} if port is None else {"port": port}
     if bmc:
         kwargs["bmc"] = True

@@ -1,0 +1,258 @@
+"""Faults only the real Nova produces, and what the executor does about them.
+
+Each test serves its own small cloud: a1 (three servers) and a2 (two servers, or one). The
+plan moves a2's servers to a1 and powers a2 off; then Nova, not our fake, gets in the way.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consolidator.store import journal
+from consolidator.store.db import make_engine
+from tests.realnova.operator import Operator, operator_for
+from tests.realnova.served import NovaView, served_nova
+
+Cloud = tuple[Operator, NovaView]
+
+
+def scenario(on_a2: int = 2, group: bool = False) -> dict[str, Any]:
+    """a1 with three servers, a2 with on_a2 (b0, b1...); b0 alone in an anti-affinity group."""
+    hosts = [{"name": "a1", "vcpus": 8, "memory_mb": 16384, "disk_gb": 200,
+              "cpu_allocation_ratio": 2.0, "bmc": {"driver": "redfish"}},
+             {"name": "a2", "vcpus": 8, "memory_mb": 16384, "disk_gb": 200,
+              "cpu_allocation_ratio": 2.0, "bmc": {"driver": "ipmi"}}]
+    instances = [{"name": f"a{k}", "host": "a1", "vcpus": 1, "memory_mb": 1024, "disk_gb": 10}
+                 for k in range(3)]
+    instances += [{"name": f"b{k}", "host": "a2", "vcpus": 1, "memory_mb": 1024,
+                   "disk_gb": 10} for k in range(on_a2)]
+    doc: dict[str, Any] = {"hosts": hosts, "instances": instances}
+    if group:
+        doc["server_groups"] = [{"name": "apart", "policy": "anti-affinity",
+                                 "members": ["b0"]}]
+    return doc
+
+
+@contextmanager
+def cloud_of(tmp_path: Path, doc: dict[str, Any]) -> Iterator[Cloud]:
+    with served_nova(doc, tmp_path) as served:
+        yield operator_for(served, tmp_path), NovaView(served)
+
+
+def driver(nova: NovaView, **changes: float) -> None:
+    """Slow down the fake driver's live migrations or resizes."""
+    nova.served._call("POST", "/driver", changes)
+
+
+def refused_later_in_the_wave(op: Operator, nova: NovaView,
+                              interfere: Callable[[], None]) -> dict[str, Any]:
+    """Apply b0, b1 -> a1 one at a time; once the first migration runs, interfere, so that
+    Nova (the pre-checks having passed) refuses the second. Returns what happened."""
+    driver(nova, migration_seconds=4.0)
+    plan = op.plan()
+    assert sorted(m["instance_name"] for m in plan["migrations"]) == ["b0", "b1"]
+    assert plan["power_off"] == ["a2"]
+    engine = make_engine(op.db_url)
+    proc = op.popen("apply", plan["id"], "--max-parallel", "1")
+    nova.wait(lambda: any(e.state == journal.RUNNING
+                          for e in journal.entries(engine, plan_id=plan["id"])),
+              "the first migration to start")
+    first = next(e.target for e in journal.entries(engine, plan_id=plan["id"]))
+    # The journal says running before the POST: wait until Nova has scheduled the first
+    # migration (its claim is in Placement) and the fake driver is copying.
+    nova.wait(lambda: [m.status for m in nova.migrations(first)][:1] == ["running"],
+              "Nova to run the first migration")
+    interfere()
+    out, err = proc.communicate(timeout=300)
+    servers = nova.servers()
+    second = next(n for n, s in servers.items() if n in ("b0", "b1") and s.id != first)
+    return {"code": proc.returncode, "out": out + err, "second": servers[second],
+            "first": next(s for s in servers.values() if s.id == first)}
+
+
+def assert_refused_and_left_alone(nova: NovaView, result: dict[str, Any]) -> None:
+    """The second migration failed in Nova: on its source, ACTIVE, its record in error;
+    a2 is left on and enabled; nothing lost."""
+    assert result["code"] == 1, result["out"]
+    second = result["second"]
+    assert (second.compute_host, second.status) == ("a2", "ACTIVE")
+    assert nova.migrations(second.id)[0].status in ("error", "failed")
+    assert (result["first"].compute_host, result["first"].status) == ("a1", "ACTIVE")
+    assert nova.power()["a2"] == "on"
+    assert nova.services()["a2"].status == "enabled"
+    assert len(nova.servers()) == 5
+
+
+def fill_placement(nova: NovaView, host: str) -> None:
+    """Take every VCPU left on the host's provider with an allocation of another consumer."""
+    conn = nova.conn
+    rp = next(r for r in conn.placement.resource_providers() if r.name == host)
+    inv = conn.placement.get(f"/resource_providers/{rp.id}/inventories").json()["inventories"]
+    used = conn.placement.get(f"/resource_providers/{rp.id}/usages").json()["usages"]
+    vcpu = inv["VCPU"]
+    free = int((vcpu["total"] - vcpu["reserved"]) * vcpu["allocation_ratio"]) - used["VCPU"]
+    while free > 0:
+        take = min(free, vcpu["max_unit"])
+        body = {"allocations": {rp.id: {"resources": {"VCPU": take}}},
+                "project_id": uuid.uuid4().hex, "user_id": uuid.uuid4().hex,
+                "consumer_generation": None}
+        response = conn.placement.put(f"/allocations/{uuid.uuid4()}", json=body,
+                                      microversion="1.28")
+        assert response.status_code == 204, response.text
+        free -= take
+
+
+def flavor_of(nova: NovaView, server: Any) -> str:
+    """The id of a server's flavor (from 2.47 the server embeds only its name)."""
+    return str(nova.conn.compute.find_flavor(server.flavor["original_name"]).id)
+
+
+def test_destination_without_room_in_placement(tmp_path: Path) -> None:
+    with cloud_of(tmp_path, scenario()) as (op, nova):
+        result = refused_later_in_the_wave(op, nova, lambda: fill_placement(nova, "a1"))
+        assert_refused_and_left_alone(nova, result)
+
+
+def test_destination_disabled_meanwhile(tmp_path: Path) -> None:
+    with cloud_of(tmp_path, scenario()) as (op, nova):
+        def disable() -> None:
+            service = nova.services()["a1"]
+            nova.conn.compute.disable_service(service, host="a1", binary="nova-compute",
+                                              disabled_reason="maintenance")
+        result = refused_later_in_the_wave(op, nova, disable)
+        assert_refused_and_left_alone(nova, result)
+        assert nova.services()["a1"].status == "disabled"
+
+
+def test_anti_affinity_member_already_on_the_destination(tmp_path: Path) -> None:
+    with cloud_of(tmp_path, scenario(on_a2=1, group=True)) as (op, nova):
+        plan = op.plan()
+        assert [m["instance_name"] for m in plan["migrations"]] == ["b0"]
+        group = next(nova.conn.compute.server_groups(all_projects=True))
+        template = nova.servers()["a0"]
+        intruder = nova.conn.compute.create_server(
+            name="intruder", flavor_id=flavor_of(nova, template),
+            image_id=template.image["id"], networks="none", host="a1",
+            scheduler_hints={"group": group.id})
+        nova.conn.compute.wait_for_server(intruder, wait=120)
+        applied = op("apply", plan["id"])
+        assert applied.code == 1, applied.out + applied.err
+        b0 = nova.servers()["b0"]
+        assert (b0.compute_host, b0.status) == ("a2", "ACTIVE")
+        assert nova.migrations(b0.id)[0].status in ("error", "failed")
+        assert nova.power()["a2"] == "on" and nova.services()["a2"].status == "enabled"
+
+
+def test_live_migration_that_nova_fails(tmp_path: Path) -> None:
+    with cloud_of(tmp_path, scenario()) as (op, nova):
+        plan = op.plan()
+        nova.served.add_fault({"type": "migration_fails", "instance": "b1"})
+        applied = op("apply", plan["id"])
+        assert applied.code == 1, applied.out + applied.err
+        servers = nova.servers()
+        # The driver raised: Nova rolls back to the source and sets the instance ERROR.
+        assert (servers["b1"].compute_host, servers["b1"].status) == ("a2", "ERROR")
+        assert nova.migrations(servers["b1"].id)[0].status == "error"
+        assert nova.power()["a2"] == "on" and nova.services()["a2"].status == "enabled"
+        assert "b1" in applied.out
+
+
+def test_instance_deleted_while_the_plan_runs(tmp_path: Path) -> None:
+    with cloud_of(tmp_path, scenario()) as (op, nova):
+        deleted: list[str] = []
+
+        def delete_the_other() -> None:
+            engine = make_engine(op.db_url)
+            running = {e.target for e in journal.entries(engine)}
+            victim = next(s for n, s in nova.servers().items()
+                          if n in ("b0", "b1") and s.id not in running)
+            deleted.append(victim.name)
+            nova.conn.compute.delete_server(victim)
+            nova.conn.compute.wait_for_delete(victim, wait=60)
+
+        driver(nova, migration_seconds=4.0)
+        plan = op.plan()
+        engine = make_engine(op.db_url)
+        proc = op.popen("apply", plan["id"], "--max-parallel", "1")
+        nova.wait(lambda: any(e.state == journal.RUNNING
+                              for e in journal.entries(engine, plan_id=plan["id"])),
+                  "the first migration to start")
+        delete_the_other()
+        out, err = proc.communicate(timeout=300)
+        servers = nova.servers()
+        assert deleted[0] not in servers
+        moved = ({"b0", "b1"} - set(deleted)).pop()
+        assert (servers[moved].compute_host, servers[moved].status) == ("a1", "ACTIVE")
+        assert deleted[0] in out + err
+        # a2 holds nothing now: whether or not it was powered off, no server is on it.
+        assert not [s for s in servers.values() if s.compute_host == "a2"]
+        assert len(servers) == 4
+
+
+@pytest.mark.parametrize("status", ["SHUTOFF", "PAUSED", "ERROR"])
+def test_server_not_active_on_a_host_to_empty(tmp_path: Path, status: str) -> None:
+    actions = {"SHUTOFF": ("stop_server", {}), "PAUSED": ("pause_server", {}),
+               "ERROR": ("reset_server_state", {"state": "error"})}
+    with cloud_of(tmp_path, scenario(on_a2=1)) as (op, nova):
+        plan = op.plan()
+        assert [m["instance_name"] for m in plan["migrations"]] == ["b0"]
+        b0 = nova.servers()["b0"]
+        name, kwargs = actions[status]
+        getattr(nova.conn.compute, name)(b0, **kwargs)
+        nova.wait(lambda: nova.servers()["b0"].status == status, f"b0 to become {status}")
+        applied = op("apply", plan["id"])
+        assert applied.code == 1, applied.out + applied.err
+        assert "not ACTIVE" in applied.out + applied.err
+        b0 = nova.servers()["b0"]
+        assert (b0.compute_host, b0.status) == ("a2", status)
+        assert not nova.migrations(b0.id)
+        assert nova.power()["a2"] == "on" and nova.services()["a2"].status == "enabled"
+
+
+def test_server_built_on_the_host_just_before_power_off(tmp_path: Path) -> None:
+    with cloud_of(tmp_path, scenario(on_a2=1)) as (op, nova):
+        plan = op.plan()
+        template = nova.servers()["b0"]
+        late = nova.conn.compute.create_server(
+            name="late", flavor_id=flavor_of(nova, template),
+            image_id=template.image["id"], networks="none", host="a2")
+        applied = op("apply", plan["id"])
+        assert applied.code == 1, applied.out + applied.err
+        servers = nova.servers()
+        assert servers["b0"].compute_host == "a1"
+        nova.conn.compute.wait_for_server(late, wait=120)
+        assert nova.servers()["late"].compute_host == "a2"
+        assert nova.power()["a2"] == "on" and nova.services()["a2"].status == "enabled"
+
+
+def test_server_resized_onto_the_host_just_before_power_off(tmp_path: Path) -> None:
+    with cloud_of(tmp_path, scenario(on_a2=1)) as (op, nova):
+        plan = op.plan()
+        assert plan["power_off"] == ["a2"]
+        driver(nova, resize_seconds=30.0)
+        bigger = nova.conn.compute.create_flavor(name="bigger", vcpus=2, ram=2048, disk=10)
+        a0 = nova.servers()["a0"]
+        nova.conn.compute.resize_server(a0, bigger.id)
+        # The resize is copying a0's disk from a1 to a2 (the only other host): a0 still says
+        # a1, but Placement already holds its new flavor on a2.
+        nova.wait(lambda: nova.servers()["a0"].status == "RESIZE", "a0 to start resizing")
+        nova.wait(lambda: any(nova.usages()["a2"].values()) and
+                  nova.usages()["a2"]["VCPU"] >= 3, "the resize's claim on a2")
+        applied = op("apply", plan["id"])
+        assert applied.code == 1, applied.out + applied.err
+        assert nova.power()["a2"] == "on" and nova.services()["a2"].status == "enabled"
+        driver(nova, resize_seconds=0.0)
+        nova.wait(lambda: nova.servers()["a0"].status == "VERIFY_RESIZE",
+                  "a0's resize to finish", timeout=90)
+        assert nova.servers()["a0"].compute_host == "a2"
+        assert json.loads(op.ok("plan", "show", plan["id"], "--format", "json").out)[
+            "status"] == "failed"
+        time.sleep(0)
