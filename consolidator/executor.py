@@ -241,9 +241,11 @@ class Executor:
         asked whether it takes the wave's arrivals together (free room of every class, then
         one allocation-candidates request with their traits)."""
         services = self.nova.services()
+        power: dict[str, str | None] = {}
         passed: list[Move] = []
         for move in moves:
-            reason = self._blocked.get(move.source) or self._check_move(move, services)
+            reason = self._blocked.get(move.source) or self._check_move(move, services) or \
+                self._destination_off(move.destination, power)
             if reason is None:
                 passed.append(move)
             else:
@@ -264,6 +266,16 @@ class Executor:
             else:
                 ready.append(move)
         return ready
+
+    def _destination_off(self, name: str, power: dict[str, str | None]) -> str | None:
+        """Why a destination may not receive because its BMC reads off (read once a wave);
+        Nova may still report a powered-off compute up."""
+        if name not in power:
+            driver = self.power(name)
+            power[name] = _bmc_state(driver) if driver is not None else None
+        if power[name] == "off":
+            return f"destination {name}: its BMC reads off"
+        return None
 
     def _skip(self, plan: StoredPlan, move: Move, reason: str, outcome: Outcome) -> None:
         """Skip a move, leave its source host alone from now on, and journal why."""
@@ -394,22 +406,28 @@ class Executor:
     # -- power-on ----------------------------------------------------------------------
 
     def _power_on(self, plan: StoredPlan, outcome: Outcome) -> None:
-        """Power on, wait for nova-compute to come up, then enable: before any migration."""
+        """Power on where the BMC reads off, wait for nova-compute to report up after that,
+        then enable: before any migration. Only power actions made and verified count."""
         for name in plan.draft.power_on:
             if self.stop.is_set():
                 outcome.interrupted = True
                 return
-            reason = self._power_on_host(plan, name)
-            if reason is None:
-                outcome.powered_on.append(name)
-            else:
+            powered: list[bool] = []
+            reason = self._power_on_host(plan, name, powered)
+            if reason is not None:
                 outcome.left_on[name] = f"not powered on: {reason}"
+            elif powered:
+                outcome.powered_on.append(name)
 
-    def _power_on_host(self, plan: StoredPlan, name: str) -> str | None:
+    def _power_on_host(self, plan: StoredPlan, name: str, powered: list[bool]) -> str | None:
+        """Bring one host back: the BMC's power state decides whether to power it on (Nova
+        may still report a powered-off compute up for service_down_time)."""
         host = self.hosts[name]
         service = self.nova.services().get(host.compute_host) or {}
-        if service.get("state") != "up":
-            driver = self.power(name)
+        driver = self.power(name)
+        state = _bmc_state(driver) if driver is not None else None
+        needs_power = state == "off" or (state is None and service.get("state") != "up")
+        if needs_power:
             if driver is None:
                 return self._note(plan, "power_on", name, journal.SKIPPED,
                                   "no BMC is configured for it in the BMC file")
@@ -417,19 +435,22 @@ class Executor:
                 self.report(f"  would power on {name} and enable its nova-compute")
                 return None
             try:
-                entry = self._begin(plan, "power_on", name, {})
+                entry = self._begin(plan, "power_on", name, {"bmc_read": state})
             except LeaseLostError:
                 return self._lost_reason()
             self.report(f"  power on {name}")
+            since = time.time()
             try:
-                driver.power_on(timeout=self.settings.power_timeout)
+                read = driver.power_on(timeout=self.settings.power_timeout)
                 if service.get("forced_down"):
                     self.nova.force_down(host.compute_host, False)
-                self._await_service_up(host.compute_host)
+                self._await_service_up(host.compute_host, since)
             except ConsolidatorError as exc:
                 journal.finish(self.engine, entry, journal.FAILED, str(exc))
                 return str(exc)
-            journal.finish(self.engine, entry, journal.SUCCEEDED, "on; nova-compute up")
+            journal.finish(self.engine, entry, journal.SUCCEEDED,
+                           f"the BMC reads {read}; nova-compute up")
+            powered.append(True)
         if service.get("status") == "enabled" or self.settings.dry_run:
             return None
         try:
@@ -444,9 +465,11 @@ class Executor:
         journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled")
         return None
 
-    def _await_service_up(self, compute_host: str) -> None:
+    def _await_service_up(self, compute_host: str, since: float = 0.0) -> None:
+        """Wait for nova-compute to report up with a heartbeat newer than `since` (a service
+        that still reads up from before a power cut proves nothing)."""
         deadline = time.monotonic() + self.settings.power_timeout
-        while (self.nova.services().get(compute_host) or {}).get("state") != "up":
+        while not _up_since(self.nova.services().get(compute_host) or {}, since):
             if time.monotonic() > deadline:
                 raise ConsolidatorError(f"nova-compute on {compute_host} did not come up "
                                         f"within {self.settings.power_timeout:.0f} s")
@@ -538,6 +561,32 @@ class Executor:
 
 #: What _migrate returns for a move it did not start (the run is stopping).
 _NOT_STARTED = "not started"
+
+
+def _bmc_state(driver: PowerDriver) -> str:
+    """The BMC's power state, or 'unknown' when it cannot be read."""
+    try:
+        return driver.power_state()
+    except ConsolidatorError:
+        return "unknown"
+
+
+def _up_since(service: dict, since: float) -> bool:
+    """Whether a service reads up with its last heartbeat (updated_at) at or after `since`."""
+    if service.get("state") != "up":
+        return False
+    stamp = service.get("updated_at")
+    if not since or not stamp:
+        return True
+    from datetime import datetime, timezone
+
+    try:
+        when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return True
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp() >= since - 1.0
 
 
 def demand_of(cluster: Cluster, move: Move) -> placement.Demand:

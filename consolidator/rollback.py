@@ -13,6 +13,7 @@ empty.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from consolidator.checker import assert_plan_sound
@@ -27,13 +28,19 @@ OUR_REASON = "consolidator:"
 
 def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
                    rules: Rules | None = None, ours: set[str] | None = None,
-                   partial: bool = False, target_id: str = "") -> PlanDraft:
+                   partial: bool = False, target_id: str = "",
+                   bmc_power: Mapping[str, str] | None = None) -> PlanDraft:
     """The plan that moves the live cloud back to the target snapshot's placement.
 
     ours: the hosts whose power-off consolidator journaled (None: any host disabled with a
-    consolidator reason counts as ours).
+    consolidator reason counts as ours). bmc_power: each host's power as its BMC reads it,
+    which wins over Nova's service state (Nova may report a powered-off compute up).
     """
     rules = rules or Rules()
+    bmc_power = bmc_power or {}
+    live = Cluster(hosts=tuple(replace(h, power="off") if bmc_power.get(h.name) == "off"
+                               else h for h in live.hosts),
+                   instances=live.instances, server_groups=live.server_groups)
     was = {h.name: h for h in target.hosts}
     notes = []
     power_on, theirs = [], []
@@ -91,10 +98,11 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
                        for i, s, d, w in waves)
     assert_plan_sound(future, migrations, (), rules=replace(rules, exclude_key=""),
                       per_host_limit=per_host_limit)
-    powered = sum(h.power != "off" and h.state == "up" for h in live.hosts)
+    on = {h.name for h in live.hosts if h.power != "off" and
+          (h.state == "up" or bmc_power.get(h.name) == "on")}
     return PlanDraft(algorithm="rollback", ranking=None, migrations=migrations, power_off=(),
-                     power_on=tuple(power_on), hosts_before=powered,
-                     hosts_after=powered + len(power_on), lower_bound=0,
+                     power_on=tuple(power_on), hosts_before=len(on),
+                     hosts_after=len(on | set(power_on)), lower_bound=0,
                      migrations_lower_bound=len(migrations), spare=0, notes=tuple(notes),
                      options={"target_snapshot": target_id} if target_id else {})
 

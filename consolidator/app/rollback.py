@@ -37,6 +37,24 @@ def powered_off_by_us(ctx: AppContext, cloud: str) -> set[str]:
             if e.action == "power_off" and e.state == journal.SUCCEEDED}
 
 
+def bmc_power(ctx: AppContext, cluster: Cluster) -> dict[str, str]:
+    """Each host's power as its BMC reads it (hosts without a BMC are left out; a BMC that
+    cannot be read counts as unknown)."""
+    from consolidator.errors import ConsolidatorError
+
+    lookup = ctx.power_lookup()
+    states = {}
+    for host in cluster.hosts:
+        driver = lookup(host.name)
+        if driver is None:
+            continue
+        try:
+            states[host.name] = driver.power_state()
+        except ConsolidatorError:
+            states[host.name] = "unknown"
+    return states
+
+
 def prepare_rollback(ctx: AppContext, snapshot_ref: str, *, partial: bool = False
                      ) -> PreparedRollback:
     """Read the live cloud and store the proposed plan back to the snapshot; it powers on
@@ -48,7 +66,7 @@ def prepare_rollback(ctx: AppContext, snapshot_ref: str, *, partial: bool = Fals
     draft = rollback_draft(target.cluster, live,
                            per_host_limit=settings_from_config(ctx.config).per_host_limit,
                            ours=powered_off_by_us(ctx, inventory.cloud), partial=partial,
-                           target_id=target.info.id)
+                           target_id=target.info.id, bmc_power=bmc_power(ctx, live))
     if not draft.migrations and not draft.power_on:
         return PreparedRollback(target, live, draft.notes, None)
     snapshot = store_inventory(ctx, inventory, source_suffix=" (before rollback)")

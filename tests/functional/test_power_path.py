@@ -155,3 +155,50 @@ def test_rollback_resume_finds_the_interrupted_rollback(bed: Bed) -> None:  # no
     assert outcome.ok, outcome
     for inst in before.cluster.instances:
         assert bed.cloud.server_host(inst.id) == inst.host
+
+
+def test_rollback_reads_power_from_the_bmc_not_from_nova(tmp_path: Path) -> None:
+    """Issue 17, defect 1: hosts powered off still read 'up' in Nova (for service_down_time);
+    rollback wrote only 'enable' rows, reported 'powered on', counted the hosts twice in its
+    header and migrated instances onto hosts whose BMC said off."""
+    from consolidator.app.context import AppContext
+    from consolidator.app.rollback import prepare_rollback
+    from consolidator.fake.cloud import FakeCloud
+    from consolidator.power.base import driver_for, load_bmc_file
+    from consolidator.scenario import parse_scenario
+    from consolidator.store.db import upgrade
+    from consolidator.store.plans import set_status
+    from consolidator.store.snapshots import load_snapshot
+    from tests.functional.test_executor import PACKED, scenario
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'c.db'}")
+    upgrade(engine)
+    with FakeCloud(parse_scenario(scenario()), bmc=True, migration_bandwidth_mb_s=1e6,
+                   service_up_delay_s=0.05, service_down_delay_s=60.0,
+                   bmc_graceful_delay_s=0.05) as cloud:
+        bed = Bed(cloud=cloud, engine=engine, tmp=tmp_path)
+        plan = bed.plan()
+        before = load_snapshot(engine, bed.snapshot_id)
+        assert bed.run(plan).ok
+        conn = cloud.connect()
+        for host in ("c3", "c4", "c5"):       # as a power cut without fencing leaves them
+            Nova(conn).force_down(host, False)
+        assert {s.host: s.state for s in conn.compute.services()}["c3"] == "up"
+        configs = load_bmc_file(tmp_path / "bmc.yaml")
+        ctx = AppContext.of(config=PACKED, engine=engine, connect=cloud.connect,
+                            power=lambda h: driver_for(configs[h]) if h in configs else None)
+        prepared = prepare_rollback(ctx, before.info.id)
+        assert prepared.plan is not None
+        draft = prepared.plan.draft
+        assert set(draft.power_on) == {"c3", "c4", "c5"}
+        assert (draft.hosts_before, draft.hosts_after) == (2, 5)
+        set_status(engine, prepared.plan.id, "approved")
+        outcome = bed.executor().run(prepared.plan)
+        assert outcome.ok, outcome
+        assert sorted(outcome.powered_on) == ["c3", "c4", "c5"]
+        rows = [(e.action, e.target) for e in journal.entries(engine, plan_id=prepared.plan.id)]
+        assert {("power_on", h) for h in ("c3", "c4", "c5")} <= set(rows)
+        for host in ("c3", "c4", "c5"):
+            assert cloud.power(host) == "on"
+        for inst in before.cluster.instances:
+            assert cloud.server_host(inst.id) == inst.host
