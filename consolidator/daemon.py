@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +28,7 @@ from consolidator.app.context import AppContext
 from consolidator.app.leadership import Leadership, executor_holder
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.plans import approve, plan_counts, power_on_plan, running_plans
+from consolidator.app.rollback import bmc_power
 from consolidator.app.snapshots import read_cloud, record_snapshot
 from consolidator.config import Config
 from consolidator.errors import ConsolidatorError
@@ -207,7 +208,11 @@ class Daemon:
         """Power on the most capable hosts consolidator powered off, as many as needed;
         return them and the live cluster read before."""
         inventory = read_cloud(self.ctx)
-        live = inventory.cluster
+        power = bmc_power(self.ctx, inventory.cluster)   # Nova may still say 'up'
+        live = Cluster(hosts=tuple(replace(h, power="off") if power.get(h.name) == "off"
+                                   else h for h in inventory.cluster.hosts),
+                       instances=inventory.cluster.instances,
+                       server_groups=inventory.cluster.server_groups)
         want = hosts_to_power_on(live, target, spares_only=spares_only)
         if not want or self.stop.is_set():
             return [], live
@@ -321,9 +326,11 @@ def _powered(cluster: Cluster) -> int:
 
 
 def ramp_candidates(cluster: Cluster) -> list[int]:
-    """Hosts consolidator powered off (down, disabled by us), most capable first."""
+    """Hosts consolidator powered off (off by their BMC or down, disabled by us), most
+    capable first."""
     rows = [h for h, host in enumerate(cluster.hosts)
-            if host.state == "down" and (host.disabled_reason or "").startswith(OUR_REASON)]
+            if (host.state == "down" or host.power == "off")
+            and (host.disabled_reason or "").startswith(OUR_REASON)]
     scale = np.maximum(cluster.capacity[:, :2].max(axis=0), 1.0) if len(cluster.hosts) else 1.0
     return sorted(rows, key=lambda h: (-float((cluster.capacity[h, :2] / scale).sum()), h))
 
