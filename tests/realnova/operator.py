@@ -23,6 +23,10 @@ max_parallel = 4
 
 [daemon]
 auto_apply = {auto_apply}
+
+[planner]
+# These clouds are small and tightly packed on purpose: no host is kept for N+1.
+n_plus_one = false
 """
 
 
