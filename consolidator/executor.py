@@ -32,6 +32,7 @@ from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.nova import FINAL_MIGRATION_STATUSES, Nova, ServerState
 from consolidator.plan import Move, StoredPlan
+from consolidator.power.base import read_power
 from consolidator.power_off import GuardedPowerOff
 from consolidator.store import journal
 from consolidator.store.leases import (
@@ -272,7 +273,7 @@ class Executor:
         Nova may still report a powered-off compute up."""
         if name not in power:
             driver = self.power(name)
-            power[name] = _bmc_state(driver) if driver is not None else None
+            power[name] = read_power(driver) if driver is not None else None
         if power[name] == "off":
             return f"destination {name}: its BMC reads off"
         return None
@@ -425,7 +426,7 @@ class Executor:
         host = self.hosts[name]
         service = self.nova.services().get(host.compute_host) or {}
         driver = self.power(name)
-        state = _bmc_state(driver) if driver is not None else None
+        state = read_power(driver) if driver is not None else None
         needs_power = state == "off" or (state is None and service.get("state") != "up")
         if needs_power:
             if driver is None:
@@ -561,14 +562,6 @@ class Executor:
 
 #: What _migrate returns for a move it did not start (the run is stopping).
 _NOT_STARTED = "not started"
-
-
-def _bmc_state(driver: PowerDriver) -> str:
-    """The BMC's power state, or 'unknown' when it cannot be read."""
-    try:
-        return driver.power_state()
-    except ConsolidatorError:
-        return "unknown"
 
 
 def _up_since(service: dict, since: float) -> bool:

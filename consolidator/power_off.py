@@ -19,6 +19,7 @@ from consolidator import placement
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Host
 from consolidator.nova import Nova
+from consolidator.power.base import read_power
 from consolidator.store import journal
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ class GuardedPowerOff:
         try:
             state = driver.power_off(graceful=True, timeout=self.timeout)
         except ConsolidatorError as exc:
-            read = _read(driver)
+            read = read_power(driver)
             journal.finish(self.engine, entry, journal.FAILED, f"{exc}; the BMC reads {read}")
             if read == "on":
                 self.reenable(plan_id, host, "its power-off failed and its BMC reads on")
@@ -134,10 +135,3 @@ class GuardedPowerOff:
         self.report(f"  {host.name}: {result}")
         return result
 
-
-def _read(driver: PowerDriver) -> str:
-    """The BMC's power state, or 'unknown' when it cannot be read."""
-    try:
-        return driver.power_state()
-    except ConsolidatorError:
-        return "unknown"

@@ -40,19 +40,11 @@ def powered_off_by_us(ctx: AppContext, cloud: str) -> set[str]:
 def bmc_power(ctx: AppContext, cluster: Cluster) -> dict[str, str]:
     """Each host's power as its BMC reads it (hosts without a BMC are left out; a BMC that
     cannot be read counts as unknown)."""
-    from consolidator.errors import ConsolidatorError
+    from consolidator.power.base import read_power
 
     lookup = ctx.power_lookup()
-    states = {}
-    for host in cluster.hosts:
-        driver = lookup(host.name)
-        if driver is None:
-            continue
-        try:
-            states[host.name] = driver.power_state()
-        except ConsolidatorError:
-            states[host.name] = "unknown"
-    return states
+    drivers = {host.name: lookup(host.name) for host in cluster.hosts}
+    return {name: read_power(driver) for name, driver in drivers.items() if driver is not None}
 
 
 def prepare_rollback(ctx: AppContext, snapshot_ref: str, *, partial: bool = False

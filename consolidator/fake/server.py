@@ -201,14 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(resp)
 
     def _send(self, resp: Response) -> None:
-        headers = dict(resp.headers)
-        if resp.body is None:
-            payload = b""
-        elif isinstance(resp.body, bytes):
-            payload = resp.body
-        else:
-            payload = json.dumps(resp.body).encode()
-            headers.setdefault("Content-Type", "application/json")
+        headers, payload = encode(resp)
         self.send_response(resp.status)
         for key, value in headers.items():
             self.send_header(key, value)
@@ -279,3 +272,14 @@ class HTTPServer:
                 with contextlib.suppress(OSError):
                     conn.shutdown(socket.SHUT_RDWR)
         self._server.server_close()
+
+
+def encode(resp: Response) -> tuple[dict[str, str], bytes]:
+    """A response's headers and body bytes: JSON for a mapping or list, with its type."""
+    headers = dict(resp.headers)
+    if resp.body is None:
+        return headers, b""
+    if isinstance(resp.body, bytes):
+        return headers, resp.body
+    headers.setdefault("Content-Type", "application/json")
+    return headers, json.dumps(resp.body).encode()

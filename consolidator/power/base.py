@@ -273,6 +273,15 @@ def retry_reads(config: BmcConfig, read: Callable[[], T]) -> T:
         raise TransientPowerError(f"{exc} (tried {attempts} times)") from None
 
 
+def read_power(driver: PowerDriver) -> str:
+    """The BMC's power state, or 'unknown' when it cannot be read (one line is logged)."""
+    try:
+        return driver.power_state()
+    except ConsolidatorError as exc:
+        log.info("%s", exc)
+        return POWER_UNKNOWN
+
+
 def wait_for_state(read: Callable[[], str], target: str, deadline: float,
                    interval: float) -> str:
     """Poll read() until it returns target or the monotonic deadline passes; the last state."""

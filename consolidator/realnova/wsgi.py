@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -11,7 +10,7 @@ from urllib.parse import parse_qs
 import eventlet
 import eventlet.wsgi
 
-from consolidator.fake.server import App, Request, Response
+from consolidator.fake.server import App, Request, Response, encode
 
 LOG = logging.getLogger(__name__)
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -105,14 +104,7 @@ def project_app(app: App) -> WsgiApp:
 
 
 def _send(resp: Response, start_response: Callable[..., Any]) -> list[bytes]:
-    headers = dict(resp.headers)
-    if resp.body is None:
-        payload = b""
-    elif isinstance(resp.body, bytes):
-        payload = resp.body
-    else:
-        payload = json.dumps(resp.body).encode()
-        headers.setdefault("Content-Type", "application/json")
+    headers, payload = encode(resp)
     headers["Content-Length"] = str(len(payload))
     reason = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content"}.get(
         resp.status, "Error")
