@@ -60,8 +60,7 @@ def run_watcher(python: str, doc: dict[str, Any]) -> dict[str, Any]:
         result = json.loads(lines[-1])
     except (IndexError, ValueError):
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        sys.exit(f"heldout: {python} {PEER_SCRIPT.name} failed (exit {proc.returncode}): "
-                 f"{tail}; check --watcher-python (docs/benchmarks.rst, section Peer)")
+        sys.exit(f"heldout: the Watcher peer failed (exit {proc.returncode}): {tail}")
     result["process_seconds"] = round(wall, 2)
     if not result.get("valid", False):
         print(f"heldout: Watcher's solution failed the check: {proc.stderr.strip()}",

@@ -245,7 +245,7 @@ def main() -> None:
                         help="each instance's CPU use, a fraction of its vCPUs (default 1.0)")
     args = parser.parse_args()
     if not 0 < args.cpu_util <= 1:
-        sys.exit("watcher_peer: --cpu-util must be in (0, 1], e.g. 1.0")
+        parser.error("--cpu-util must be in (0, 1], e.g. 1.0")
     logging.basicConfig(level=logging.ERROR)  # the strategy logs every move at INFO
     started = time.perf_counter()
     try:
@@ -254,8 +254,10 @@ def main() -> None:
         with contextlib.redirect_stderr(io.StringIO()):
             import watcher.decision_engine.strategy.strategies  # noqa: F401
     except ImportError as exc:
-        sys.exit(f"watcher_peer: cannot import Watcher ({exc}); run this with the python of "
-                 "a venv that has python-watcher 17.0.0 (docs/benchmarks.rst, section Peer)")
+        print(f"watcher_peer: cannot import Watcher ({exc}); run this with the python of a "
+              "venv that has python-watcher 17.0.0 (docs/benchmarks.rst, section Peer)",
+              file=sys.stderr)
+        sys.exit(2)
     import_seconds = time.perf_counter() - started
     try:
         result, problems = run(args.scenario, args.cpu_util)
