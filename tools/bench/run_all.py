@@ -194,28 +194,32 @@ imports no consolidator code; it reads the YAML or JSON file itself and prints o
 
 What it does: it builds Watcher's in-memory cluster data model (``ModelRoot`` with a
 ``ComputeNode`` per host, with the scenario's vCPUs, memory, disk, reserved amounts and
-allocation ratios, and an ``Instance`` per instance, mapped to its host) and hands it to the
-strategy in place of the Nova collector's. The strategy's metrics come from a stub datasource:
-each instance uses ``--cpu-util`` (default 1.0) of its vCPUs, its flavor's RAM and its flavor's
-disk, and hosts report no load of their own, so a host's load is the sum of its instances' (the
-strategy takes the larger of the two). With these metrics the strategy's utilisation check and
-its allocation check agree; the results do not change with ``--cpu-util`` 0.5, because the
-allocation check binds and the sort orders are the same. The OpenStack clients are a stub that
-fails if used: the strategy never calls it. Then the strategy's own ``execute()`` runs (its
-offload, consolidation and optimisation phases, then it disables the empty hosts), and the script
-counts ``hosts_busy`` (hosts that hold an instance afterwards) and ``migrations`` (its migrate
-actions). ``seconds`` is ``execute()`` alone; the whole process takes one to two seconds more,
-mostly Watcher's imports. ``valid`` says the solution passed the script's check: the migrate
-actions, replayed in order from the scenario's placement, each start where the instance is and
-end in the strategy's final placement, and no host is over its capacity ((total - reserved) x
-ratio) for vCPU, RAM or disk. A failed check still prints the JSON, names the problem on stderr
-and exits 1; a bad file exits 2 with one line.
+allocation ratios, as Placement's inventories give them, and an ``Instance`` per instance,
+mapped to its host) as Watcher's Nova collector would, and hands it to the strategy in place of
+the collector's. A powered-off host's nova-compute is down, so the strategy leaves it alone.
+Watcher's model has no PCPU, VGPU, custom classes, traits or server groups: the script ignores
+those keys of a scenario, so compare with it on clusters that have none (the generated ones).
+The strategy's metrics come from a stub datasource: each instance uses ``--cpu-util`` (default
+1.0) of its vCPUs, its flavor's RAM and its flavor's disk, and hosts report no load of their
+own, so a host's load is the sum of its instances' (the strategy takes the larger of the two).
+With these metrics the strategy's utilisation check and its allocation check agree; the results
+do not change with ``--cpu-util`` 0.5, because the allocation check binds and the sort orders
+are the same. The OpenStack clients are a stub that fails if used: the strategy never calls it.
+Then the strategy's own ``execute()`` runs (its offload, consolidation and optimisation phases,
+then it disables the empty hosts), and the script counts ``hosts_busy`` (hosts that hold an
+instance afterwards) and ``migrations`` (its migrate actions). ``seconds`` is ``execute()``
+alone; the whole process takes one to two seconds more, mostly Watcher's imports. ``valid`` says
+the solution passed the script's check: the migrate actions, replayed in order from the
+scenario's placement, each start where the instance is and end in the strategy's final
+placement, and no host is over its capacity ((total - reserved) x ratio) for vCPU, RAM or disk.
+A failed check still prints the JSON, names the problem on stderr and exits 1; a bad file exits
+2 with one line.
 
 ``tools/bench/heldout.py --watcher-python PATH`` writes each generated cluster to a temporary
-scenario file, runs the script on it, takes its PEER column from Watcher, and adds a
-``watcher`` row per cluster (its seconds, then the whole process's in brackets). Without
-``--watcher-python`` the column is headed ``PEER (EST.)``: an estimate, the cluster's lower bound
-plus the hosts Watcher kept above the bound on the cluster measured in issues 13 and 16.
+scenario file, runs the script on it, takes its PEER column from Watcher, and adds a ``watcher``
+row per cluster (its seconds, then the whole process's in brackets). Without
+``--watcher-python`` the column is headed ``PEER (EST.)``: an estimate, the cluster's lower
+bound plus the hosts Watcher kept above the bound on the cluster measured in issues 13 and 16.
 
 Measured on 2026-11-25 with ``heldout.py --hosts 200,1000`` (seed 1; other work ran on the
 machine, so read the seconds as upper bounds)::

@@ -13,6 +13,17 @@ service: the model is given to the strategy directly instead of through the Nova
 datasource is a stub, and the OpenStack clients object raises if anything touches it. It does
 not import consolidator.
 
+The model is built as Watcher's Nova collector builds it (collector/nova.py): a node per host
+named by its nova-compute service host (``compute_host``, default the name), with vCPU, RAM and
+disk totals, reserved amounts and allocation ratios as Placement's inventories give them, the
+service's status and state (a powered-off host's service is down, so the strategy leaves it
+alone); an instance per instance with its flavor's vCPUs, RAM and disk and its state (ACTIVE ->
+active, SHUTOFF -> stopped...). Hosts and instances enter the model in the file's order (the
+collector's order depends on its threads and on Nova's listing; shuffling both moves the result
+by about one host). Watcher does not know the scenario's ``resources`` (PCPU, VGPU, CUSTOM_*),
+traits or server groups, so they are ignored; an instance whose metadata has
+``consolidator:exclude: "true"`` is excluded as an audit scope would exclude it.
+
 The stub datasource answers the six metrics the strategy asks for (DATASOURCE_METRICS):
   - instance_cpu_usage: ``--cpu-util`` x 100 % of the instance's vCPUs (default 1.0: each
     instance uses its whole allocation; the strategy then packs by allocation, as it does when a
@@ -129,6 +140,12 @@ def _uuid(kind: str, entry: dict[str, Any]) -> str:
     return str(entry.get("id") or uuid.uuid5(uuid.NAMESPACE_URL, f"{kind}:{entry['name']}"))
 
 
+def _service_state(host: dict[str, Any]) -> str:
+    """nova-compute's state: a powered-off host's service is down (DESIGN.md section 6)."""
+    off = host.get("power") in ("off", False)
+    return "down" if off else str(host.get("state", "up"))
+
+
 def build_model(doc: dict[str, Any], source: str) -> Any:
     """Watcher's ModelRoot for the scenario: its nodes, instances and their mapping."""
     from watcher.decision_engine.model import element, model_root
@@ -138,8 +155,8 @@ def build_model(doc: dict[str, Any], source: str) -> Any:
     for i, h in enumerate(doc["hosts"]):
         try:
             node = element.ComputeNode(
-                uuid=_uuid("host", h), hostname=h["name"],
-                status=h.get("status", "enabled"), state=h.get("state", "up"),
+                uuid=_uuid("host", h), hostname=h.get("compute_host") or h["name"],
+                status=h.get("status", "enabled"), state=_service_state(h),
                 disabled_reason=h.get("disabled_reason"),
                 vcpus=h["vcpus"], vcpu_reserved=h.get("reserved_vcpus", 0),
                 memory=h["memory_mb"], memory_mb_reserved=h.get("reserved_memory_mb", 0),
