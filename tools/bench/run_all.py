@@ -221,14 +221,14 @@ row per cluster (its seconds, then the whole process's in brackets). Without
 ``--watcher-python`` the column is headed ``PEER (EST.)``: an estimate, the cluster's lower
 bound plus the hosts Watcher kept above the bound on the cluster measured in issues 13 and 16.
 
-Measured on 2026-11-25 with ``heldout.py --hosts 200,1000`` (seed 1; other work ran on the
-machine, so read the seconds as upper bounds)::
+Measured on 2026-11-25 with ``heldout.py --hosts 200,1000`` (seed 1), twice; other work ran on
+the machine, so the seconds are the range of the two runs::
 
   CLUSTER             INSTANCES  LOWER BOUND  WATCHER HOSTS  MIGRATIONS  STRATEGY S  PROCESS S
-  200 identical            1456           67             68         845        0.40        2.2
-  200 of four sizes        1839           42             59        1130        0.55        2.4
-  1000 identical           7280          328            334        4166        4.49        6.6
-  1000 of four sizes       9200          209            276        5877        9.21       12.6
+  200 identical            1456           67             68         845   0.36-0.40    2.0-2.2
+  200 of four sizes        1839           42             59        1130   0.48-0.55    2.2-2.4
+  1000 identical           7280          328            334        4166   4.49-4.57        6.6
+  1000 of four sizes       9200          209            276        5877   6.73-9.21   8.8-12.6
 
 The issues' table (66/856, 65/1,105, 323/4,413, 333/5,321) was measured on other clusters of
 these shapes (bounds 64, 39, 316, 190). The figures agree in order, except that on 1,000 hosts
