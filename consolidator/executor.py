@@ -43,6 +43,7 @@ from consolidator.store.leases import (
     release,
 )
 from consolidator.store.plans import set_status
+from consolidator.wording import plural
 
 if TYPE_CHECKING:
     from consolidator.power.base import PowerDriver
@@ -211,7 +212,7 @@ class Executor:
                         outcome.skipped[move.instance_name] = self._stopped_reason()
                     continue
                 ready = self._precheck(plan, waves[wave], outcome)
-                self.report(f"wave {wave}: {len(ready)} migrations "
+                self.report(f"wave {wave}: {plural(len(ready), 'migration')} "
                             f"({finished}/{total} done so far)")
                 if self.settings.dry_run:
                     for move in ready:
@@ -556,7 +557,7 @@ class Executor:
             if server is not None and server.status == "ACTIVE" and \
                     server.compute_host == self.hosts[move.destination].compute_host:
                 done.add(move.instance_id)
-        self.report(f"resume: {len(done)} of {len(moves)} migrations already done")
+        self.report(f"resume: {len(done)} of {plural(len(moves), 'migration')} already done")
         return done
 
 
@@ -605,7 +606,7 @@ def _summary(outcome: Outcome) -> str:
     if outcome.skipped:
         parts.append(f"{len(outcome.skipped)} skipped")
     if outcome.left_on:
-        parts.append(f"{len(outcome.left_on)} hosts left on")
+        parts.append(f"{plural(len(outcome.left_on), 'host')} left on")
     if outcome.stopped:
         parts.append(f"stopped: {outcome.stopped}")
     return ", ".join(parts)

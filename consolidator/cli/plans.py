@@ -20,6 +20,7 @@ from consolidator.plan import STATES, StoredPlan
 from consolidator.rankings import RANKINGS
 from consolidator.render import table
 from consolidator.render.plan import render_plan
+from consolidator.wording import plural
 
 
 def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -104,13 +105,15 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
 def _check_live(app: AppContext, stored: StoredPlan, cluster: Cluster) -> None:
     refused = check_live(app, stored, cluster)
     if not refused:
-        click.echo(f"live check: Placement takes all {len(stored.draft.migrations)} "
-                   f"migrations of plan {stored.id}", err=True)
+        click.echo(f"live check: Placement takes all "
+                   f"{plural(len(stored.draft.migrations), 'migration')} of plan {stored.id}",
+                   err=True)
         return
     for name, why in refused.items():
         click.echo(f"  refused: {name}: {why}", err=True)
     raise ConsolidatorError(f"live check: Placement would refuse {len(refused)} of the "
-                            f"{len(stored.draft.migrations)} migrations of plan {stored.id} "
+                            f"{plural(len(stored.draft.migrations), 'migration')} "
+                            f"of plan {stored.id} "
                             f"(listed above): re-plan from a fresh snapshot")
 
 

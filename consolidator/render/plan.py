@@ -9,6 +9,7 @@ import numpy as np
 from consolidator.model import Cluster
 from consolidator.plan import StoredPlan
 from consolidator.render import bar, kv, table
+from consolidator.wording import plural
 
 #: Migrations listed in the table view before it says how many more there are.
 MAX_LISTED = 60
@@ -53,7 +54,7 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
     out.append(kv([
         ("hosts", f"{d.hosts_before} -> {d.hosts_after} (lower bound {d.lower_bound})"),
         ("migrations", f"{len(d.migrations)} (lower bound {d.migrations_lower_bound} "
-                       f"for the {len(off) + len(spare)} hosts freed)"),
+                       f"for the {plural(len(off) + len(spare), 'host')} freed)"),
         ("power off", ", ".join(d.power_off) or "nothing"),
         ("spare hosts", ", ".join(d.spare_hosts) or f"none (asked for {d.spare})"),
         ("estimated saving", f"{d.watts_saved:.0f} W = {d.watts_saved * hours / 1000:.1f} kWh "
@@ -77,13 +78,14 @@ def _waves(migrations: tuple) -> str:
     by_wave: dict[int, list] = defaultdict(list)
     for m in migrations:
         by_wave[m.wave].append(m)
-    lines = [f"migrations: {len(migrations)} in {len(by_wave)} waves "
+    lines = [f"migrations: {len(migrations)} in {plural(len(by_wave), 'wave')} "
              f"(a wave starts when the one before it is done)"]
     listed = 0
     for wave in sorted(by_wave):
         moves = by_wave[wave]
         sources = Counter(m.source for m in moves)
-        lines.append(f"  wave {wave}: {len(moves)} migrations from {len(sources)} hosts")
+        lines.append(f"  wave {wave}: {plural(len(moves), 'migration')} "
+                     f"from {plural(len(sources), 'host')}")
         for m in moves:
             if listed >= MAX_LISTED:
                 break

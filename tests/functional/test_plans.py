@@ -76,7 +76,7 @@ def test_plan_command_review_approve_cancel(tmp_path: Path, bundled_scenario: Pa
     assert approved.code == 0 and "consolidator apply" in approved.out
     assert run("plan", "cancel", again["id"], db_url=db_url).code == 0
     refused = run("plan", "approve", again["id"], db_url=db_url)
-    assert refused.code == 1 and "is cancelled: it cannot become approved" in refused.err
+    assert refused.code == 1 and "was cancelled: it cannot become approved" in refused.err
     assert len(refused.err.strip().splitlines()) == 1
 
 
