@@ -156,7 +156,8 @@ def plans_group() -> None:
 @plans_group.command("list")
 @click.option("--status", type=click.Choice(list(STATES)),
               help="Only plans in this state.")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Show at most N plans, the newest first.", metavar="N")
 @FORMAT
 @pass_app
 def plans_list(app: AppContext, status: str | None, limit: int, fmt: str) -> None:
