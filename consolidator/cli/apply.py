@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,7 +16,7 @@ from consolidator.app.rollback import interrupted_rollback, prepare_rollback
 from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
-from consolidator.render import table
+from consolidator.render.outcome import final_line, summary_table
 from consolidator.render.plan import render_plan
 from consolidator.store.leases import LeaseHeldError
 
@@ -36,23 +37,22 @@ def stop_on_signals(run: PlanRun) -> Iterator[None]:
 
 
 def run_and_summarise(app: AppContext, plan_id: str, *, max_parallel: int | None,
-                      dry_run: bool, resume: bool, on_timeout: str | None = None) -> Outcome:
+                      dry_run: bool, resume: bool, on_timeout: str | None = None,
+                      kind: str = "plan") -> Outcome:
     """Run a stored plan under the signal handlers and print its summary."""
     run = PlanRun(app, plan_id, max_parallel=max_parallel, dry_run=dry_run,
                   on_timeout=on_timeout)
+    started = time.monotonic()
     with stop_on_signals(run):
         outcome = run.run(resume=resume)
-    click.echo(table(["", "COUNT"], [
-        ["migrated", len(outcome.migrated)], ["failed", len(outcome.failed)],
-        ["skipped", len(outcome.skipped)], ["powered on", len(outcome.powered_on)],
-        ["powered off", len(outcome.powered_off)], ["hosts left on", len(outcome.left_on)]],
-        align="lr"))
+    click.echo(summary_table(outcome))
     for name, why in list(outcome.failed.items()) + list(outcome.skipped.items()):
         click.echo(f"  {name}: {why}")
     for host, why in outcome.left_on.items():
         click.echo(f"  {host} left on: {why}")
     for host, why in run.plan.draft.left_on.items():
         click.echo(f"  {host} left on as planned: {why}")
+    click.echo(final_line(kind, plan_id, outcome, time.monotonic() - started, dry_run=dry_run))
     return outcome
 
 
@@ -111,7 +111,7 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
     if resume:
         plan = interrupted_rollback(app, snapshot_id)
         outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel,
-                                    dry_run=dry_run, resume=True)
+                                    dry_run=dry_run, resume=True, kind="rollback plan")
         if not outcome.ok:
             raise ConsolidatorError(f"rollback plan {plan.id} did not finish: see the summary")
         return
@@ -130,7 +130,7 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
         approve(app, plan.id, reason=f"rollback to snapshot {target.info.id}")
     try:
         outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel, dry_run=dry_run,
-                                    resume=False)
+                                    resume=False, kind="rollback plan")
     except LeaseHeldError:
         if not dry_run:   # nothing ran: leave no approved rollback plan behind
             cancel(app, plan.id, reason="refused: another executor holds the cloud's lease")
