@@ -19,7 +19,7 @@ from consolidator.model import Cluster
 from consolidator.plan import STATES, StoredPlan
 from consolidator.rankings import RANKINGS
 from consolidator.render import table
-from consolidator.render.plan import render_plan
+from consolidator.render.plan import MAX_LISTED, render_plan
 from consolidator.wording import plural
 
 
@@ -119,15 +119,17 @@ def _check_live(app: AppContext, stored: StoredPlan, cluster: Cluster) -> None:
 
 @plan_group.command("show")
 @click.argument("plan_id")
+@click.option("--all", "full", is_flag=True,
+              help=f"List every migration (without it, the first {MAX_LISTED}).")
 @FORMAT
 @pass_app
-def plan_show(app: AppContext, plan_id: str, fmt: str) -> None:
+def plan_show(app: AppContext, plan_id: str, full: bool, fmt: str) -> None:
     """Show a stored plan against the snapshot it was made from."""
     stored, cluster = show_plan(app, plan_id)
     if fmt == "json":
         click.echo(json.dumps(stored.to_json(), indent=2))
         return
-    click.echo(render_plan(stored, cluster))
+    click.echo(render_plan(stored, cluster, full=full))
 
 
 @plan_group.command("approve")

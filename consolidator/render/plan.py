@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from consolidator.model import Cluster
-from consolidator.plan import StoredPlan
+from consolidator.plan import PlanDraft, StoredPlan
 from consolidator.render import bar, kv, table
 from consolidator.wording import plural
 
@@ -28,8 +28,9 @@ def usage_after(cluster: Cluster, plan: StoredPlan) -> tuple[np.ndarray, np.ndar
     return used, np.bincount(host_of, minlength=len(cluster.hosts))
 
 
-def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True) -> str:
-    """The table view of a plan against the snapshot it was made from."""
+def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True,
+                full: bool = False) -> str:
+    """The table view of a plan against the snapshot it was made from (full: every move)."""
     d = plan.draft
     after, population = usage_after(cluster, plan)
     off, spare = set(d.power_off), set(d.spare_hosts)
@@ -48,18 +49,9 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
                ("created", plan.created_at.isoformat(timespec="seconds"))]), "",
            table(["HOST", "VCPU USED (BEFORE -> AFTER)", "RAM USED (BEFORE -> AFTER)",
                   "INSTANCES", "ACTION"], rows, align="lllll"), ""]
-    out.append(_waves(d.migrations))
+    out.append(_waves(d.migrations, plan.id, full))
     out.append("")
-    hours = 24
-    out.append(kv([
-        ("hosts", f"{d.hosts_before} -> {d.hosts_after} (lower bound {d.lower_bound})"),
-        ("migrations", f"{len(d.migrations)} (lower bound {d.migrations_lower_bound} "
-                       f"for the {plural(len(off) + len(spare), 'host')} freed)"),
-        ("power off", ", ".join(d.power_off) or "nothing"),
-        ("spare hosts", ", ".join(d.spare_hosts) or f"none (asked for {d.spare})"),
-        ("estimated saving", f"{d.watts_saved:.0f} W = {d.watts_saved * hours / 1000:.1f} kWh "
-                             f"a day ({d.idle_watts:.0f} W idle per host)"),
-    ]))
+    out.append(_rollback_summary(d) if d.algorithm == "rollback" else _summary(d, off, spare))
     if d.notes:
         out += ["", "notes:"] + [f"  - {n}" for n in d.notes]
     if plan.status == "proposed" and approve_hint:
@@ -67,12 +59,35 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
     return "\n".join(out)
 
 
+def _summary(d: PlanDraft, off: set[str], spare: set[str]) -> str:
+    hours = 24
+    return kv([
+        ("hosts", f"{d.hosts_before} -> {d.hosts_after} (lower bound {d.lower_bound})"),
+        ("migrations", f"{len(d.migrations)} (lower bound {d.migrations_lower_bound} "
+                       f"for the {plural(len(off) + len(spare), 'host')} freed)"),
+        ("power off", ", ".join(d.power_off) or "nothing"),
+        ("spare hosts", ", ".join(d.spare_hosts) or f"none (asked for {d.spare})"),
+        ("estimated saving", f"{d.watts_saved:.0f} W = {d.watts_saved * hours / 1000:.1f} kWh "
+                             f"a day ({d.idle_watts:.0f} W idle per host)"),
+    ])
+
+
+def _rollback_summary(d: PlanDraft) -> str:
+    """A rollback has no bound to meet and saves nothing: what it powers on and moves back."""
+    target = d.options.get("target_snapshot")
+    return kv([("hosts on", f"{d.hosts_before} -> {d.hosts_after}"),
+               ("power on", ", ".join(d.power_on) or "nothing"),
+               ("migrations", f"{len(d.migrations)}"
+                              + (f" back to their hosts in snapshot {target}" if target else ""))])
+
+
 def _use(before: float, after: float, cap: float) -> str:
     b, a = (before / cap if cap else 0.0), (after / cap if cap else 0.0)
     return f"{bar(b, 10)} {b:4.0%} -> {bar(a, 10)} {a:4.0%}"
 
 
-def _waves(migrations: tuple) -> str:
+def _waves(migrations: tuple, plan_id: str, full: bool) -> str:
+    """Every wave's count; its moves up to MAX_LISTED in all (every one if full)."""
     if not migrations:
         return "migrations: none"
     by_wave: dict[int, list] = defaultdict(list)
@@ -80,17 +95,18 @@ def _waves(migrations: tuple) -> str:
         by_wave[m.wave].append(m)
     lines = [f"migrations: {len(migrations)} in {plural(len(by_wave), 'wave')} "
              f"(a wave starts when the one before it is done)"]
-    listed = 0
+    room = len(migrations) if full else MAX_LISTED
     for wave in sorted(by_wave):
         moves = by_wave[wave]
         sources = Counter(m.source for m in moves)
         lines.append(f"  wave {wave}: {plural(len(moves), 'migration')} "
                      f"from {plural(len(sources), 'host')}")
-        for m in moves:
-            if listed >= MAX_LISTED:
-                break
-            lines.append(f"    {m.instance_name:<24} {m.source} -> {m.destination}")
-            listed += 1
-    if listed < len(migrations):
-        lines.append(f"  ... and {len(migrations) - listed} more (--format json lists all)")
+        shown = moves[:room]
+        lines += [f"    {m.instance_name:<24} {m.source} -> {m.destination}" for m in shown]
+        if len(shown) < len(moves):
+            lines.append(f"    ... {len(moves) - len(shown)} more in wave {wave}")
+        room -= len(shown)
+    if not full and len(migrations) > MAX_LISTED:
+        lines.append(f"  ({MAX_LISTED} of {len(migrations)} migrations listed: "
+                     f"'consolidator plan show {plan_id} --all' lists them all)")
     return "\n".join(lines)
