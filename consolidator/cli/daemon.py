@@ -13,6 +13,12 @@ from consolidator.errors import ConsolidatorError
 from consolidator.wording import plural
 
 
+def host_line(counts: dict[str, int]) -> str:
+    """'3 active, 1 spare, 2 powered off': a cycle's host counts."""
+    return (f"{counts.get('active', 0)} active, {counts.get('spare', 0)} spare, "
+            f"{counts.get('powered_off', 0)} powered off")
+
+
 def _metrics(app: AppContext):  # noqa: ANN202 - Metrics or None
     port = app.config.get("metrics", "port")
     if not port:
@@ -54,7 +60,8 @@ def daemon_cmd(app: AppContext, once: bool, bmc_file: str | None) -> None:
     click.echo(f"cycle done in {result.duration_s:.1f} s: snapshot {result.snapshot_id}, plan "
                f"{result.plan_id} ("
                f"{plural(result.migrations_planned, 'migration')} planned), spare "
-               f"target {result.spare_target}, hosts {result.hosts}")
+               f"target {result.spare_target}")
+    click.echo(f"hosts: {host_line(result.hosts)}")
     if outcome is not None:
         click.echo(f"applied: {len(outcome.migrated)} migrated, {len(outcome.powered_off)} "
                    f"powered off, {len(outcome.failed)} failed")

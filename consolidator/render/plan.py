@@ -107,6 +107,6 @@ def _waves(migrations: tuple, plan_id: str, full: bool) -> str:
             lines.append(f"    ... {len(moves) - len(shown)} more in wave {wave}")
         room -= len(shown)
     if not full and len(migrations) > MAX_LISTED:
-        lines.append(f"  ({MAX_LISTED} of {len(migrations)} migrations listed: "
+        lines.append(f"  ({MAX_LISTED} of {plural(len(migrations), 'migration')} listed: "
                      f"'consolidator plan show {plan_id} --all' lists them all)")
     return "\n".join(lines)

@@ -15,6 +15,7 @@ SOURCE = Path(__file__).resolve().parents[2] / "consolidator"
 #: Nouns that follow a count in messages; a count written as f"{n} hosts" says "1 hosts".
 NOUNS = ("hosts", "migrations", "instances", "servers", "waves", "plans", "snapshots",
          "moves", "cycles", "failed migrations")
+PERCENT_COUNT = re.compile(r"%d ({})\b".format("|".join(NOUNS)))
 PLAN_STATE = re.compile(r"(plan|stored)\.status|current|status")
 COUNT_THEN_PLURAL = re.compile(r"^ ({})\b".format("|".join(NOUNS)))
 
@@ -22,6 +23,9 @@ COUNT_THEN_PLURAL = re.compile(r"^ ({})\b".format("|".join(NOUNS)))
 def _offences(tree: ast.AST) -> list[str]:
     found = []
     for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and PERCENT_COUNT.search(node.value)):
+            found.append(f"line {node.lineno}: {node.value[:40]!r}")
         if not isinstance(node, ast.JoinedStr):
             continue
         parts = node.values
@@ -49,8 +53,9 @@ def test_no_message_puts_a_bare_count_before_a_plural_or_is_before_a_state() -> 
 
 def test_the_check_catches_both_kinds() -> None:
     """The scan itself finds f'{n} hosts' and f'is {plan.status}'."""
-    tree = ast.parse('f"{len(x)} hosts left"\nf"plan {p} is {plan.status}: no"')
-    assert len(_offences(tree)) == 2
+    tree = ast.parse('f"{len(x)} hosts left"\nf"plan {p} is {plan.status}: no"\n'
+                     'log("%d migrations done", n)')
+    assert len(_offences(tree)) == 3
 
 
 @pytest.mark.parametrize(("count", "noun", "expected"), [
