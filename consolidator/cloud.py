@@ -73,8 +73,8 @@ def connect_cause(exc: BaseException) -> str:
 def unreachable(label: str, exc: BaseException) -> str:
     """One short line for a cloud that does not answer: the URL, the cause, what to check."""
     url = _URL.search(str(exc))
-    where = f" to {url.group(0)[:80]}" if url else ""
-    return (f"cloud {label!r}: cannot connect{where} ({connect_cause(exc)}): check auth_url in the "
+    where = url.group(0)[:80] if url else "its auth URL"
+    return (f"cloud {label!r}: cannot connect to {where} ({connect_cause(exc)}): check auth_url in the "
             f"clouds.yaml entry {label!r}")
 
 
