@@ -74,8 +74,8 @@ def unreachable(label: str, exc: BaseException) -> str:
     """One short line for a cloud that does not answer: the URL, the cause, what to check."""
     url = _URL.search(str(exc))
     where = url.group(0)[:80] if url else "its auth URL"
-    return (f"cloud {label!r}: cannot connect to {where} ({connect_cause(exc)}): check auth_url in the "
-            f"clouds.yaml entry {label!r}")
+    return (f"cloud {label!r}: cannot connect to {where} ({connect_cause(exc)}): check "
+            f"auth_url in the clouds.yaml entry {label!r}")
 
 
 def _first_line(exc: BaseException) -> str:

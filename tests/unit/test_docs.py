@@ -27,7 +27,8 @@ PROJECT_PATH = re.compile(r"(?<![\w/.~$-])((?:etc|docs|tools|tests|consolidator|
 DOCUMENT = re.compile(r"(?<![\w/.-])([\w-]+\.(?:rst|md))\b")
 LITERAL = re.compile(r"``(.+?)``")
 #: What varies inside a quoted message.
-PLACEHOLDER = re.compile(r"'[A-Z][A-Z_ ]*'|\.\.\.|\bN [a-z]+s\b|\b\d+\b|\b[A-Z][A-Z_]*(?::[A-Z]+)*\b")
+PLACEHOLDER = re.compile(r"'[A-Z][A-Z_ ]*'|\.\.\.|\bN [a-z]+s\b|\b\d+\b"
+                         r"|\b[A-Z][A-Z_]*(?::[A-Z]+)*\b")
 HOLE = "\x00"
 
 
