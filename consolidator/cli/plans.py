@@ -58,7 +58,9 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
               help="Then ask the live cloud's Placement about every move, as apply will "
                    "before each wave, and list the moves it would refuse (exit 1 if any).")
 @BMC_FILE
-@FORMAT
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "id"]), default="table",
+              show_default=True, help="Output format; id prints only the new plan's id, as "
+                                      "'snapshot' does: PLAN=$(consolidator plan ... --format id).")
 @click.pass_context
 def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                snapshot_ref: str | None, scenario: str | None, spare: int | None, light: bool,
@@ -95,8 +97,11 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     elapsed = time.monotonic() - started
     if fmt == "json":
         click.echo(json.dumps(stored.to_json(), indent=2))
+    elif fmt == "id":
+        click.echo(stored.id)
     else:
         click.echo(render_plan(stored, snap.cluster))
+    if fmt != "json":
         click.echo(f"(planned in {elapsed:.2f} s)", err=True)
     if check_live:
         _check_live(app, stored, snap.cluster)
@@ -180,7 +185,8 @@ def plans_list(app: AppContext, status: str | None, limit: int, fmt: str) -> Non
                      [[r.id, r.cloud, r.status, r.algorithm + (f"+{r.ranking}" if r.ranking
                                                                else ""),
                        r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                       f"{r.hosts_before} -> {r.hosts_after}", r.lower_bound] for r in rows]))
+                       f"{r.hosts_before} -> {r.hosts_after}",
+                       None if r.algorithm == "rollback" else r.lower_bound] for r in rows]))
 
 
 @click.command("algorithms")
