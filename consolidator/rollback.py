@@ -93,9 +93,10 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
         moves = _fitting(future, moves, leftover)
     waves = plan_waves(future, moves, per_host_limit, leftover)
     if leftover:
-        notes.append(f"partial: "
-                     f"{plural(len(leftover), 'instance')} do not fit back and stay where they "
-                     f"are: {', '.join(future.instances[i].name for i, _, _ in leftover[:10])}")
+        n = len(leftover)
+        notes.append(f"partial: {plural(n, 'instance')} {agree(n, 'does', 'do')} not fit back "
+                     f"and {agree(n, 'stays where it is', 'stay where they are')}: "
+                     f"{', '.join(future.instances[i].name for i, _, _ in leftover[:10])}")
     migrations = tuple(Move(future.instances[i].id, future.instances[i].name,
                             future.hosts[s].name, future.hosts[d].name, w)
                        for i, s, d, w in waves)

@@ -33,11 +33,12 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
     """The table view of a plan against the snapshot it was made from (full: every move)."""
     d = plan.draft
     after, population = usage_after(cluster, plan)
-    off, spare = set(d.power_off), set(d.spare_hosts)
+    off, spare, on = set(d.power_off), set(d.spare_hosts), set(d.power_on)
     capacity = cluster.capacity
     rows = []
     for h, host in enumerate(cluster.hosts):
         action = "power off" if host.name in off else "spare" if host.name in spare else (
+            "power on" if host.name in on else
             "left on: no BMC" if host.name in d.left_on else
             "off already" if host.power == "off" else "")
         rows.append([host.name, _use(cluster.usage[h, 0], after[h, 0], capacity[h, 0]),
