@@ -6,13 +6,14 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any
 
-from consolidator.algorithms.base import get_algorithm
+from consolidator.algorithms.base import Ranker, get_algorithm
+from consolidator.app.budget import AUTO, budget_of, plan_within_budget
 from consolidator.app.context import AppContext
 from consolidator.app.settings import algorithm_options, settings_from_config
 from consolidator.constraints import UsageModel
 from consolidator.model import Cluster
 from consolidator.plan import Move, PlanDraft, StoredPlan
-from consolidator.planner import plan_cluster
+from consolidator.planner import PlanSettings, plan_cluster
 from consolidator.rankings import get_ranking
 from consolidator.store.plans import save_plan
 from consolidator.store.snapshots import Snapshot, usage_history
@@ -29,19 +30,49 @@ class PlanRequest:
     capacity_model: str | None = None
     confidence: float | None = None
     options: dict[str, Any] | None = None
+    max_migrations: int | None = None
+    max_moved_gib: float | None = None
+    target_hosts: int | None = None
 
 
 def validate_request(ctx: AppContext, request: PlanRequest) -> None:
     """Fail early, in one line, on an unknown algorithm or ranking or a bad ranking option."""
     config = ctx.config
-    get_algorithm(request.algorithm or config.get("planner", "algorithm"))
+    algorithm = request.algorithm or config.get("planner", "algorithm")
+    if algorithm != AUTO:
+        get_algorithm(algorithm)
     ranking = request.ranking if request.ranking is not None \
         else config.get("planner", "ranking")
     get_ranking(ranking, request.options or {})
 
 
+@dataclass(frozen=True)
+class PlanInputs:
+    """What a planner needs, merged from the snapshot, the config and the request."""
+
+    cluster: Cluster
+    algorithm: str
+    settings: PlanSettings
+    spare: int
+    options: dict[str, Any]
+    ranking: Ranker | None
+    no_bmc: list[str]
+
+
 def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> PlanDraft:
     """Make and check a plan for a snapshot, as the config and the request say."""
+    i = plan_inputs(ctx, snapshot, request)
+    budget = budget_of(ctx.config, request)
+    if i.algorithm == AUTO or not budget.unlimited:
+        return plan_within_budget(i.cluster, i.algorithm, budget, settings=i.settings,
+                                  spare=i.spare, options=i.options, ranking=i.ranking,
+                                  no_bmc=i.no_bmc)
+    return plan_cluster(i.cluster, i.algorithm, settings=i.settings, spare=i.spare,
+                        options=i.options, ranking=i.ranking, no_bmc=i.no_bmc)
+
+
+def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> PlanInputs:
+    """The cluster (pooled with usage history for ucac), settings, options and ranking."""
     config = ctx.config
     algorithm = request.algorithm or config.get("planner", "algorithm")
     options = dict(request.options or {})
@@ -65,9 +96,8 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pla
     listed = ctx.bmc_hosts() if not snapshot.info.cloud.startswith("scenario:") else None
     no_bmc = [] if listed is None else [h.name for h in cluster.hosts
                                         if h.name not in listed and h.compute_host not in listed]
-    return plan_cluster(cluster, algorithm, settings=settings, spare=spare,
-                        options=algorithm_options(config, algorithm, cluster, options),
-                        ranking=ranking, no_bmc=no_bmc)
+    return PlanInputs(cluster, algorithm, settings, spare,
+                      algorithm_options(config, algorithm, cluster, options), ranking, no_bmc)
 
 
 def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> StoredPlan:

@@ -23,7 +23,8 @@ def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
     now = datetime.now(timezone.utc)
     details = {"notes": list(draft.notes), "options": dict(draft.options),
                "left_on": dict(draft.left_on),
-               "spare_hosts": list(draft.spare_hosts), "idle_watts": draft.idle_watts}
+               "spare_hosts": list(draft.spare_hosts), "idle_watts": draft.idle_watts,
+               "choice": dict(draft.choice)}
     with translate_errors(engine), engine.begin() as conn:
         if supersede:
             conn.execute(update(plans).where(plans.c.cloud == cloud,
@@ -83,7 +84,8 @@ def _stored(row: Any, moves: Any, power: Any) -> StoredPlan:
         spare=row.spare, spare_hosts=tuple(details.get("spare_hosts", ())),
         notes=tuple(details.get("notes", ())), options=details.get("options", {}),
         idle_watts=float(details.get("idle_watts", 270.0)),
-        left_on=dict(details.get("left_on") or {}))
+        left_on=dict(details.get("left_on") or {}),
+        choice=dict(details.get("choice") or {}))
     return StoredPlan(id=row.id, cloud=row.cloud, snapshot_id=row.snapshot_id,
                       status=row.status, created_at=row.created_at, updated_at=row.updated_at,
                       reason=row.reason, draft=draft)
