@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -71,6 +72,23 @@ class FrontPoint:
 
 
 @dataclass(frozen=True)
+class Candidate:
+    """A packing not yet made into a plan, with its costs estimated (hosts left on before
+    spares and N+1; migrations and GiB exact): cheap to compare, drafted only if chosen."""
+
+    algorithm: str
+    how: str
+    packing: Packing
+    hosts_after: int
+    migrations: int
+    moved_gib: float
+
+    def costs(self) -> tuple[int, int, float]:
+        """(hosts left on, migrations, GiB moved)."""
+        return self.hosts_after, self.migrations, self.moved_gib
+
+
+@dataclass(frozen=True)
 class Budget:
     """What the operator allows: None is no limit."""
 
@@ -84,7 +102,7 @@ class Budget:
         return self.max_migrations is None and self.max_moved_gib is None \
             and self.target_hosts is None
 
-    def fits(self, point: FrontPoint) -> bool:
+    def fits(self, point: FrontPoint | Candidate) -> bool:
         """The point keeps within every limit on migrations and GiB moved."""
         return ((self.max_migrations is None or point.migrations <= self.max_migrations)
                 and (self.max_moved_gib is None
@@ -131,7 +149,7 @@ def non_dominated(points: Iterable[FrontPoint]) -> list[FrontPoint]:
     return sorted(kept, key=FrontPoint.costs)
 
 
-def pick(points: Iterable[FrontPoint], budget: Budget) -> FrontPoint | None:
+def pick(points: Iterable[Point], budget: Budget) -> Point | None:
     """The best point within the budget: with a target, the cheapest point that reaches it
     (else the fewest hosts); otherwise the fewest hosts, then fewest migrations and GiB."""
     fitting = [p for p in points if budget.fits(p)]
@@ -142,6 +160,9 @@ def pick(points: Iterable[FrontPoint], budget: Budget) -> FrontPoint | None:
         if reaching:
             return min(reaching, key=lambda p: (p.migrations, p.moved_gib, p.hosts_after))
     return min(fitting, key=FrontPoint.costs)
+
+
+Point = TypeVar("Point", FrontPoint, Candidate)
 
 
 def fewest_migrations_order(problem: Problem) -> np.ndarray:
@@ -202,6 +223,22 @@ class FrontBuilder:
                                      options=dict(options or {}), ranking=ranking,
                                      usage=settings.usage)
         self.ranking = ranking.name if ranking is not None else None
+        self.memory = np.array([i.memory_mb for i in cluster.instances], dtype=np.float64)
+
+    def estimate(self, packing: Packing, algorithm: str, how: str) -> Candidate:
+        """A packing's costs without drafting it: hosts on less the emptiable hosts left
+        empty (spares added back), migrations and GiB moved."""
+        p = self.problem
+        moved = packing.target != p.placement
+        empty = np.bincount(packing.target, minlength=p.n_hosts) == 0
+        freed = int(np.count_nonzero(p.powered & p.emptiable & empty))
+        hosts = int(p.powered.sum()) - max(freed - p.spare, 0)
+        return Candidate(algorithm, how, packing, hosts, int(moved.sum()),
+                         float(self.memory[moved].sum()) / 1024.0)
+
+    def draft(self, candidate: Candidate) -> FrontPoint:
+        """The candidate made into a checked plan."""
+        return self.point(candidate.packing, candidate.algorithm, candidate.how)
 
     def point(self, packing: Packing, algorithm: str, how: str) -> FrontPoint:
         """A packing made into a checked plan (the checker runs in draft_from_packing)."""
@@ -269,18 +306,24 @@ class FrontBuilder:
             top = min(top, max(need, 0) + 1 + int(self.settings.n_plus_one))
         return top
 
-    def fewest_within(self, budget: Budget) -> FrontPoint | None:
+    def fewest_within(self, budget: Budget) -> Candidate | None:
         """The fewest-migrations plan for the budget: the most hosts within its migrations
         and GiB; with a target, the fewest hosts that reach it (or the most short of it)."""
         top = self.within_budget_k(budget)
         best = self.largest_fewest_k(top)
+        ks = [best]
         if budget.target_hosts is not None:
             need = int(self.problem.powered.sum()) - budget.target_hosts + self.problem.spare
-            for k in range(max(need, 1), best):
-                point = self.fewest_point(k)
-                if point is not None and point.hosts_after <= budget.target_hosts:
-                    return point
-        return self.fewest_point(best) if best else None
+            ks = list(range(max(need, 1), best)) + ks
+        for k in ks:
+            packing = fewest_migrations_packing(self.problem, k) if k else None
+            if packing is None:
+                continue
+            found = self.estimate(packing, FEWEST, f"the {k} least populated hosts")
+            if k == best or budget.target_hosts is None \
+                    or found.hosts_after <= budget.target_hosts:
+                return found
+        return None
 
     def fewest_points(self, top: int) -> list[FrontPoint]:
         """Fewest-migrations points from none to the most hosts it can empty up to top."""
@@ -306,57 +349,50 @@ def best_within(builder: FrontBuilder, algorithms: Sequence[str], budget: Budget
                 fast: bool = True) -> tuple[FrontPoint, str]:
     """The plan that frees the most hosts within the budget, among the algorithms' runs (and
     their prefixes, when a run overruns the budget) and the fewest-migrations choice; and why
-    it won."""
-    candidates: list[FrontPoint] = []
+    it won. Candidates are compared on estimated costs; only the winner is drafted."""
+    candidates: list[Candidate] = []
     for algorithm in algorithms:
         if algorithm == FEWEST:
             continue
         packing = builder.run(algorithm, FAST_OPTIONS.get(algorithm) if fast else None)
-        whole = builder.point(packing, algorithm, "its whole run")
+        whole = builder.estimate(packing, algorithm, "its whole run")
         candidates.append(whole)
         if not budget.unlimited and not budget.fits(whole):
             candidates.extend(_fitting_prefix(builder, algorithm, packing, budget))
     if not budget.unlimited:
-        point = builder.fewest_within(budget)
-        if point is not None:
-            candidates.append(point)
-    candidates.append(builder.point(Packing(target=builder.problem.placement.copy(),
-                                            emptied=()), algorithms[0], "no migration"))
+        found = builder.fewest_within(budget)
+        if found is not None:
+            candidates.append(found)
+    candidates.append(builder.estimate(Packing(target=builder.problem.placement.copy(),
+                                               emptied=()), algorithms[0], "no migration"))
     chosen = pick(candidates, budget)
     assert chosen is not None     # the empty plan fits every budget
-    return chosen, _why(chosen, candidates, budget)
+    point = builder.draft(chosen)
+    return point, _why(point, [c for c in candidates if c is not chosen], budget)
 
 
 def _fitting_prefix(builder: FrontBuilder, algorithm: str, packing: Packing,
-                    budget: Budget) -> list[FrontPoint]:
-    """The longest prefix of a run that fits the budget: a binary search over the count on
-    the packing's own migrations and GiB (the plan's), then one checked plan."""
-    problem = builder.problem
-    memory = np.array([i.memory_mb for i in builder.cluster.instances], dtype=np.float64)
+                    budget: Budget) -> list[Candidate]:
+    """The longest prefix of a run that fits the budget (binary search over the count)."""
     lo, hi, best = 0, len(packing.emptied), None
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        prefix = prefix_packing(problem, packing, mid)
-        moved = prefix.target != problem.placement
-        fits = ((budget.max_migrations is None or moved.sum() <= budget.max_migrations)
-                and (budget.max_moved_gib is None
-                     or memory[moved].sum() / 1024.0 <= budget.max_moved_gib + 1e-9))
-        if fits:
-            lo, best = mid, prefix
+        found = builder.estimate(prefix_packing(builder.problem, packing, mid), algorithm,
+                                 f"the first {mid} of the {len(packing.emptied)} hosts it "
+                                 f"empties")
+        if budget.fits(found):
+            lo, best = mid, found
         else:
             hi = mid
-    if best is None:
-        return []
-    return [builder.point(best, algorithm, f"the first {lo} of the {len(packing.emptied)} "
-                                           f"hosts it empties")]
+    return [best] if best is not None else []
 
 
-def _why(chosen: FrontPoint, candidates: Sequence[FrontPoint], budget: Budget) -> str:
+def _why(chosen: FrontPoint, candidates: Sequence[Candidate], budget: Budget) -> str:
     """One sentence: which plan won, against what, within which budget."""
-    others = "; ".join(f"{p.algorithm} ({p.how}): {p.hosts_after} hosts on, "
+    others = "; ".join(f"{p.algorithm} ({p.how}): about {p.hosts_after} hosts on, "
                        f"{p.migrations} migrations, {p.moved_gib:.0f} GiB"
                        + ("" if budget.fits(p) else " [over budget]")
-                       for p in candidates if p is not chosen)
+                       for p in candidates)
     goal = "reaches the target with the fewest migrations" \
         if budget.target_hosts is not None and chosen.hosts_after <= budget.target_hosts \
         else "frees the most hosts"

@@ -17,7 +17,6 @@ from consolidator.planner import PlanSettings, plan_cluster
 from consolidator.rankings import get_ranking
 from consolidator.store.plans import save_plan
 from consolidator.store.snapshots import Snapshot, usage_history
-from consolidator.telemetry import pooled_cluster
 
 
 @dataclass(frozen=True)
@@ -87,6 +86,8 @@ def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pl
         history = usage_history(ctx.engine(), snapshot.info.cloud,
                                 before=snapshot.info.taken_at,
                                 limit=config.get("telemetry", "history"))
+        from consolidator.telemetry import pooled_cluster
+
         cluster = pooled_cluster(cluster, history)
     settings = replace(settings_from_config(config), usage=UsageModel(
         confidence=confidence if model == "ucac" else None,
