@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, plan_inputs
-from consolidator.front import AUTO, FAST_ALGORITHMS, FEWEST, FrontBuilder, FrontPoint, front
+from consolidator.front import AUTO, FEWEST, FRONT_ALGORITHMS, FrontBuilder, FrontPoint, front
 from consolidator.store.snapshots import Snapshot
 
 
@@ -15,5 +15,5 @@ def front_of(ctx: AppContext, snapshot: Snapshot,
     i = plan_inputs(ctx, snapshot, request)
     builder = FrontBuilder(i.cluster, i.settings, spare=i.spare, options=i.options,
                            ranking=i.ranking, no_bmc=i.no_bmc)
-    algorithms = (*FAST_ALGORITHMS, FEWEST) if i.algorithm == AUTO else (i.algorithm, FEWEST)
+    algorithms = (*FRONT_ALGORITHMS, FEWEST) if i.algorithm == AUTO else (i.algorithm, FEWEST)
     return front(builder, algorithms)

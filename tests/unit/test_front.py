@@ -13,6 +13,7 @@ from consolidator.front import (
     FAST_ALGORITHMS,
     FAST_OPTIONS,
     FEWEST,
+    FRONT_ALGORITHMS,
     Budget,
     FrontBuilder,
     FrontPoint,
@@ -47,8 +48,8 @@ def checked(cluster: Cluster, point: FrontPoint, plan_settings: PlanSettings) ->
 def test_every_point_of_the_front_passes_the_checker_and_none_is_dominated() -> None:
     cluster, plan_settings = mixed(), PlanSettings()
     builder = FrontBuilder(cluster, plan_settings)
-    result = front(builder, (*FAST_ALGORITHMS, FEWEST))
-    assert set(result) == {*FAST_ALGORITHMS, FEWEST}
+    result = front(builder, (*FRONT_ALGORITHMS, FEWEST))
+    assert set(result) == {*FRONT_ALGORITHMS, FEWEST}
     for name, points in result.items():
         assert len(points) > 2, name                 # a trade-off, not one plan
         for point in points:
@@ -113,7 +114,7 @@ def test_auto_frees_the_most_hosts_within_the_budget() -> None:
 
 def test_a_target_is_reached_with_no_more_migrations_than_needed() -> None:
     cluster, plan_settings = mixed(), PlanSettings()
-    points = front(FrontBuilder(cluster, plan_settings), (*FAST_ALGORITHMS, FEWEST))
+    points = front(FrontBuilder(cluster, plan_settings), (*FRONT_ALGORITHMS, FEWEST))
     target = sorted(p.hosts_after for ps in points.values() for p in ps)[len(points)]
     draft = plan_within(FrontBuilder(cluster, plan_settings), AUTO,
                         Budget(target_hosts=target))

@@ -139,16 +139,19 @@ def main() -> None:
                 cold = timed_plan(sys.executable, path, work, cache)
                 warm = min(timed_plan(sys.executable, path, work, cache) for _ in range(2))
                 size = path.stat().st_size / 1e6
-                target = min(2.0, w_secs / 3) if args.watcher_python else 2.0
+                third = round(w_secs / 3, 2)
                 timings.append([f"{name} ({size:.1f} MB YAML)", round(cold, 2), round(warm, 2),
-                                round(target, 2), "yes" if warm < target else "NO"])
+                                f"{'yes' if cold < 2 else 'NO'} / {'yes' if warm < 2 else 'NO'}",
+                                f"{third} ({'run' if args.watcher_python else 'issue'})",
+                                f"{'yes' if cold < third else 'NO'} / "
+                                f"{'yes' if warm < third else 'NO'}"])
     print(table(["CLUSTER", "INSTANCES", "RUN", "HOSTS ON", "HOSTS BUSY", "MIGRATIONS",
                  "GIB MOVED", "LOWER BOUND", "TARGET MET", "SECONDS"], rows))
     print()
     imports = import_seconds(sys.executable)
     if timings:
-        print(table(["PLAN --SCENARIO, END TO END", "COLD S", "WARM S", "TARGET S", "MET"],
-                    timings))
+        print(table(["PLAN --SCENARIO, END TO END", "COLD S", "WARM S", "< 2 S (COLD / WARM)",
+                     "WATCHER / 3", "< WATCHER / 3"], timings))
     print(f"\nimports of the plan command: {imports:.2f} s (beyond a bare python)")
     print("COLD: the first run on a file (YAML parsed by libyaml); WARM: later runs, the "
           "parsed scenario read from the cache (CONSOLIDATOR_CACHE_DIR). "
