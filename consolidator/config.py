@@ -48,8 +48,8 @@ OPTIONS: tuple[Option, ...] = (
            "Concurrent Placement requests while reading inventories and usages."),
     Option("planner", "algorithm", str, "auto",
            "The algorithm 'plan' and the daemon use when none is given "
-           "(see 'consolidator algorithms'). auto: run the fast ones (zoned-bestfit, "
-           "firstfit, hvp LIGHT) and keep the plan that frees the most hosts within "
+           "(see 'consolidator algorithms'). auto: run the fast ones (zoned-bestfit "
+           "and hvp LIGHT) and keep the plan that frees the most hosts within "
            "max_migrations."),
     Option("planner", "max_migrations", int, 0,
            "The most migrations a plan made by 'plan' or the daemon may have, unless "
