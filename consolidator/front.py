@@ -21,7 +21,13 @@ from typing import TypeVar
 import numpy as np
 
 from consolidator.algorithms.base import Packing, Problem, Ranker, get_algorithm
-from consolidator.algorithms.hvp import ZoneSearch, apply, column_scale, select_strategies
+from consolidator.algorithms.hvp import (
+    Witness,
+    ZoneSearch,
+    apply,
+    column_scale,
+    select_strategies,
+)
 from consolidator.algorithms.repair import guided_whole_hosts
 from consolidator.algorithms.state import PackingState
 from consolidator.constraints import build_problem
@@ -179,11 +185,10 @@ def fewest_migrations_order(problem: Problem) -> np.ndarray:
     return rows[np.lexsort((rows, memory[rows], population[rows]))]
 
 
-def fewest_migrations_packing(problem: Problem, k: int) -> Packing | None:
-    """Empty the first k hosts of fewest_migrations_order, packed by METAHVPLIGHT zone by
-    zone, or None when a zone's share does not pack."""
+def fewest_witnesses(problem: Problem, k: int, state: PackingState) -> list[Witness] | None:
+    """METAHVPLIGHT's packings, zone by zone, of the first k hosts of
+    fewest_migrations_order into the others; None when a zone's share does not pack."""
     hosts = fewest_migrations_order(problem)[:k]
-    state = PackingState(problem)
     tried = select_strategies({"light": True})
     scale = column_scale(problem)
     witnesses = []
@@ -193,6 +198,17 @@ def fewest_migrations_packing(problem: Problem, k: int) -> Packing | None:
         if found is None:
             return None
         witnesses.append(found)
+    return witnesses
+
+
+def fewest_migrations_packing(problem: Problem, k: int) -> Packing | None:
+    """Empty the first k hosts of fewest_migrations_order, packed by METAHVPLIGHT, or None
+    when they do not pack."""
+    hosts = fewest_migrations_order(problem)[:k]
+    state = PackingState(problem)
+    witnesses = fewest_witnesses(problem, k, state)
+    if witnesses is None:
+        return None
     if not apply(state, witnesses, problem.ranking is not None) \
             and not apply(state, witnesses, False):
         return None
@@ -280,12 +296,13 @@ class FrontBuilder:
         return self.point(packing, FEWEST, how)
 
     def largest_fewest_k(self, top: int) -> int:
-        """The largest k <= top that fewest_migrations_packing packs (binary search, feasibility
-        taken as monotone in k, then k+1, k+2 tried until one fails)."""
+        """The largest k <= top that fewest_migrations_packing packs (binary search on the
+        packing alone, feasibility taken as monotone in k)."""
         lo, hi = 0, top + 1
+        state = PackingState(self.problem)
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if fewest_migrations_packing(self.problem, mid) is None:
+            if fewest_witnesses(self.problem, mid, state) is None:
                 hi = mid
             else:
                 lo = mid
@@ -377,18 +394,28 @@ def best_within(builder: FrontBuilder, algorithms: Sequence[str], budget: Budget
 
 def _fitting_prefix(builder: FrontBuilder, algorithm: str, packing: Packing,
                     budget: Budget) -> list[Candidate]:
-    """The longest prefix of a run that fits the budget (binary search over the count)."""
-    lo, hi, best = 0, len(packing.emptied), None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        found = builder.estimate(prefix_packing(builder.problem, packing, mid), algorithm,
-                                 f"the first {mid} of the {len(packing.emptied)} hosts it "
-                                 f"empties")
+    """The longest prefix of a run that fits the budget: the count from the original
+    populations and memory of the hosts it empties (what a prefix moves when it empties them
+    all), then the prefix itself, one host shorter while it overruns."""
+    problem, emptied = builder.problem, list(packing.emptied)
+    population = np.bincount(problem.placement, minlength=problem.n_hosts)
+    memory = np.bincount(problem.placement, weights=builder.memory,
+                         minlength=problem.n_hosts) / 1024.0 if problem.n_instances \
+        else np.zeros(problem.n_hosts)
+    count = len(emptied)
+    if budget.max_migrations is not None:
+        count = min(count, int(np.searchsorted(np.cumsum(population[emptied]),
+                                               budget.max_migrations, side="right")))
+    if budget.max_moved_gib is not None:
+        count = min(count, int(np.searchsorted(np.cumsum(memory[emptied]),
+                                               budget.max_moved_gib + 1e-9, side="right")))
+    while count > 0:
+        found = builder.estimate(prefix_packing(problem, packing, count), algorithm,
+                                 f"the first {count} of the {len(emptied)} hosts it empties")
         if budget.fits(found):
-            lo, best = mid, found
-        else:
-            hi = mid
-    return [best] if best is not None else []
+            return [found]
+        count -= 1
+    return []
 
 
 def _why(chosen: FrontPoint, candidates: Sequence[Candidate], budget: Budget) -> str:
