@@ -311,21 +311,27 @@ class FrontBuilder:
     def within_budget_k(self, budget: Budget) -> int:
         """The most hosts the fewest-migrations choice may empty within the budget's
         migrations and GiB (the lower bounds for k) and, with a target, no more than needed."""
-        order = fewest_migrations_order(self.problem)
-        population = np.bincount(self.problem.placement, minlength=self.problem.n_hosts)
-        memory = np.bincount(self.problem.placement, weights=self.problem.demand[:, 1],
-                             minlength=self.problem.n_hosts) / 1024.0
-        top = len(order)
-        if budget.max_migrations is not None:
-            top = min(top, int(np.searchsorted(np.cumsum(population[order]),
-                                               budget.max_migrations, side="right")))
-        if budget.max_moved_gib is not None:
-            top = min(top, int(np.searchsorted(np.cumsum(memory[order]),
-                                               budget.max_moved_gib + 1e-9, side="right")))
+        top = self.affordable(fewest_migrations_order(self.problem), budget)
         if budget.target_hosts is not None:
             need = int(self.problem.powered.sum()) - budget.target_hosts + self.problem.spare
             top = min(top, max(need, 0) + 1 + int(self.settings.n_plus_one))
         return top
+
+    def affordable(self, hosts: Sequence[int] | np.ndarray, budget: Budget) -> int:
+        """How many of the hosts, in order, can be emptied within the budget's migrations
+        and GiB when each moves its own instances once (the populations and memory now)."""
+        p = self.problem
+        rows = np.asarray(hosts, dtype=np.int64)
+        population = np.bincount(p.placement, minlength=p.n_hosts)[rows]
+        gib = np.bincount(p.placement, weights=self.memory, minlength=p.n_hosts)[rows] / 1024.0 \
+            if p.n_instances else np.zeros(len(rows))
+        count = len(rows)
+        for limit, costs in ((budget.max_migrations, population),
+                             (budget.max_moved_gib, gib)):
+            if limit is not None:
+                count = min(count, int(np.searchsorted(np.cumsum(costs), limit + 1e-9,
+                                                       side="right")))
+        return count
 
     def fewest_within(self, budget: Budget) -> Candidate | None:
         """The fewest-migrations plan for the budget: the most hosts within its migrations
@@ -398,17 +404,7 @@ def _fitting_prefix(builder: FrontBuilder, algorithm: str, packing: Packing,
     populations and memory of the hosts it empties (what a prefix moves when it empties them
     all), then the prefix itself, one host shorter while it overruns."""
     problem, emptied = builder.problem, list(packing.emptied)
-    population = np.bincount(problem.placement, minlength=problem.n_hosts)
-    memory = np.bincount(problem.placement, weights=builder.memory,
-                         minlength=problem.n_hosts) / 1024.0 if problem.n_instances \
-        else np.zeros(problem.n_hosts)
-    count = len(emptied)
-    if budget.max_migrations is not None:
-        count = min(count, int(np.searchsorted(np.cumsum(population[emptied]),
-                                               budget.max_migrations, side="right")))
-    if budget.max_moved_gib is not None:
-        count = min(count, int(np.searchsorted(np.cumsum(memory[emptied]),
-                                               budget.max_moved_gib + 1e-9, side="right")))
+    count = builder.affordable(emptied, budget)
     while count > 0:
         found = builder.estimate(prefix_packing(problem, packing, count), algorithm,
                                  f"the first {count} of the {len(emptied)} hosts it empties")
