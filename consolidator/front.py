@@ -359,15 +359,17 @@ class FrontBuilder:
         return [p for p in points if p is not None]
 
 
-def front(builder: FrontBuilder, algorithms: Sequence[str]) -> dict[str, list[FrontPoint]]:
-    """Per algorithm (and the fewest-migrations choice), its non-dominated points."""
+def front(builder: FrontBuilder, algorithms: Sequence[str],
+          fast: bool = True) -> dict[str, list[FrontPoint]]:
+    """Per algorithm (and the fewest-migrations choice), its non-dominated points; fast runs
+    hvp as LIGHT (FAST_OPTIONS), otherwise each algorithm runs with the builder's options."""
     out: dict[str, list[FrontPoint]] = {}
     for algorithm in algorithms:
         if algorithm == FEWEST:
             points = builder.fewest_points(len(fewest_migrations_order(builder.problem)))
         else:
             points = builder.algorithm_points(
-                algorithm, builder.run(algorithm, FAST_OPTIONS.get(algorithm)))
+                algorithm, builder.run(algorithm, FAST_OPTIONS.get(algorithm) if fast else None))
         out[algorithm] = non_dominated(points)
     return out
 

@@ -16,4 +16,4 @@ def front_of(ctx: AppContext, snapshot: Snapshot,
     builder = FrontBuilder(i.cluster, i.settings, spare=i.spare, options=i.options,
                            ranking=i.ranking, no_bmc=i.no_bmc)
     algorithms = (*FRONT_ALGORITHMS, FEWEST) if i.algorithm == AUTO else (i.algorithm, FEWEST)
-    return front(builder, algorithms)
+    return front(builder, algorithms, fast=i.algorithm == AUTO)
