@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -73,15 +74,16 @@ def test_the_fewest_migrations_choice_meets_the_migration_lower_bound() -> None:
         assert point.draft.migrations_lower_bound == point.migrations
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("algorithm", [AUTO, "firstfit", "importance-3d"])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster=clusters(), most=st.integers(0, 20), gib=st.none() | st.floats(0, 40),
        target=st.none() | st.integers(0, 8))
-def test_budgets_are_honoured_on_random_clusters(cluster: Cluster, most: int,
+def test_budgets_are_honoured_on_random_clusters(algorithm: str, cluster: Cluster, most: int,
                                                  gib: float | None,
                                                  target: int | None) -> None:
     plan_settings = PlanSettings()
     budget = Budget(max_migrations=most, max_moved_gib=gib, target_hosts=target)
-    draft = plan_within(FrontBuilder(cluster, plan_settings), AUTO, budget)
+    draft = plan_within(FrontBuilder(cluster, plan_settings), algorithm, budget)
     assert len(draft.migrations) <= most
     moved = sum(cluster.instances[cluster.instance_index[m.instance_id]].memory_mb
                 for m in draft.migrations) / 1024.0
@@ -89,7 +91,8 @@ def test_budgets_are_honoured_on_random_clusters(cluster: Cluster, most: int,
     moves = [MoveSpec(m.instance_id, m.source, m.destination, m.wave) for m in draft.migrations]
     assert check_plan(cluster, moves, draft.power_off, rules=plan_settings.rules,
                       per_host_limit=plan_settings.per_host_limit) == []
-    assert draft.choice["asked"] == AUTO and draft.choice["budget"]["max_migrations"] == most
+    assert draft.choice["asked"] == algorithm
+    assert draft.choice["budget"]["max_migrations"] == most
 
 
 def test_auto_frees_the_most_hosts_within_the_budget() -> None:
