@@ -149,6 +149,8 @@ class Daemon:
         result = CycleResult(spare_target=self.target())
         snap, _ = record_snapshot(self.ctx)
         result.snapshot_id = snap.info.id
+        if self.metrics is not None:
+            self.metrics.observe_power({r.host: r.watts for r in snap.readings})
         self._check_cancelled()
         plan = make_plan(self.ctx, snap, PlanRequest(spare=result.spare_target))
         draft = plan.draft

@@ -182,6 +182,8 @@ def _entry(source: str, section: str, index: int, entry: Any,
 def _coerce(label: str, key: str, value: Any, kind: type) -> Any:
     if key in ("aggregates", "traits") and kind is list:
         return _names(label, key, value)
+    if value is None and key in ("idle_watts", "peak_watts"):
+        return None
     if value is None and kind in (str, dict) and key not in ("name", "host", "policy"):
         return None if key in ("disabled_reason", "bmc", "usage") else kind()
     if kind is float and isinstance(value, int) and not isinstance(value, bool):

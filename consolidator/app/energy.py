@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from consolidator.app.context import AppContext
 from consolidator.app.settings import idle_watts
-from consolidator.energy import IdleEstimate, Reading, cluster_loads, estimate_idle
+from consolidator.energy import IdleEstimate, Reading, cluster_loads, estimate_idle, saving
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
+from consolidator.plan import PlanDraft
 from consolidator.store.snapshots import Snapshot, power_history
 
 #: BMCs read at once when a snapshot is taken.
@@ -67,3 +69,20 @@ def idle_estimates(ctx: AppContext, snapshot: Snapshot) -> dict[str, IdleEstimat
             points.append((reading.load, reading.watts))
     return estimate_idle([h.name for h in snapshot.cluster.hosts], history,
                          idle_watts(ctx.config))
+
+
+def plan_for_objective(ctx: AppContext, snapshot: Snapshot, cluster: Cluster, algorithm: str,
+                       objective: str, **plan_args: Any) -> PlanDraft:
+    """The checked plan for the objective (hosts: the algorithm's own; energy: the plan that
+    powers off the most idle watts), with each powered-off host's estimated idle draw."""
+    from consolidator.energy_objective import energy_plan
+    from consolidator.planner import plan_cluster
+
+    estimates = idle_estimates(ctx, snapshot)
+    if objective == "energy":
+        draft = energy_plan(cluster, algorithm, {h: e.watts for h, e in estimates.items()},
+                            fallback=idle_watts(ctx.config), **plan_args)
+    else:
+        draft = plan_cluster(cluster, algorithm, **plan_args)
+    spent = saving(draft.power_off, estimates, idle_watts(ctx.config))
+    return replace(draft, host_watts=dict(spent.per_host), watts_basis=dict(spent.basis))
