@@ -20,9 +20,8 @@ from consolidator.store.snapshots import Snapshot, power_history
 MAX_READERS = 16
 
 
-def _driver(ctx: AppContext, name: str, compute_host: str) -> Any:
+def _driver(lookup: Any, name: str, compute_host: str) -> Any:
     """The host's power driver (by hypervisor name, else nova-compute host), or None."""
-    lookup = ctx.power_lookup()
     return lookup(name) or (lookup(compute_host) if compute_host != name else None)
 
 
@@ -35,8 +34,10 @@ def read_power(ctx: AppContext, cluster: Cluster) -> tuple[Reading, ...]:
         return ()
     loads = cluster_loads(cluster)
     try:
+        lookup = ctx.read_only_power_lookup()
         drivers = [(h.name, d) for h in cluster.hosts if h.power != "off"
-                   for d in [_driver(ctx, h.name, h.compute_host or h.name)] if d is not None]
+                   for d in [_driver(lookup, h.name, h.compute_host or h.name)]
+                   if d is not None]
     except ConsolidatorError as exc:
         ctx.report(f"no power readings: {exc}")
         return ()
