@@ -85,3 +85,19 @@ def test_measured_energy_from_snapshot_to_plan_and_report(served: ServedCloud,
     assert point["measured_hosts"] == 5
     assert point["measured_watts"] == pytest.approx(2 * OLD_DRAW + 3 * NEW_DRAW, abs=3)
     assert json.loads(report.out)["energy"]["kwh_measured"] is not None
+
+
+def test_a_failing_bmc_leaves_its_host_out_and_the_snapshot_succeeds(
+        served: ServedCloud, tmp_path: Path) -> None:
+    assert consolidator(served, tmp_path, "db", "upgrade").code == 0
+    served.add_fault({"type": "bmc_auth_fails", "host": "new-2"})
+    try:
+        snap = consolidator(served, tmp_path, "snapshot")
+    finally:
+        served.clear_faults()
+        served.add_fault(SCENARIO["faults"][0])
+    assert snap.code == 0, snap.err
+    shown = json.loads(consolidator(served, tmp_path, "snapshots", "show", snap.out.strip(),
+                                    "--format", "json").out)
+    assert {r["host"] for r in shown["power_readings"]} == {"old-2", "old-3", "new-1",
+                                                             "new-3"}
