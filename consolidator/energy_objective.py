@@ -79,9 +79,11 @@ def energy_plan(cluster: Cluster, algorithm: str, idle: Mapping[str, float], *,
     def scored(draft: PlanDraft) -> tuple[float, int]:
         return (sum(host_watts[h] for h in draft.power_off), -len(draft.migrations))
 
-    def make(c: Cluster, name: str, keep: np.ndarray | None = None) -> PlanDraft:
+    def make(c: Cluster, name: str, keep: np.ndarray | None = None,
+             given: Mapping[str, Any] | None = None) -> PlanDraft:
         algo = get_algorithm(name)
-        problem = build_problem(c, settings.rules, spare=spare, options=options,
+        problem = build_problem(c, settings.rules, spare=spare,
+                                options=options if given is None else given,
                                 ranking=ranking, usage=settings.usage)
         restricted = problem
         if keep is not None:
@@ -93,7 +95,10 @@ def energy_plan(cluster: Cluster, algorithm: str, idle: Mapping[str, float], *,
                                   settings=settings, no_bmc=no_bmc)
 
     ordered = in_efficiency_order(cluster, host_watts, fallback)
-    candidates = [make(cluster, algorithm), make(ordered, algorithm)]
+    # firstfit's own order is largest first; over the efficiency order it keeps that order.
+    in_order = {**(options or {}), "order": "given"} if get_algorithm(algorithm).name == \
+        "firstfit" else None
+    candidates = [make(cluster, algorithm), make(ordered, algorithm, given=in_order)]
     problem = build_problem(ordered, settings.rules, spare=spare, options=options,
                             usage=settings.usage)
     for k in keep_counts(problem, list(range(problem.n_hosts))):
@@ -101,7 +106,7 @@ def energy_plan(cluster: Cluster, algorithm: str, idle: Mapping[str, float], *,
         keep[:k] = True
         candidates.append(make(ordered, algorithm, keep))
     if get_algorithm(algorithm).name != "firstfit":
-        candidates.append(make(ordered, "firstfit"))
+        candidates.append(make(ordered, "firstfit", given={"order": "given"}))
     best = max(candidates, key=scored)
     own = max((d for d in candidates if d.algorithm == get_algorithm(algorithm).name),
               key=scored)
