@@ -8,11 +8,11 @@ from typing import Any
 
 from consolidator.algorithms.base import get_algorithm
 from consolidator.app.context import AppContext
+from consolidator.app.energy import plan_for_objective
 from consolidator.app.settings import algorithm_options, settings_from_config
 from consolidator.constraints import UsageModel
 from consolidator.model import Cluster
 from consolidator.plan import Move, PlanDraft, StoredPlan
-from consolidator.planner import plan_cluster
 from consolidator.rankings import get_ranking
 from consolidator.store.plans import save_plan
 from consolidator.store.snapshots import Snapshot, usage_history
@@ -29,6 +29,8 @@ class PlanRequest:
     capacity_model: str | None = None
     confidence: float | None = None
     options: dict[str, Any] | None = None
+    #: hosts (the algorithm's own choice) or energy (see energy_objective).
+    objective: str | None = None
 
 
 def validate_request(ctx: AppContext, request: PlanRequest) -> None:
@@ -65,9 +67,10 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pla
     listed = ctx.bmc_hosts() if not snapshot.info.cloud.startswith("scenario:") else None
     no_bmc = [] if listed is None else [h.name for h in cluster.hosts
                                         if h.name not in listed and h.compute_host not in listed]
-    return plan_cluster(cluster, algorithm, settings=settings, spare=spare,
-                        options=algorithm_options(config, algorithm, cluster, options),
-                        ranking=ranking, no_bmc=no_bmc)
+    objective = request.objective or config.get("planner", "objective")
+    return plan_for_objective(ctx, snapshot, cluster, algorithm, objective, settings=settings,
+                              spare=spare, ranking=ranking, no_bmc=no_bmc,
+                              options=algorithm_options(config, algorithm, cluster, options))
 
 
 def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> StoredPlan:
