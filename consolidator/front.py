@@ -15,7 +15,7 @@ least of any choice of k hosts with those populations.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
@@ -271,7 +271,6 @@ class FrontBuilder:
         """An algorithm's own packing of the problem (extra options merged)."""
         problem = self.problem
         if options:
-            from dataclasses import replace
             problem = replace(problem, options={**problem.options, **options})
         return get_algorithm(algorithm).run(problem)
 
@@ -347,6 +346,8 @@ class FrontBuilder:
             if packing is None:
                 continue
             found = self.estimate(packing, FEWEST, f"the {k} least populated hosts")
+            if budget.target_hosts is not None:      # the plan's own count, N+1 included
+                found = replace(found, hosts_after=self.draft(found).hosts_after)
             if k == best or budget.target_hosts is None \
                     or found.hosts_after <= budget.target_hosts:
                 return found
@@ -397,6 +398,14 @@ def best_within(builder: FrontBuilder, algorithms: Sequence[str], budget: Budget
     chosen = pick(candidates, budget)
     assert chosen is not None     # the empty plan fits every budget
     point = builder.draft(chosen)
+    while budget.target_hosts is not None and point.hosts_after > budget.target_hosts:
+        # The estimate left out the hosts N+1 keeps on: take that into account, try again.
+        candidates = [replace(c, hosts_after=point.hosts_after) if c is chosen else c
+                      for c in candidates]
+        again = pick(candidates, budget)
+        if again is None or again.hosts_after > budget.target_hosts:
+            break
+        chosen, point = again, builder.draft(again)
     return point, _why(point, [c for c in candidates if c is not chosen], budget)
 
 
@@ -437,8 +446,6 @@ AUTO = "auto"
 def plan_within(builder: FrontBuilder, algorithm: str, budget: Budget) -> PlanDraft:
     """The plan of `algorithm` (AUTO: the fast ones) that frees the most hosts within the
     budget, checked, with the choice recorded in draft.choice."""
-    from dataclasses import replace
-
     algorithms = FAST_ALGORITHMS if algorithm == AUTO else (algorithm,)
     chosen, why = best_within(builder, algorithms, budget, fast=algorithm == AUTO)
     choice = {"asked": algorithm, "algorithm": chosen.algorithm, "how": chosen.how,

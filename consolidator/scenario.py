@@ -29,7 +29,8 @@ _HOST_OPTIONAL = {
     "disk_allocation_ratio": float, "reserved_vcpus": int, "reserved_memory_mb": int,
     "reserved_disk_gb": int, "availability_zone": str, "status": str, "state": str,
     "power": str, "disabled_reason": str, "compute_host": str, "id": str, "bmc": dict,
-    "aggregates": list, "resources": dict, "traits": list,
+    "aggregates": list, "resources": dict, "traits": list, "idle_watts": float,
+    "peak_watts": float,
 }
 _INSTANCE_REQUIRED = {"name": str, "host": str, "vcpus": int, "memory_mb": int, "disk_gb": int}
 _INSTANCE_OPTIONAL = {
@@ -190,6 +191,8 @@ def _entry(source: str, section: str, index: int, entry: Any,
 def _coerce(label: str, key: str, value: Any, kind: type) -> Any:
     if key in ("aggregates", "traits") and kind is list:
         return _names(label, key, value)
+    if value is None and key in ("idle_watts", "peak_watts"):
+        return None
     if value is None and kind in (str, dict) and key not in ("name", "host", "policy"):
         return None if key in ("disabled_reason", "bmc", "usage") else kind()
     if kind is float and isinstance(value, int) and not isinstance(value, bool):

@@ -191,11 +191,13 @@ class PackingState:
         return ranking.choose(self, item, feasible)
 
     def try_empty(self, host: int, pick: PickFunc, stop: int | None = None,
-                  order: Callable[[int], Any] | None = None) -> bool:
+                  order: Callable[[int], Any] | None = None,
+                  allowed: np.ndarray | None = None) -> bool:
         """Move every instance off a host, choosing targets with pick; all or nothing.
 
-        With stop, only the first `stop` hosts are offered as targets. The instances go in
-        the order of the key `order` (default: the largest single demand first).
+        With stop, only the first `stop` hosts are offered as targets; with allowed (an (H,)
+        bool mask), only those hosts. The instances go in the order of the key `order`
+        (default: the largest single demand first).
         """
         items = self.items_on(host)
         if not items or not self.problem.emptiable[host]:
@@ -204,7 +206,10 @@ class PackingState:
         self.close(host)
         start = self.mark()
         for item in sorted(items, key=order or (lambda i: -float(self.demand[i].max()))):
-            feasible = self.prefer_soft(item, self.feasible(item, stop))
+            feasible = self.feasible(item, stop)
+            if allowed is not None:
+                feasible &= allowed
+            feasible = self.prefer_soft(item, feasible)
             target = pick(item, feasible) if feasible.any() else -1
             if target < 0:
                 self.rollback(start)

@@ -6,7 +6,8 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from consolidator.config import Config
-from consolidator.front import AUTO, Budget, FrontBuilder, plan_within
+from consolidator.errors import UsageError
+from consolidator.front import AUTO, FAST_ALGORITHMS, Budget, FrontBuilder, plan_within
 from consolidator.model import Cluster
 from consolidator.plan import PlanDraft
 
@@ -15,7 +16,8 @@ if TYPE_CHECKING:
     from consolidator.app.planning import PlanRequest
     from consolidator.planner import PlanSettings
 
-__all__ = ["AUTO", "budget_of", "plan_within_budget"]
+__all__ = ["AUTO", "FAST_ALGORITHMS", "budget_of", "check_energy_request",
+           "plan_within_budget"]
 
 
 def budget_of(config: Config, request: PlanRequest) -> Budget:
@@ -25,6 +27,15 @@ def budget_of(config: Config, request: PlanRequest) -> Budget:
         else (configured if configured > 0 else None)
     return Budget(max_migrations=most, max_moved_gib=request.max_moved_gib,
                   target_hosts=request.target_hosts)
+
+
+def check_energy_request(request: PlanRequest) -> None:
+    """Budgets pick among plans by hosts freed: not with --objective energy (UsageError).
+    [planner] max_migrations does not apply to it; -a auto plans with zoned-bestfit."""
+    if request.max_migrations is not None or request.max_moved_gib is not None \
+            or request.target_hosts is not None:
+        raise UsageError("--max-migrations, --max-moved-gib and --target-hosts work with "
+                         "--objective hosts: drop them or the energy objective")
 
 
 def plan_within_budget(cluster: Cluster, algorithm: str, budget: Budget, *,

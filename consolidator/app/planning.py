@@ -4,16 +4,24 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from consolidator.algorithms.base import Ranker, get_algorithm
-from consolidator.app.budget import AUTO, budget_of, plan_within_budget
+from consolidator.app.budget import (
+    AUTO,
+    FAST_ALGORITHMS,
+    budget_of,
+    check_energy_request,
+    plan_within_budget,
+)
 from consolidator.app.context import AppContext
+from consolidator.app.energy import plan_for_objective
 from consolidator.app.settings import algorithm_options, settings_from_config
 from consolidator.constraints import UsageModel
 from consolidator.model import Cluster
 from consolidator.plan import Move, PlanDraft, StoredPlan
-from consolidator.planner import PlanSettings, plan_cluster
+from consolidator.planner import PlanSettings
 from consolidator.rankings import get_ranking
 from consolidator.store.plans import save_plan
 from consolidator.store.snapshots import Snapshot, usage_history
@@ -32,6 +40,8 @@ class PlanRequest:
     max_migrations: int | None = None
     max_moved_gib: float | None = None
     target_hosts: int | None = None
+    #: hosts (the algorithm's own choice) or energy (see energy_objective).
+    objective: str | None = None
 
 
 def validate_request(ctx: AppContext, request: PlanRequest) -> None:
@@ -62,12 +72,18 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pla
     """Make and check a plan for a snapshot, as the config and the request say."""
     i = plan_inputs(ctx, snapshot, request)
     budget = budget_of(ctx.config, request)
+    objective = request.objective or ctx.config.get("planner", "objective")
+    args: dict[str, Any] = {"settings": i.settings, "spare": i.spare, "options": i.options,
+                            "ranking": i.ranking, "no_bmc": i.no_bmc}
+    if objective == "energy":
+        check_energy_request(request)
+        algorithm = FAST_ALGORITHMS[0] if i.algorithm == AUTO else i.algorithm
+        return plan_for_objective(ctx, snapshot, i.cluster, algorithm, objective, **args)
     if i.algorithm == AUTO or not budget.unlimited:
-        return plan_within_budget(i.cluster, i.algorithm, budget, settings=i.settings,
-                                  spare=i.spare, options=i.options, ranking=i.ranking,
-                                  no_bmc=i.no_bmc)
-    return plan_cluster(i.cluster, i.algorithm, settings=i.settings, spare=i.spare,
-                        options=i.options, ranking=i.ranking, no_bmc=i.no_bmc)
+        return plan_for_objective(ctx, snapshot, i.cluster, i.algorithm, objective,
+                                  hosts_planner=partial(plan_within_budget, budget=budget),
+                                  **args)
+    return plan_for_objective(ctx, snapshot, i.cluster, i.algorithm, objective, **args)
 
 
 def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> PlanInputs:

@@ -13,6 +13,7 @@ from consolidator.config import Config
 from consolidator.constraints import Rules, read_name_list
 from consolidator.errors import ConfigError
 from consolidator.model import Cluster
+from consolidator.plan import DEFAULT_IDLE_WATTS
 from consolidator.planner import PlanSettings
 from consolidator.zones import zones_for_cluster
 
@@ -34,11 +35,19 @@ def rules_from_config(config: Config) -> Rules:
                  allow_cold_migration=config.get("planner", "allow_cold_migration"))
 
 
+def idle_watts(config: Config) -> float:
+    """[energy] idle_watts; the deprecated [planner] idle_watts while the former is at its
+    default."""
+    watts = float(config.get("energy", "idle_watts"))
+    old = float(config.get("planner", "idle_watts"))
+    return old if watts == DEFAULT_IDLE_WATTS and old != DEFAULT_IDLE_WATTS else watts
+
+
 def settings_from_config(config: Config) -> PlanSettings:
     """Rules plus the per-host limit and idle watts."""
     return PlanSettings(rules=rules_from_config(config),
                         per_host_limit=config.get("planner", "max_migrations_per_host"),
-                        idle_watts=config.get("planner", "idle_watts"),
+                        idle_watts=idle_watts(config),
                         n_plus_one=config.get("planner", "n_plus_one"))
 
 

@@ -54,6 +54,10 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("-o", "--option", "raw_options", multiple=True, metavar="KEY=VALUE",
               help="Algorithm or ranking option, e.g. bin=8x8x6, assign=false, "
                    "prime_resource=memory_mb, weights=1,0,-2.")
+@click.option("--objective", type=click.Choice(["hosts", "energy"]),
+              help="energy: keep the hosts that draw least at idle (BMC readings, else "
+                   "[energy] idle_watts) and empty the ones that draw most [default: "
+                   "[planner] objective, hosts].")
 @click.option("--check-live", is_flag=True,
               help="Then ask the live cloud's Placement about every move, as apply will "
                    "before each wave, and list the moves it would refuse (exit 1 if any).")
@@ -72,7 +76,8 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                snapshot_ref: str | None, scenario: str | None, spare: int | None, light: bool,
                capacity_model: str | None, confidence: float | None,
-               raw_options: tuple[str, ...], check_live: bool, max_migrations: int | None,
+               raw_options: tuple[str, ...], objective: str | None,
+               check_live: bool, max_migrations: int | None,
                max_moved_gib: float | None, target_hosts: int | None, show_front: bool,
                bmc_file: str | None, fmt: str) -> None:
     """Make a migration plan, store it as proposed and print it for review.
@@ -91,7 +96,8 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     request = PlanRequest(algorithm=algorithm, ranking=ranking, spare=spare,
                           capacity_model=capacity_model, confidence=confidence, options=options,
                           max_migrations=max_migrations, max_moved_gib=max_moved_gib,
-                          target_hosts=target_hosts)
+                          target_hosts=target_hosts,
+                          objective=objective)
     validate_request(app, request)
     if snapshot_ref and scenario:
         raise click.UsageError("give --snapshot or --scenario, not both")

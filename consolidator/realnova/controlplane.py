@@ -78,6 +78,7 @@ class ControlPlane(test.TestCase, integrated_helpers.InstanceHelperMixin):
             driver = cls(virtapi)
             if old is not None:
                 driver.instances = old.instances  # the guests survive a power cycle
+                driver.resources = old.resources  # and so do their claims
             self.drivers[name] = driver
             return driver
 

@@ -69,3 +69,12 @@ def test_the_front_as_json_table_and_chart(tmp_path: Path) -> None:
     assert "GIB MOVED" in text and "hosts left on (up) against migrations" in text
     listed = run("plans", "list", "--format", "json", db_url=db_url)
     assert listed.code == 0 and json.loads(listed.out) == []     # --front stores no plan
+
+
+def test_a_budget_with_the_energy_objective_is_a_usage_error(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    made = run("plan", "--scenario", str(scenario_file(tmp_path)), "--objective", "energy",
+               "--max-migrations", "5", db_url=db_url)
+    assert made.code == 2
+    assert "work with --objective hosts" in made.err and "Traceback" not in made.err

@@ -240,6 +240,9 @@ def test_cycle_metrics(bed: tuple, tmp_path: Path) -> None:
     assert 'consolidator_migrations_total{result="succeeded"}' in text
     assert 'consolidator_plans{status="succeeded"} 1.0' in text
     assert "consolidator_watts_saved 810.0" in text
+    # the cycle's snapshot read the five Redfish BMCs (default 270 W idle, 450 W peak)
+    assert "consolidator_power_hosts_measured 5.0" in text
+    assert text.count("consolidator_host_power_watts{host=") == 5
 
 
 def test_daemon_snapshots_carry_the_usage_statistics(tmp_path: Path) -> None:

@@ -33,6 +33,19 @@ def test_firstfit_leaves_a_host_whole_when_one_instance_does_not_fit() -> None:
     assert any("c3" in n for n in plan.notes)
 
 
+def test_firstfit_fills_the_large_hosts_of_a_mixed_cloud_first() -> None:
+    """The cloud lists its two small hosts first. In that order first fit tries to empty the
+    large host c3 into them and nothing moves; largest first (the default) empties the small
+    hosts into c3, which then holds everything alone."""
+    c = cluster(hosts(("s1", 4, 8192), ("s2", 4, 8192), ("c3", 16, 32768)),
+                [vm("a", "s1", 3), vm("b", "s2", 3), vm("c", "c3", 3)])
+    as_given = plan_cluster(c, "firstfit", options={"order": "given"}, settings=NO_N_PLUS_ONE)
+    by_size = plan_cluster(c, "firstfit", settings=NO_N_PLUS_ONE)
+    assert as_given.hosts_after == 3 and not as_given.migrations
+    assert set(by_size.power_off) == {"s1", "s2"} and by_size.hosts_after == 1
+    assert {m.destination for m in by_size.migrations} == {"c3"}
+
+
 def test_zoned_bestfit_empties_least_populated_into_most_populated() -> None:
     # c2 holds 1 instance, c1 holds 3, c3 holds 2: c2 empties first, into c1 (most populated).
     c = cluster(hosts(("c1", 64, 262144), ("c2", 64, 262144), ("c3", 64, 262144)),

@@ -7,6 +7,11 @@ instances, and 200 hosts of four sizes with about 1,840 instances (about 45 % fu
 zoned-bestfit takes the cloud's own zones; the paper's preset (``[zones] default = paper``) is
 shown apart. The lower bound counts every resource class.
 
+Watcher keeps no headroom for a host failure, so HOSTS BUSY is planned as it plans: with
+``[planner] n_plus_one = false``. The column WITH N+1 shows what the default (``n_plus_one =
+true``) keeps on: at most one host more, the one that could absorb the failure of the most
+loaded host.
+
 The PEER column is Watcher's hosts busy on the same cluster when ``--watcher-python PATH`` names
 the python of a venv with python-watcher 17.0.0 (docs/benchmarks.rst, section *Peer*): each
 cluster is written to a temporary scenario file and ``PATH tools/bench/watcher_peer.py FILE``
@@ -86,7 +91,7 @@ def main() -> None:
                  "python of the Watcher venv (docs/benchmarks.rst, section Peer)")
     sys.path.insert(0, str(ROOT))
     from consolidator.fake.generate import generate
-    from consolidator.planner import plan_cluster
+    from consolidator.planner import PlanSettings, plan_cluster
     from consolidator.render import table
     from consolidator.scenario import parse_scenario
     from consolidator.zones import zones_for_cluster
@@ -103,8 +108,10 @@ def main() -> None:
                 if extra.get("preset"):
                     options["zones"] = zones_for_cluster(cluster, {"default": extra["preset"]})
                 started = time.perf_counter()
-                draft = plan_cluster(cluster, algorithm, options=options)
+                draft = plan_cluster(cluster, algorithm, options=options,
+                                     settings=PlanSettings(n_plus_one=False))
                 seconds = time.perf_counter() - started
+                headroom = plan_cluster(cluster, algorithm, options=options)
                 label = algorithm + (" (paper zones)" if exempt else "")
                 peer = (watcher["hosts_busy"] if watcher else
                         draft.lower_bound + gaps.get(hosts, max(gaps.values())))
@@ -114,17 +121,18 @@ def main() -> None:
                 bound = draft.lower_bound
                 rows.append([name, len(cluster.instances), label, draft.hosts_after, bound,
                              peer, verdict, len(draft.migrations),
-                             round(seconds, 2)])
+                             round(seconds, 2), headroom.hosts_after])
                 print(f"  done: {name}, {label}", file=sys.stderr)
             if watcher:
                 rows.append([name, watcher["instances"], "watcher", watcher["hosts_busy"],
                              bound, watcher["hosts_busy"],
                              "valid" if watcher["valid"] else "INVALID",
                              watcher["migrations"],
-                             f"{watcher['seconds']:.2f} ({watcher['process_seconds']:.1f})"])
+                             f"{watcher['seconds']:.2f} ({watcher['process_seconds']:.1f})",
+                             "-"])
     print(table(["CLUSTER", "INSTANCES", "ALGORITHM", "HOSTS BUSY", "LOWER BOUND",
                  "PEER" if args.watcher_python else "PEER (EST.)", "<= PEER", "MIGRATIONS",
-                 "SECONDS"], rows))
+                 "SECONDS", "WITH N+1"], rows))
     if args.watcher_python:
         print(f"\nPEER: OpenStack Watcher's vm_workload_consolidation run on each cluster "
               f"({args.watcher_python} tools/bench/watcher_peer.py). Its SECONDS: the "
