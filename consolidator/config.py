@@ -46,9 +46,15 @@ OPTIONS: tuple[Option, ...] = (
            "Servers and hypervisors asked for per page (Nova caps it at its max_limit)."),
     Option("inventory", "workers", int, 8,
            "Concurrent Placement requests while reading inventories and usages."),
-    Option("planner", "algorithm", str, "zoned-bestfit",
+    Option("planner", "algorithm", str, "auto",
            "The algorithm 'plan' and the daemon use when none is given "
-           "(see 'consolidator algorithms')."),
+           "(see 'consolidator algorithms'). auto: run the fast ones (zoned-bestfit "
+           "and hvp LIGHT) and keep the plan that frees the most hosts within "
+           "max_migrations."),
+    Option("planner", "max_migrations", int, 0,
+           "The most migrations a plan made by 'plan' or the daemon may have, unless "
+           "--max-migrations says otherwise; the plan that frees the most hosts within it is "
+           "kept. 0: unlimited."),
     Option("planner", "ranking", str, "",
            "The ranking that chooses among feasible target hosts; empty: the algorithm's own."),
     Option("planner", "spare", int, 0,

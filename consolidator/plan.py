@@ -51,6 +51,8 @@ class PlanDraft:
     power_on: tuple[str, ...] = ()
     #: Hosts the plan empties but leaves on, with why (no BMC configured for them).
     left_on: Mapping[str, str] = field(default_factory=dict)
+    #: How -a auto or a budget chose this plan: algorithm, budget, why (front.py).
+    choice: Mapping[str, Any] = field(default_factory=dict)
 
     #: Per host powered off: its idle draw from BMC readings (hosts missing here count at
     #: idle_watts), and how each was estimated (fit, measured or configured).
@@ -129,6 +131,7 @@ class StoredPlan:
             "lower_bound": d.lower_bound, "migrations_lower_bound": d.migrations_lower_bound,
             "spare": d.spare, "watts_saved": d.watts_saved, "notes": list(d.notes),
             "options": dict(d.options), "reason": self.reason, "energy": d.energy_json(),
+            "choice": dict(d.choice),
         }
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from consolidator import scenario_cache
 from consolidator.errors import ModelError, ScenarioError
 from consolidator.model import Cluster, Host, Instance, ServerGroup, stable_uuid
 
@@ -63,8 +64,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        doc = json.loads(text) if path.suffix.lower() == ".json" else \
-            yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 - a safe loader
+        doc = json.loads(text) if path.suffix.lower() == ".json" else _load_yaml(text)
     except json.JSONDecodeError as exc:
         raise ScenarioError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except yaml.YAMLError as exc:
@@ -74,6 +74,15 @@ def read_document(path: str | Path) -> dict[str, Any]:
         raise ScenarioError(f"{path}: invalid YAML{where}: {problem}") from None
     if not isinstance(doc, dict):
         raise ScenarioError(f"{path}: expected a mapping with a 'hosts' key at the top level")
+    return doc
+
+
+def _load_yaml(text: str) -> Any:
+    """YAML text parsed with the C parser, or from the cache of parsed scenarios."""
+    doc = scenario_cache.cached(text)
+    if doc is None:
+        doc = yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 - a safe loader
+        scenario_cache.store(text, doc)
     return doc
 
 

@@ -73,9 +73,10 @@ def idle_estimates(ctx: AppContext, snapshot: Snapshot) -> dict[str, IdleEstimat
 
 
 def plan_for_objective(ctx: AppContext, snapshot: Snapshot, cluster: Cluster, algorithm: str,
-                       objective: str, **plan_args: Any) -> PlanDraft:
-    """The checked plan for the objective (hosts: the algorithm's own; energy: the plan that
-    powers off the most idle watts), with each powered-off host's estimated idle draw."""
+                       objective: str, hosts_planner: Any = None, **plan_args: Any) -> PlanDraft:
+    """The checked plan for the objective (hosts: the algorithm's own, or hosts_planner's
+    (cluster, algorithm, **plan_args) when given; energy: the plan that powers off the most
+    idle watts), with each powered-off host's estimated idle draw."""
     from consolidator.energy_objective import energy_plan
     from consolidator.planner import plan_cluster
 
@@ -84,6 +85,6 @@ def plan_for_objective(ctx: AppContext, snapshot: Snapshot, cluster: Cluster, al
         draft = energy_plan(cluster, algorithm, {h: e.watts for h, e in estimates.items()},
                             fallback=idle_watts(ctx.config), **plan_args)
     else:
-        draft = plan_cluster(cluster, algorithm, **plan_args)
+        draft = (hosts_planner or plan_cluster)(cluster, algorithm, **plan_args)
     spent = saving(draft.power_off, estimates, idle_watts(ctx.config))
     return replace(draft, host_watts=dict(spent.per_host), watts_basis=dict(spent.basis))

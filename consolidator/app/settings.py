@@ -55,7 +55,7 @@ def algorithm_options(config: Config, algorithm: str, cluster: Cluster,
                       extra: dict[str, Any]) -> dict[str, Any]:
     """Options for an algorithm: what the config says for it, then the command line's."""
     options: dict[str, Any] = {}
-    if algorithm == "zoned-bestfit":
+    if algorithm in ("zoned-bestfit", "auto"):
         zones = zones_for_cluster(cluster, config.section("zones"))
         if zones is not None:
             options["zones"] = zones
@@ -113,6 +113,6 @@ def check_plugin_names(config: Config) -> None:
     where = f"{config.path}: " if config.path else ""
     for option, registry in (("algorithm", ALGORITHMS), ("ranking", RANKINGS)):
         name = config.get("planner", option)
-        if name and name not in registry:
+        if name and name not in registry and not (option == "algorithm" and name == "auto"):
             raise ConfigError(f"{where}[planner] {option} = {name!r}: unknown {registry.kind}: "
                               f"choose one of {', '.join(registry.names())}")

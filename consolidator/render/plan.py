@@ -47,6 +47,9 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
                ("created", plan.created_at.isoformat(timespec="seconds"))]), "",
            table(["HOST", "VCPU USED (BEFORE -> AFTER)", "RAM USED (BEFORE -> AFTER)",
                   "INSTANCES", "ACTION"], rows, align="lllll"), ""]
+    if d.choice:
+        out.append(f"chosen: {d.choice.get('why', '')}")
+        out.append("")
     out.append(_waves(d.migrations))
     out.append("")
     hours = 24
