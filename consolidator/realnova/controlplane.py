@@ -81,10 +81,12 @@ class ControlPlane(test.TestCase, integrated_helpers.InstanceHelperMixin):
             self.drivers[name] = driver
             return driver
 
-        cell = self.host_mappings[name].cell_mapping.name if name in self.host_mappings \
-            else None
+        service_host = self.host_models[name].compute_host
+        cell = self.host_mappings[service_host].cell_mapping.name \
+            if service_host in self.host_mappings else None
         with mock.patch("nova.virt.driver.load_compute_driver", side_effect=load):
-            self.computes[name] = self.start_service("compute", host=name, cell_name=cell)
+            self.computes[name] = self.start_service("compute", host=service_host,
+                                                     cell_name=cell)
 
     # -- power -----------------------------------------------------------------------
 
