@@ -27,6 +27,7 @@ import yaml
 from consolidator.nova import Nova
 from consolidator.store import journal
 from consolidator.store.db import make_engine
+from tests.functional.cli import run
 from tests.realnova.operator import Operator, operator_for
 from tests.realnova.served import NovaView, served_nova
 
@@ -235,14 +236,18 @@ def test_a_host_without_a_bmc_is_emptied_and_left_on(story: Story) -> None:
     partial = story.tmp / "bmc-without-c2.yaml"
     partial.write_text(yaml.safe_dump(bmcs))
     partial.chmod(0o600)
-    plan = json.loads(op.ok("plan", "-a", "zoned-bestfit", "--bmc-file", str(partial),
-                            "--format", "json").out)
+    def without_c2(*args: str) -> Any:
+        """A command run with the BMC file that does not list c2 (the configured one)."""
+        return run("--config", str(op.config), "--cloud", op.served.cloud_name, *args,
+                   db_url=op.db_url, env={**op.env, "CONSOLIDATOR_BMC_FILE": str(partial)})
+
+    plan = json.loads(without_c2("plan", "-a", "zoned-bestfit", "--format", "json").out)
     assert [m["instance_name"] for m in plan["migrations"]] == ["b0"], plan
     assert plan["power_off"] == []
     assert plan["left_on"] == {
         "c2.example.org": "emptied, left on: no BMC is configured for it in the BMC file"}
-    assert "left on: no BMC" in op.ok("plan", "show", plan["id"]).out
-    applied = op("apply", plan["id"], "--yes", "--bmc-file", str(partial))
+    assert "left on: no BMC" in without_c2("plan", "show", plan["id"]).out
+    applied = without_c2("apply", plan["id"], "--yes")
     assert applied.code == 0, applied.out + applied.err
     assert "left on as planned" in applied.out
     assert nova.where()["b0"] == "c1"
