@@ -140,7 +140,8 @@ def test_rollback_powers_on_through_the_bmc_while_nova_reports_up(story: Story) 
     story.fence_lifted("c2")
     assert nova.power()["c2.example.org"] == "off"
     assert nova.services()["c2"].state == "up"
-    back = op("rollback", story.first, "--yes")
+    # 10-15 s when it works; without the fix it sends b0 to a stopped compute and never ends.
+    back = op("rollback", story.first, "--yes", timeout=180)
     assert back.code == 0, back.out + back.err
     assert re.search(r"^powered on +1$", back.out, re.M), back.out     # verified, counted once
     plans = json.loads(op.ok("plans", "list", "--format", "json").out)
