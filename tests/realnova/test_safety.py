@@ -157,55 +157,83 @@ def test_rollback_powers_on_through_the_bmc_while_nova_reports_up(story: Story) 
     assert set(nova.statuses().values()) == {"ACTIVE"}
 
 
-def lease_actor(story: Story, plan_id: str, *args: str) -> subprocess.Popen[str]:
-    """A second executor process (tests.functional.lease_actor) for the served cloud."""
+def lease_actor(story: Story, plan_id: str, *args: str, after: tuple[str, ...] = ()
+                ) -> subprocess.Popen[str]:
+    """An executor process of its own (tests.functional.lease_actor) for the served cloud;
+    args go before 'execute' (--skew, --ttl), after behind it (--resume, --wait...)."""
     entry = yaml.safe_load(story.op.served.clouds_yaml.read_text())["clouds"]["realnova"]
     clouds = story.tmp / "actor-clouds.yaml"
     clouds.write_text(yaml.safe_dump({"clouds": {"fake": entry}}))
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     return subprocess.Popen(
         [sys.executable, "-m", "tests.functional.lease_actor", *args, "execute",
-         story.op.db_url, plan_id, str(clouds), str(story.op.served.bmc_yaml)],
+         story.op.db_url, plan_id, str(clouds), str(story.op.served.bmc_yaml), *after],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_a_second_executor_with_a_clock_ahead_makes_no_call(story: Story) -> None:
-    """Issue 14, defect 3: a node whose clock ran 90 s ahead took a lease that was still
-    held, and two executors ran one plan at once. The second one now waits, gives up, and
-    makes no destructive call: every call Nova saw has its journal row, all by the first."""
+def test_no_destructive_call_without_the_current_lease(story: Story) -> None:
+    """Issue 14, defect 3, two ways. A runs the plan (a 3 s lease, renewed every second).
+    B, whose clock runs 90 s ahead, tries meanwhile: it once took the held lease; now it is
+    refused and makes no call. Then A freezes (SIGSTOP, as a VM pause or a long GC) past
+    its lease's expiry by the database's clock; C takes the lease, resumes and finishes the
+    plan; A, thawed, must make no further call. Every destructive call Nova saw has its
+    journal row, under the lease generation current when it was written."""
+    from consolidator.store.leases import current
     from tests.realnova.test_faults import driver
 
     op, nova = story.op, story.nova
-    driver(nova, migration_seconds=4.0)
+    driver(nova, migration_seconds=6.0)
     plan = op.plan()
     ids = {n: s.id for n, s in nova.servers().items()}
     seen = {m.id for n in ids for m in nova.migrations(ids[n])}
-    proc = op.popen("apply", plan["id"], "--max-parallel", "1")
+    first = lease_actor(story, plan["id"], "--ttl", "3", after=("--max-parallel", "1"))
+    procs = [first]
     try:
         nova.wait(lambda: any(e.state == journal.RUNNING
                               for e in journal.entries(story.engine, plan_id=plan["id"])),
-                  "the first migration to start")
-        second = lease_actor(story, plan["id"], "--skew", "90", "--ttl", "30")
-        out_b, err_b = second.communicate(timeout=120)
-        out_a, err_a = proc.communicate(timeout=300)
+                  "A's first migration to start")
+        ahead = lease_actor(story, plan["id"], "--skew", "90", "--ttl", "3")
+        procs.append(ahead)
+        out_b, err_b = ahead.communicate(timeout=120)
+        first.send_signal(signal.SIGSTOP)
+        nova.wait(lambda: current(story.engine, "executor:realnova") is None,
+                  "A's lease to expire by the database's clock", timeout=30)
+        taker = lease_actor(story, plan["id"], "--ttl", "30",
+                            after=("--resume", "--wait", "30", "--max-parallel", "1"))
+        procs.append(taker)
+        out_c, err_c = taker.communicate(timeout=300)
+        first.send_signal(signal.SIGCONT)
+        out_a, err_a = first.communicate(timeout=120)
     finally:
         driver(nova, migration_seconds=1.0)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=60)
-    assert proc.returncode == 0, out_a + err_a
-    assert second.returncode != 0 and out_b == "", out_b + err_b
-    assert "holds the lease" in err_b or "LeaseHeldError" in err_b, err_b
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                proc.kill()
+                proc.wait(timeout=30)
+    assert ahead.returncode != 0 and out_b == "", out_b + err_b
+    assert "LeaseHeldError" in err_b, err_b
+    assert first.returncode == 0 and taker.returncode == 0, err_a + err_c
+    ran_a, ran_c = json.loads(out_a), json.loads(out_c)
+    assert ran_a["interrupted"] and not ran_a["powered_off"], ran_a
+    assert "lost the executor lease" in err_a
+    assert not ran_c["interrupted"] and sorted(ran_c["powered_off"]) == \
+        sorted(plan["power_off"]), ran_c
     rows = [e for e in journal.entries(story.engine, plan_id=plan["id"])
             if e.action in DESTRUCTIVE and e.state != journal.SKIPPED]
-    assert len({e.lease_holder for e in rows}) == 1            # one executor made every call
-    assert len({e.lease_generation for e in rows}) == 1
+    by_a = [e for e in rows if e.lease_holder == ran_a["holder"]]
+    by_c = [e for e in rows if e.lease_holder == ran_c["holder"]]
+    assert len(by_a) + len(by_c) == len(rows)               # B wrote nothing
+    assert [e.action for e in by_a] == ["migrate"]          # only before the freeze
+    assert max(e.id for e in by_a) < min(e.id for e in by_c)
+    assert max(e.lease_generation for e in by_a) < min(e.lease_generation for e in by_c)
     for move in plan["migrations"]:
         records = [m for m in nova.migrations(ids[move["instance_name"]]) if m.id not in seen]
         assert [m.status for m in records] == ["completed"]             # one POST each
+    assert sum(e.action == "migrate" for e in rows) == len(plan["migrations"])
     assert sorted(e.target for e in rows if e.action == "power_off") == \
         sorted(plan["power_off"])
-    assert sum(e.action == "migrate" for e in rows) == len(plan["migrations"])
+    assert all(nova.power()[h] == "off" for h in plan["power_off"])
 
 
 def test_rollback_leaves_a_host_the_operator_disabled_alone(story: Story) -> None:
