@@ -40,6 +40,8 @@ class AppContext:
     connector: Callable[[str | None], Any] | None = None
     #: host name -> its PowerDriver (None without a BMC); default: from the BMC file.
     power: PowerLookup | None = None
+    #: A dry run's context: a scratch database, and plans run on a simulated cloud.
+    simulate: bool = False
     _config: Config | None = field(default=None, repr=False)
     _engine: Engine | None = field(default=None, repr=False)
 

@@ -18,7 +18,7 @@ CORE = {"algorithms", "rankings", "render", "simulate", "model", "constraints", 
         "planner", "plan", "journal_entry", "zones", "padding", "scenario", "registry",
         "errors", "config", "report", "rollback"}
 ADAPTERS = {"cloud", "inventory", "nova", "placement", "power_off", "telemetry", "metrics",
-            "realnova",
+            "realnova", "simulated",
             "executor", "power",
             "store", "fake"}
 APP = {"app"}
