@@ -65,9 +65,13 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pla
     listed = ctx.bmc_hosts() if not snapshot.info.cloud.startswith("scenario:") else None
     no_bmc = [] if listed is None else [h.name for h in cluster.hosts
                                         if h.name not in listed and h.compute_host not in listed]
-    return plan_cluster(cluster, algorithm, settings=settings, spare=spare,
-                        options=algorithm_options(config, algorithm, cluster, options),
-                        ranking=ranking, no_bmc=no_bmc)
+    draft = plan_cluster(cluster, algorithm, settings=settings, spare=spare,
+                         options=algorithm_options(config, algorithm, cluster, options),
+                         ranking=ranking, no_bmc=no_bmc)
+    if model == "ucac":     # recorded with the plan, so that 'plans list' shows what was asked
+        draft = replace(draft, options={**draft.options, "capacity_model": model,
+                                        "confidence": confidence})
+    return draft
 
 
 def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> StoredPlan:

@@ -10,6 +10,7 @@ from consolidator.inventory import Inventory
 from consolidator.journal_entry import Entry
 from consolidator.model import Cluster
 from consolidator.plan import PlanDraft, StoredPlan
+from consolidator.render.asked import asked_for
 from consolidator.store import journal
 from consolidator.store import plans as stored
 from consolidator.store.snapshots import load_snapshot
@@ -25,6 +26,11 @@ def show_plan(ctx: AppContext, ref: str) -> tuple[StoredPlan, Cluster]:
 def list_plans(ctx: AppContext, *, status: str | None, limit: int) -> list[Any]:
     """Plan header rows, newest first."""
     return stored.list_plans(ctx.engine(), status=status, limit=limit)
+
+
+def asked_row(row: Any) -> str:
+    """What a listed plan was asked for: algorithm, ranking and options as flags."""
+    return asked_for(row.algorithm, row.ranking, (row.details or {}).get("options") or {})
 
 
 def change_status(ctx: AppContext, ref: str, status: str) -> str:
