@@ -11,6 +11,7 @@ from consolidator.app.context import AppContext
 from consolidator.app.settings import algorithm_options, settings_from_config
 from consolidator.constraints import UsageModel
 from consolidator.model import Cluster
+from consolidator.options import check_options
 from consolidator.plan import Move, PlanDraft, StoredPlan
 from consolidator.planner import plan_cluster
 from consolidator.rankings import get_ranking
@@ -34,9 +35,11 @@ class PlanRequest:
 def validate_request(ctx: AppContext, request: PlanRequest) -> None:
     """Fail early, in one line, on an unknown algorithm or ranking or a bad ranking option."""
     config = ctx.config
-    get_algorithm(request.algorithm or config.get("planner", "algorithm"))
+    algorithm = request.algorithm or config.get("planner", "algorithm")
+    get_algorithm(algorithm)
     ranking = request.ranking if request.ranking is not None \
         else config.get("planner", "ranking")
+    check_options(algorithm, ranking or None, request.options or {})
     get_ranking(ranking, request.options or {})
 
 

@@ -40,3 +40,30 @@ def test_an_instance_larger_than_every_host_is_named_in_a_note(
     assert "h1" not in plan["power_off"]
     shown = run("plan", "show", plan["id"], db_url=db_url)
     assert "6400%" not in shown.out or "never move" in shown.out
+
+
+@pytest.mark.parametrize(("args", "wanted"), [
+    (["-a", "hvp", "-o", "foo=1"],
+     ["unknown option 'foo' for hvp", "light=true|false", "window=int"]),
+    (["-a", "firstfit", "-r", "xbalance", "-o", "alpha=0.1"],
+     ["unknown option 'alpha' for firstfit with ranking xbalance", "order=size|given",
+      "weights="]),
+    (["-a", "hvp", "-o", "window=wide"], ["option window=wide: not an integer"]),
+    (["-a", "firstfit", "-r", "abp", "-o", "alpha=much"], ["option alpha=much: not a number"]),
+])
+def test_unknown_or_malformed_options_are_refused_with_the_valid_keys(
+        bundled_scenario: Path, db_url: str, args: list[str], wanted: list[str]) -> None:
+    result = run("plan", *args, "--scenario", str(bundled_scenario), db_url=db_url)
+    assert result.code == 2, result.out + result.err
+    assert len(result.err.strip().splitlines()) == 1
+    for text in wanted:
+        assert text in result.err, text
+
+
+def test_every_registered_option_is_accepted(bundled_scenario: Path, db_url: str) -> None:
+    for args in (["-a", "importance-3d", "-o", "bin=8x8x6", "-o", "assign=false"],
+                 ["-a", "firstfit", "-o", "order=given", "-r", "pack", "-o",
+                  "prime_resource=memory_mb"],
+                 ["-a", "hvp", "-o", "window=2", "-o", "strategies=ff"]):
+        result = run("plan", *args, "--scenario", str(bundled_scenario), db_url=db_url)
+        assert result.code == 0, (args, result.err)

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "consolidator"
 
 #: Layer of each top-level module or package of consolidator.
 CORE = {"algorithms", "rankings", "render", "simulate", "model", "constraints", "checker", "fit",
-        "planner", "plan", "journal_entry", "zones", "padding", "scenario", "registry",
+        "planner", "plan", "options", "journal_entry", "zones", "padding", "scenario", "registry",
         "errors", "config", "report", "rollback"}
 ADAPTERS = {"cloud", "inventory", "nova", "placement", "power_off", "telemetry", "metrics",
             "realnova", "simulated",
