@@ -58,9 +58,10 @@ class AppContext:
         """The validated config (defaults when no file is given or present)."""
         if self._config is None:
             config = load_config(self.config_file, required=self.config_file is not None)
-            from consolidator.app.settings import check_plugin_names
+            from consolidator.app.settings import check_plugin_names, check_schedule
 
             check_plugin_names(config)
+            check_schedule(config)
             self._config = config
         return self._config
 

@@ -67,3 +67,33 @@ def test_every_registered_option_is_accepted(bundled_scenario: Path, db_url: str
                  ["-a", "hvp", "-o", "window=2", "-o", "strategies=ff"]):
         result = run("plan", *args, "--scenario", str(bundled_scenario), db_url=db_url)
         assert result.code == 0, (args, result.err)
+
+
+@pytest.mark.parametrize(("text", "wanted"), [
+    ("[planner]\nalgorithm = nope\n", "[planner] algorithm = 'nope'"),
+    ("[daemon]\nschedule = 99 * * *\n", "[daemon] schedule = '99 * * *'"),
+    ("[daemon]\nschedule = 61 * * * *\n", "[daemon] schedule = '61 * * * *'"),
+    ("[daemon]\ntimezone = Mars/Base\n", "[daemon] timezone = 'Mars/Base'"),
+    ("[metrics]\naddress = not an address\n", "[metrics] address = 'not an address'"),
+    ("[metrics]\nport = 70000\n", "[metrics] port = '70000'"),
+    ("[executor]\nmax_parallel = 0\n", "[executor] max_parallel = '0'"),
+    ("[inventory]\npage_size = -5\n", "[inventory] page_size = '-5'"),
+    ("[planner]\nconfidence = 1.5\n", "[planner] confidence = '1.5'"),
+    ("[executor]\nlease_ttl = 0\n", "[executor] lease_ttl = '0'"),
+])
+def test_every_config_value_is_validated_whatever_the_command(
+        tmp_path: Path, db_url: str, text: str, wanted: str) -> None:
+    conf = tmp_path / "bad.conf"
+    conf.write_text(text)
+    result = run("--config", str(conf), "snapshots", "list", db_url=db_url)
+    assert result.code != 0, result.out
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and wanted in lines[0] and str(conf) in lines[0], result.err
+
+
+def test_good_config_values_pass(tmp_path: Path, db_url: str) -> None:
+    conf = tmp_path / "good.conf"
+    conf.write_text("[daemon]\nschedule = */15 8-18 * * mon-fri\ntimezone = Europe/Oslo\n"
+                    "[metrics]\naddress = ::\nport = 9100\n[planner]\nconfidence = 0.99\n")
+    result = run("--config", str(conf), "snapshots", "list", db_url=db_url)
+    assert result.code == 0, result.err
