@@ -88,3 +88,23 @@ def test_a_dry_run_fails_where_the_real_run_would(op: Operator) -> None:
     real = op("apply", plan["id"], "--yes")
     assert real.code == 1
     assert counts(real.out) == predicted
+
+
+def test_a_dry_run_is_refused_while_another_executor_holds_the_lease(op: Operator) -> None:
+    """The real run would be refused by the lease, so the dry run is too (and takes no
+    lease itself)."""
+    from consolidator.store.db import make_engine
+    from consolidator.store.leases import acquire, current, make_holder
+
+    assert op("snapshot").code == 0
+    plan = json.loads(op("plan", "-a", "firstfit", "--format", "json").out)
+    engine = make_engine(op.db_url)
+    holder = make_holder()          # this (live) test process
+    assert acquire(engine, f"executor:{op.served.cloud_name}", holder, 300) is not None
+    before = rows(op)
+    dry = op("apply", plan["id"], "--dry-run")
+    assert dry.code != 0
+    lines = dry.err.strip().splitlines()
+    assert len(lines) == 1 and "already running" in lines[0] and holder in lines[0]
+    assert rows(op) == before
+    assert current(engine, f"executor:{op.served.cloud_name}").holder == holder
