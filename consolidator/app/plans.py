@@ -48,9 +48,10 @@ def journal_entries(ctx: AppContext, *, plan_ref: str | None, limit: int) -> lis
     return journal.entries(engine, plan_id=full)[-limit:]
 
 
-def approve(ctx: AppContext, plan_id: str, reason: str) -> None:
-    """Approve a plan for a reason other than the operator's word (auto_apply, rollback)."""
-    stored.set_status(ctx.engine(), plan_id, "approved", reason=reason)
+def approve(ctx: AppContext, plan_id: str, reason: str, *, supersede: bool = True) -> None:
+    """Approve a plan for a reason other than the operator's word (auto_apply, rollback);
+    unless told not to, the cloud's other proposed plans are superseded."""
+    stored.set_status(ctx.engine(), plan_id, "approved", reason=reason, supersede=supersede)
 
 
 def cancel(ctx: AppContext, plan_id: str, reason: str) -> None:
@@ -83,5 +84,5 @@ def power_on_plan(ctx: AppContext, inventory: Inventory, hosts: list[str], targe
                       notes=(f"padding target {target}",))
     plan = stored.save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
                             snapshot_id=snapshot.info.id, supersede=False)
-    approve(ctx, plan.id, reason="padding")
+    approve(ctx, plan.id, reason="padding", supersede=False)
     return plan

@@ -114,9 +114,11 @@ def count_by_status(engine: Engine, cloud: str | None = None) -> dict[str, int]:
         return {status: int(n) for status, n in conn.execute(query)}
 
 
-def set_status(engine: Engine, plan_id: str, status: str, reason: str | None = None) -> str:
+def set_status(engine: Engine, plan_id: str, status: str, reason: str | None = None, *,
+               supersede: bool = True) -> str:
     """Move a plan to a new state if its current state allows it; return the old state.
-    Approving a plan supersedes the other proposed plans of its cloud."""
+    Approving a plan supersedes (unless told not to) the other proposed plans of its
+    cloud."""
     with translate_errors(engine), engine.begin() as conn:
         current = conn.execute(select(plans.c.status).where(plans.c.id == plan_id)
                                .with_for_update()).scalar_one_or_none()
@@ -126,7 +128,7 @@ def set_status(engine: Engine, plan_id: str, status: str, reason: str | None = N
         now = datetime.now(timezone.utc)
         conn.execute(update(plans).where(plans.c.id == plan_id, plans.c.status == current)
                      .values(status=status, reason=reason, updated_at=now))
-        if status == "approved":    # the operator chose: the other candidates are done
+        if status == "approved" and supersede:    # chosen: the other candidates are done
             cloud = conn.execute(select(plans.c.cloud).where(plans.c.id == plan_id)).scalar()
             conn.execute(update(plans).where(plans.c.cloud == cloud, plans.c.id != plan_id,
                                              plans.c.status == "proposed")

@@ -91,3 +91,23 @@ def test_plans_list_shows_what_was_asked_and_the_counts(tmp_path: Path,
         run("plans", "list", "--format", "json", db_url=db_url).out)}
     assert as_json[second["id"]]["asked"] == asked[second["id"]]
     assert as_json[first["id"]]["migrations"] == len(first["migrations"])
+
+
+def test_a_padding_power_on_plan_supersedes_nothing(db_url: str,
+                                                    bundled_scenario: Path) -> None:
+    """The daemon's ramp approves its own power-on plan: the operator's candidates stay."""
+    from consolidator.app.context import AppContext
+    from consolidator.app.plans import power_on_plan
+    from consolidator.config import Config
+    from consolidator.inventory import Inventory
+
+    engine = make_engine(db_url)
+    cluster = load_cluster(bundled_scenario)
+    snapshot = save_snapshot(engine, cluster, cloud="alto", source="test").info.id
+    candidate = save_plan(engine, plan_cluster(cluster, "firstfit"), cloud="alto",
+                          snapshot_id=snapshot).id
+    ctx = AppContext.of(config=Config(), engine=engine, connect=lambda: None)
+    inventory = Inventory(cluster=cluster, capacity_source="placement", microversion=None,
+                          cloud="alto")
+    power_on_plan(ctx, inventory, [cluster.hosts[0].name], target=1)
+    assert load_plan(engine, candidate).status == "proposed"
