@@ -360,7 +360,10 @@ def reference_rst() -> str:
     lines = ["=======================", "Configuration reference", "=======================", "",
              "The INI file named by ``--config`` (default ``/etc/consolidator/consolidator.conf``"
              " when it exists). Unknown sections and options are errors, so a typo cannot pass "
-             "silently. This page is generated from ``consolidator/config.py`` by "
+             "silently, and every value is checked when the file is loaded, whatever the "
+             "command: its type, its range, its choices, the time zone, the address, the cron "
+             "expression of [daemon] schedule and the [planner] algorithm and ranking names. "
+             "This page is generated from ``consolidator/config.py`` by "
              "``python tools/gen_config_reference.py``; a test fails when they differ.", ""]
     for section in dict.fromkeys(o.section for o in OPTIONS):
         title = f"[{section}]"

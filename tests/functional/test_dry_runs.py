@@ -44,20 +44,20 @@ def test_apply_and_rollback_dry_runs_predict_the_real_runs_and_store_nothing(
         op: Operator) -> None:
     snap = op("snapshot").out.strip()
     plan = json.loads(op("plan", "-a", "firstfit", "--format", "json").out)
-    before, where = rows(op), op.where()
+    before, where = rows(op), op.served.state()
     dry = op("apply", plan["id"], "--dry-run")
     assert dry.code == 0, dry.out + dry.err
-    assert rows(op) == before and op.where() == where
+    assert rows(op) == before and op.served.state() == where  # nothing changed at all
     predicted = counts(dry.out)
     assert predicted["migrated"] == len(plan["migrations"]) and predicted["powered off"] == 2
     real = op("apply", plan["id"], "--yes")
     assert real.code == 0, real.out + real.err
     assert counts(real.out) == predicted
 
-    before, where = rows(op), op.where()
+    before, where = rows(op), op.served.state()
     dry = op("rollback", snap, "--dry-run")
     assert dry.code == 0, dry.out + dry.err
-    assert rows(op) == before and op.where() == where
+    assert rows(op) == before and op.served.state() == where  # nothing changed at all
     predicted = counts(dry.out)
     assert predicted["powered on"] == 2 and predicted["migrated"] == len(plan["migrations"])
     assert predicted["skipped"] == 0
