@@ -44,6 +44,8 @@ class SimulatedNova:
         self._usage: dict[str, dict[str, float]] = {}
         self._moves: list[tuple[str, str, str]] = []         # server id, source, destination
         self._records: dict[str, dict[str, Any]] = {}
+        #: Free room gained per provider and class by the simulated moves.
+        self._gained: dict[str, dict[str, float]] = {}
         self._ids = itertools.count(1)
         self.provider = {h.compute_host: h.id for h in cluster.hosts}
         self.traits = {h.id: set(h.traits) for h in cluster.hosts}
@@ -73,6 +75,7 @@ class SimulatedNova:
                                                    compute_host=compute_host,
                                                    node=compute_host, task_state=None)
             self._moves.append((server_id, source, compute_host))
+            self._shift(server_id, source, compute_host)
             self._records[server_id] = {
                 "id": next(self._ids), "status": "completed", "instance_uuid": server_id,
                 "migration_type": "live-migration", "source_compute": source,
@@ -175,21 +178,17 @@ class SimulatedNova:
         if provider not in cache:
             cache[provider] = dict(read())
         values = dict(cache[provider])
-        for rc, delta in self._delta.get(provider, {}).items():
+        for rc, delta in self._gained.get(provider, {}).items():
             values[rc] = values.get(rc, 0.0) + (-delta if negate else delta)
         return values
 
-    @property
-    def _delta(self) -> dict[str, dict[str, float]]:
-        """Free room gained per provider and class by the simulated moves."""
-        delta: dict[str, dict[str, float]] = {}
-        for server_id, source, dest in self._moves:
-            amounts = self._amounts(server_id)
-            for host, sign in ((source, 1.0), (dest, -1.0)):
-                room = delta.setdefault(self.provider.get(host, host), {})
-                for rc, n in amounts.items():
-                    room[rc] = room.get(rc, 0.0) + sign * n
-        return delta
+    def _shift(self, server_id: str, source: str, dest: str) -> None:
+        """Move a server's Placement usage from its source's provider to its destination's."""
+        amounts = self._amounts(server_id)
+        for host, sign in ((source, 1.0), (dest, -1.0)):
+            room = self._gained.setdefault(self.provider.get(host, host), {})
+            for rc, n in amounts.items():
+                room[rc] = room.get(rc, 0.0) + sign * n
 
     def _amounts(self, server_id: str) -> dict[str, float]:
         index = self.cluster.instance_index.get(server_id)
