@@ -8,12 +8,16 @@ from typing import Any
 
 from consolidator.algorithms.base import ALGORITHMS
 from consolidator.errors import UsageError
+from consolidator.front import AUTO
 from consolidator.rankings import RANKINGS
 
 
 def valid_options(algorithm: str, ranking: str | None) -> dict[str, str]:
     """The keys an algorithm and a ranking accept, each with the form of its value."""
-    keys = dict(ALGORITHMS.entry(algorithm).options)
+    if algorithm == AUTO:       # it runs every fast algorithm: any of their keys
+        keys = {k: form for entry in ALGORITHMS for k, form in entry.options.items()}
+    else:
+        keys = dict(ALGORITHMS.entry(algorithm).options)
     if ranking:
         keys.update(RANKINGS.entry(ranking).options)
     return keys

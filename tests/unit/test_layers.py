@@ -14,9 +14,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "consolidator"
 
 #: Layer of each top-level module or package of consolidator.
-CORE = {"algorithms", "rankings", "render", "simulate", "model", "constraints", "checker", "fit",
-        "planner", "plan", "options", "journal_entry", "zones", "padding", "scenario", "registry",
-        "errors", "config", "report", "rollback"}
+CORE = {"algorithms", "rankings", "render", "simulate", "model", "constraints", "checker",
+        "planner", "plan", "journal_entry", "zones", "padding", "scenario", "registry",
+        "scenario_cache", "front", "errors", "config", "report", "rollback", "energy",
+        "energy_objective", "fit", "options"}
 ADAPTERS = {"cloud", "inventory", "nova", "placement", "power_off", "telemetry", "metrics",
             "realnova", "simulated",
             "executor", "power",
