@@ -1,7 +1,9 @@
 """The executor: runs a plan against the live cloud, safely, journaling every action.
 
-For each wave it re-reads the live state and runs the pre-checks, then live-migrates
-concurrently (a global limit; waves already bound each source host). A migration is done only
+Moves run from a queue (consolidator.move_queue, move_runner): a move starts as soon as the
+earlier-wave moves touching its source or destination have succeeded and a slot is free
+(overall and per destination), after its pre-checks on the live state; a slow move delays only
+the moves that depend on it, and a failed one holds them back. A migration is done only
 when a fresh GET shows the server ACTIVE on the destination and its migration record is
 completed. A host whose migration fails or whose pre-check fails is left alone from then on.
 Hosts the plan powers off are checked three times over right before the power call: no server
@@ -21,7 +23,6 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,8 @@ from sqlalchemy import Engine
 from consolidator import placement
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
+from consolidator.move_queue import MoveQueue
+from consolidator.move_runner import MoveCallbacks, run_moves
 from consolidator.nova import FINAL_MIGRATION_STATUSES, Nova, ServerState
 from consolidator.plan import Move, StoredPlan
 from consolidator.power.base import read_power
@@ -103,8 +106,6 @@ class Executor:
         self.guard: Guard | None = None
         self._blocked: dict[str, str] = {}       # source host -> why it is left alone
         self._lock = threading.Lock()
-        self._into: dict[str, threading.Semaphore] = defaultdict(
-            lambda: threading.Semaphore(max(settings.max_per_destination, 1)))
 
     # -- the run -----------------------------------------------------------------------
 
@@ -196,39 +197,55 @@ class Executor:
     # -- migrations --------------------------------------------------------------------
 
     def _run_waves(self, plan: StoredPlan, done: set[str], outcome: Outcome) -> None:
-        waves: dict[int, list[Move]] = defaultdict(list)
+        """Run the moves from a queue that keeps the waves' safety (consolidator.move_queue):
+        a move starts once the earlier-wave moves it depends on have succeeded."""
         for move in plan.draft.migrations:
-            if move.instance_id not in done:
-                waves[move.wave].append(move)
-            else:
+            if move.instance_id in done:
                 outcome.migrated.append(move)
-        total, finished = len(plan.draft.migrations), len(outcome.migrated)
-        with ThreadPoolExecutor(max_workers=max(self.settings.max_parallel, 1)) as pool:
-            for wave in sorted(waves):
-                if self.stop.is_set():
-                    outcome.interrupted = True
-                    for move in waves[wave]:
-                        outcome.skipped[move.instance_name] = self._stopped_reason()
-                    continue
-                ready = self._precheck(plan, waves[wave], outcome)
-                self.report(f"wave {wave}: {len(ready)} migrations "
-                            f"({finished}/{total} done so far)")
-                if self.settings.dry_run:
-                    for move in ready:
-                        self.report(f"  would migrate {move.instance_name} "
-                                    f"{move.source} -> {move.destination}")
-                    continue
-                for move, error in zip(ready, pool.map(lambda m: self._migrate(plan, m),
-                                                       ready), strict=True):
-                    finished += 1
-                    if error is None:
-                        outcome.migrated.append(move)
-                    elif error is _NOT_STARTED:
-                        outcome.interrupted = True
-                        outcome.skipped[move.instance_name] = self._stopped_reason()
-                    else:
-                        outcome.failed[move.instance_name] = error
-                        self._block(move.source, f"migration of {move.instance_name} failed")
+        todo = [m for m in plan.draft.migrations if m.instance_id not in done]
+        if self.settings.dry_run:
+            self._dry_run_waves(plan, todo, len(outcome.migrated), outcome)
+            return
+
+        def finished(move: Move, error: str | None) -> None:
+            if error is None:
+                outcome.migrated.append(move)
+            elif error is _NOT_STARTED:
+                outcome.interrupted = True
+                outcome.skipped[move.instance_name] = self._stopped_reason()
+            else:
+                outcome.failed[move.instance_name] = error
+                self._block(move.source, f"migration of {move.instance_name} failed")
+
+        def skip(move: Move, reason: str) -> None:
+            if self.stop.is_set():
+                outcome.interrupted = True
+                outcome.skipped[move.instance_name] = self._stopped_reason()
+            else:
+                self._skip(plan, move, reason, outcome)
+
+        run_moves(MoveQueue(plan.draft.migrations, done), MoveCallbacks(
+            precheck=lambda moves: self._precheck(plan, moves, outcome),
+            migrate=lambda move: self._migrate(plan, move), finished=finished, skip=skip,
+            stopping=self.stop.is_set, stopped_reason=self._stopped_reason,
+            report=self.report),
+            max_parallel=self.settings.max_parallel,
+            max_per_destination=self.settings.max_per_destination,
+            total=len(plan.draft.migrations), finished=len(outcome.migrated))
+
+    def _dry_run_waves(self, plan: StoredPlan, todo: list[Move], finished: int,
+                       outcome: Outcome) -> None:
+        """Say what each wave would migrate, after its pre-checks."""
+        waves: dict[int, list[Move]] = defaultdict(list)
+        for move in todo:
+            waves[move.wave].append(move)
+        for wave in sorted(waves):
+            ready = self._precheck(plan, waves[wave], outcome)
+            self.report(f"wave {wave}: {len(ready)} migrations "
+                        f"({finished}/{len(plan.draft.migrations)} done so far)")
+            for move in ready:
+                self.report(f"  would migrate {move.instance_name} "
+                            f"{move.source} -> {move.destination}")
 
     def _block(self, host: str, why: str) -> None:
         with self._lock:
@@ -306,14 +323,7 @@ class Executor:
 
     def _migrate(self, plan: StoredPlan, move: Move) -> str | None:
         """One live migration, journaled and verified; None on success, else the reason
-        (_NOT_STARTED once the run is stopping or the lease is lost). At most
-        max_per_destination run into one host at once."""
-        with self._lock:
-            gate = self._into[move.destination]
-        with gate:
-            return self._migrate_now(plan, move)
-
-    def _migrate_now(self, plan: StoredPlan, move: Move) -> str | None:
+        (_NOT_STARTED once the run is stopping or the lease is lost)."""
         dest = self.hosts[move.destination]
         if self.stop.is_set():
             return _NOT_STARTED
