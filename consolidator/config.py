@@ -96,7 +96,11 @@ OPTIONS: tuple[Option, ...] = (
            "Seconds a live migration may take before it counts as failed; its host is then "
            "left alone."),
     Option("executor", "poll_interval", float, 2.0,
-           "Seconds between fresh reads of a migrating server."),
+           "The longest wait, in seconds, between two fresh reads of a migrating server: "
+           "reads start poll_first apart and the wait doubles up to this."),
+    Option("executor", "poll_first", float, 0.1,
+           "Seconds before the first read of a migrating server (then doubled up to "
+           "poll_interval), so a short migration is seen done at once."),
     Option("executor", "power_timeout", float, 600.0,
            "Seconds a host may take to reach the power state asked of its BMC."),
     Option("executor", "lease_ttl", float, 60.0,

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine
 
 from consolidator import placement
+from consolidator import progress as mp
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.move_queue import MoveQueue
@@ -37,6 +38,7 @@ from consolidator.nova import FINAL_MIGRATION_STATUSES, Nova, ServerState
 from consolidator.plan import Move, StoredPlan
 from consolidator.power.base import read_power
 from consolidator.power_off import GuardedPowerOff
+from consolidator.progress import MigrationProgress, ProgressListener, poll_delays
 from consolidator.store import journal
 from consolidator.store.leases import (
     Guard,
@@ -60,7 +62,10 @@ class ExecutorSettings:
 
     max_parallel: int = 4
     migration_timeout: float = 1800.0
+    #: The longest wait between two reads of a migrating server (the backoff's cap).
     poll_interval: float = 2.0
+    #: The first wait; it doubles up to poll_interval.
+    poll_first: float = 0.1
     power_timeout: float = 600.0
     lease_ttl: float = 60.0
     dry_run: bool = False
@@ -102,6 +107,8 @@ class Executor:
         self.guarded = GuardedPowerOff(engine, nova, cloud, report, settings.power_timeout,
                                          dry_run=settings.dry_run)
         self.stop = threading.Event()
+        #: Who hears of each running migration's progress (None: nobody; nothing is read).
+        self.progress: ProgressListener | None = None
         self.holder = make_holder()
         self.guard: Guard | None = None
         self._blocked: dict[str, str] = {}       # source host -> why it is left alone
@@ -333,11 +340,13 @@ class Executor:
             return _NOT_STARTED
         self.report(f"  migrate {move.instance_name} {move.source} -> {move.destination}")
         started = time.monotonic()
+        self._progress(move, mp.STARTED, started)
         try:
             self.nova.live_migrate(move.instance_id, dest.compute_host)
             error = self._await(move, dest.compute_host, started)
         except ConsolidatorError as exc:
             error = str(exc)
+        self._progress(move, mp.FAILED if error else mp.DONE, started)
         journal.finish(self.engine, entry, journal.FAILED if error else journal.SUCCEEDED,
                        error or f"on {move.destination} after {time.monotonic() - started:.1f} s")
         self.report(f"  {'FAILED' if error else 'done'} {move.instance_name}"
@@ -349,13 +358,15 @@ class Executor:
         host, status and the migration record, polled until it is final."""
         deadline = started + self.settings.migration_timeout
         handled = ""
+        delays = poll_delays(self.settings.poll_first, self.settings.poll_interval)
         while True:
-            time.sleep(self.settings.poll_interval)
+            time.sleep(next(delays))
             server = self.nova.server(move.instance_id)
             if server is None:
                 return "the instance disappeared during its migration"
             if server.status != "MIGRATING" and not server.task_state:
                 break
+            self._progress(move, mp.RUNNING, started, live=True)
             if time.monotonic() > deadline:
                 if handled:
                     return (f"timed out after {self.settings.migration_timeout:.0f} s and "
@@ -407,12 +418,30 @@ class Executor:
         """The server's newest live-migration record, polled until its status is final (or
         the deadline passes)."""
         deadline = max(deadline, time.monotonic() + self.settings.poll_interval * 20)
+        delays = poll_delays(self.settings.poll_first, self.settings.poll_interval)
         while True:
             record = self.nova.latest_migration(server_id) or {}
             if record.get("status") in FINAL_MIGRATION_STATUSES or \
                     time.monotonic() > deadline:
                 return record
-            time.sleep(self.settings.poll_interval)
+            time.sleep(next(delays))
+
+    def _progress(self, move: Move, phase: str, started: float, *, live: bool = False
+                  ) -> None:
+        """Tell the progress listener (if any) about a migration; while it runs, with Nova's
+        memory counters where the microversion gives them (2.23+)."""
+        if self.progress is None:
+            return
+        record: dict = {}
+        if live:
+            try:
+                record = self.nova.migration_progress(move.instance_id) or {}
+            except ConsolidatorError:
+                record = {}
+        self.progress(MigrationProgress(
+            move.instance_name, move.source, move.destination, phase,
+            time.monotonic() - started, record.get("memory_total_bytes"),
+            record.get("memory_processed_bytes"), record.get("memory_remaining_bytes")))
 
     # -- power-on ----------------------------------------------------------------------
 

@@ -87,6 +87,16 @@ class Nova:
         return max(records, key=lambda r: (r.get("created_at") or "", r.get("id") or 0),
                    default=None)
 
+    def migration_progress(self, server_id: str) -> dict[str, Any] | None:
+        """The server's in-progress live migration with its memory_* counters
+        (GET /servers/{id}/migrations, 2.23+), or None (older microversion, or none runs)."""
+        if not self.version or self.version < (2, 23):
+            return None
+        with cloud_errors(self.conn, f"reading the progress of {server_id}'s migration"):
+            records = get_json(self.conn.compute, f"/servers/{server_id}/migrations",
+                               microversion=self.mv).get("migrations") or []
+        return max(records, key=lambda r: r.get("id") or 0, default=None)
+
     def servers_on(self, compute_host: str) -> list[dict[str, Any]]:
         """Every server on a compute host: all projects, all states."""
         with cloud_errors(self.conn, f"listing the servers on {compute_host}"):

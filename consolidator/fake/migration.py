@@ -67,6 +67,16 @@ def _migration_uuid(server_id: str, number: int) -> str:
     return stable_uuid("migration", f"{server_id}:{number}")
 
 
+def memory_copied(mig: MigrationRecord, total: int, now: float | None) -> int:
+    """Bytes of guest memory copied so far: none while queued, all once completed, and in
+    between the share of its duration it has run (by simulated time `now`)."""
+    if mig.status == "queued":
+        return 0
+    if mig.status != "running" or now is None or mig.started is None or mig.duration <= 0:
+        return total
+    return int(total * min(max((now - mig.started) / mig.duration, 0.0), 1.0))
+
+
 def handle_event(state: CloudState, kind: str, mig: MigrationRecord, at: float) -> None:
     """Run one due migration event; the caller holds the state's lock."""
     server = state.servers[mig.server_id]
