@@ -24,12 +24,14 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
 from consolidator import placement
 from consolidator import progress as mp
+from consolidator.demand import not_low_for_long
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.move_queue import MoveQueue
@@ -48,6 +50,7 @@ from consolidator.store.leases import (
     release,
 )
 from consolidator.store.plans import set_status
+from consolidator.store.snapshots import demand_samples
 
 if TYPE_CHECKING:
     from consolidator.power.base import PowerDriver
@@ -74,6 +77,10 @@ class ExecutorSettings:
     on_timeout: str = "abort"
     #: Live migrations into one destination at once.
     max_per_destination: int = 2
+    #: Minutes of low demand every power-off waits for (0: none); see consolidator.demand.
+    low_demand_window: float = 0.0
+    #: Demand (mean CPU use over the powered-on hosts' vCPUs) at or below which it is low.
+    low_demand_threshold: float = 0.5
 
 
 @dataclass
@@ -518,6 +525,7 @@ class Executor:
     # -- power-off ---------------------------------------------------------------------
 
     def _power_off(self, plan: StoredPlan, outcome: Outcome) -> None:
+        not_low = self._demand_not_low() if plan.draft.power_off else None
         for host in plan.draft.power_off:
             if self.stop.is_set():
                 outcome.interrupted = True
@@ -527,11 +535,26 @@ class Executor:
             if why is not None:
                 outcome.left_on[host] = why
                 continue
+            if not_low is not None:
+                outcome.left_on[host] = self._note(plan, "power_off", host, journal.SKIPPED,
+                                                   f"emptied and left on: {not_low}")
+                continue
             reason = self._power_off_host(plan, host)
             if reason is None:
                 outcome.powered_off.append(host)
             else:
                 outcome.left_on[host] = reason
+
+    def _demand_not_low(self) -> str | None:
+        """Why demand has not stayed low over [power] low_demand_window, or None."""
+        window = self.settings.low_demand_window
+        if window <= 0:
+            return None
+        now = datetime.now(timezone.utc)
+        samples = demand_samples(self.engine, self.cloud,
+                                 since=now - timedelta(minutes=window))
+        return not_low_for_long(samples, now=now, window_minutes=window,
+                                threshold=self.settings.low_demand_threshold)
 
     def _power_off_host(self, plan: StoredPlan, name: str) -> str | None:
         """Disable and power off one emptied host through the one guarded path."""
