@@ -23,7 +23,7 @@ class DemandSample:
     demand: float
 
 
-def demand_of(cpu_means: Sequence[float], host_vcpus: Sequence[int]) -> float:
+def cpu_demand(cpu_means: Sequence[float], host_vcpus: Sequence[int]) -> float:
     """Mean CPU usage of the instances over the physical vCPUs of the hosts that were on."""
     capacity = sum(host_vcpus)
     return sum(cpu_means) / capacity if capacity > 0 else 0.0

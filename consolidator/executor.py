@@ -36,11 +36,12 @@ from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.move_queue import MoveQueue
 from consolidator.move_runner import MoveCallbacks, run_moves
-from consolidator.nova import FINAL_MIGRATION_STATUSES, Nova, ServerState
+from consolidator.nova import FINAL_MIGRATION_STATUSES, Nova, up_since
 from consolidator.plan import Move, StoredPlan
 from consolidator.power.base import read_power
 from consolidator.power_off import GuardedPowerOff
 from consolidator.progress import MigrationProgress, ProgressListener, poll_delays
+from consolidator.resume import reconcile
 from consolidator.store import journal
 from consolidator.store.leases import (
     Guard,
@@ -516,7 +517,7 @@ class Executor:
         """Wait for nova-compute to report up with a heartbeat newer than `since` (a service
         that still reads up from before a power cut proves nothing)."""
         deadline = time.monotonic() + self.settings.power_timeout
-        while not _up_since(self.nova.services().get(compute_host) or {}, since):
+        while not up_since(self.nova.services().get(compute_host) or {}, since):
             if time.monotonic() > deadline:
                 raise ConsolidatorError(f"nova-compute on {compute_host} did not come up "
                                         f"within {self.settings.power_timeout:.0f} s")
@@ -583,65 +584,15 @@ class Executor:
 
     # -- resume ------------------------------------------------------------------------
 
-    def _settle(self, server_id: str) -> ServerState | None:
-        """The server once a migration that outlived its executor has ended (or timed out)."""
-        deadline = time.monotonic() + self.settings.migration_timeout
-        server = self.nova.server(server_id)
-        if server is not None and (server.status == "MIGRATING" or server.task_state):
-            self.report(f"resume: waiting for the migration of {server_id} to end")
-        while server is not None and (server.status == "MIGRATING" or server.task_state):
-            if time.monotonic() > deadline:
-                break
-            time.sleep(max(self.settings.poll_interval, 0.2))
-            server = self.nova.server(server_id)
-        return server
-
     def _reconcile(self, plan: StoredPlan) -> set[str]:
-        """Settle the journal of an interrupted run against the live state; return the
-        instances already where the plan wants them."""
-        moves = {m.instance_id: m for m in plan.draft.migrations}
-        done: set[str] = set()
-        for entry in journal.entries(self.engine, plan_id=plan.id, state=journal.RUNNING):
-            move = moves.get(entry.target)
-            if move is None:
-                journal.finish(self.engine, entry.id, journal.FAILED,
-                               "interrupted; reconciled on resume")
-                continue
-            server = self._settle(move.instance_id)
-            there = (server is not None and server.status == "ACTIVE"
-                     and server.compute_host == self.hosts[move.destination].compute_host)
-            journal.finish(self.engine, entry.id, journal.SUCCEEDED if there else journal.FAILED,
-                           "found on its destination on resume" if there
-                           else "interrupted; the instance is not on its destination")
-        for move in plan.draft.migrations:
-            server = self.nova.server(move.instance_id)
-            if server is not None and server.status == "ACTIVE" and \
-                    server.compute_host == self.hosts[move.destination].compute_host:
-                done.add(move.instance_id)
-        self.report(f"resume: {len(done)} of {len(moves)} migrations already done")
-        return done
+        """Settle the journal of an interrupted run (consolidator.resume)."""
+        return reconcile(self.engine, self.nova, self.hosts, plan,
+                         timeout=self.settings.migration_timeout,
+                         poll=max(self.settings.poll_interval, 0.2), report=self.report)
 
 
 #: What _migrate returns for a move it did not start (the run is stopping).
 _NOT_STARTED = "not started"
-
-
-def _up_since(service: dict, since: float) -> bool:
-    """Whether a service reads up with its last heartbeat (updated_at) at or after `since`."""
-    if service.get("state") != "up":
-        return False
-    stamp = service.get("updated_at")
-    if not since or not stamp:
-        return True
-    from datetime import datetime, timezone
-
-    try:
-        when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    except ValueError:
-        return True
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.timestamp() >= since - 1.0
 
 
 def demand_of(cluster: Cluster, move: Move) -> placement.Demand:

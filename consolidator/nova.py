@@ -8,6 +8,7 @@ a cached ACTIVE proves nothing about where a server is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
 
@@ -40,6 +41,22 @@ class ServerState:
     compute_host: str | None
     node: str | None
     task_state: str | None
+
+
+def up_since(service: dict[str, Any], since: float) -> bool:
+    """Whether a service reads up with its last heartbeat (updated_at) at or after `since`."""
+    if service.get("state") != "up":
+        return False
+    stamp = service.get("updated_at")
+    if not since or not stamp:
+        return True
+    try:
+        when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return True
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp() >= since - 1.0
 
 
 class Nova:

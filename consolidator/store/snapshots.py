@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import Engine, Table, select
 
-from consolidator.demand import DemandSample, demand_of
+from consolidator.demand import DemandSample, cpu_demand
 from consolidator.model import Cluster, Host, Instance, ServerGroup
 from consolidator.store.db import resolve_id, translate_errors
 from consolidator.store.tables import (
@@ -178,5 +178,5 @@ def demand_samples(engine: Engine, cloud: str, *, since: datetime) -> list[Deman
                        snapshot_hosts.c.power).where(snapshot_hosts.c.snapshot_id.in_(ids))):
             if power != "off":
                 vcpus[sid].append(count)
-    return sorted((DemandSample(row.taken_at, demand_of(means[row.id], vcpus[row.id]))
+    return sorted((DemandSample(row.taken_at, cpu_demand(means[row.id], vcpus[row.id]))
                    for row in chosen), key=lambda s: s.taken_at)

@@ -20,7 +20,7 @@ CORE = {"algorithms", "rankings", "render", "simulate", "model", "constraints", 
         "demand"}
 ADAPTERS = {"cloud", "inventory", "nova", "placement", "power_off", "telemetry", "metrics",
             "realnova",
-            "executor", "power",
+            "executor", "resume", "power",
             "store", "fake"}
 APP = {"app"}
 TOP = {"cli", "daemon", "demo", "__main__", "__init__"}
