@@ -46,9 +46,15 @@ OPTIONS: tuple[Option, ...] = (
            "Servers and hypervisors asked for per page (Nova caps it at its max_limit)."),
     Option("inventory", "workers", int, 8,
            "Concurrent Placement requests while reading inventories and usages."),
-    Option("planner", "algorithm", str, "zoned-bestfit",
+    Option("planner", "algorithm", str, "auto",
            "The algorithm 'plan' and the daemon use when none is given "
-           "(see 'consolidator algorithms')."),
+           "(see 'consolidator algorithms'). auto: run the fast ones (zoned-bestfit "
+           "and hvp LIGHT) and keep the plan that frees the most hosts within "
+           "max_migrations."),
+    Option("planner", "max_migrations", int, 0,
+           "The most migrations a plan made by 'plan' or the daemon may have, unless "
+           "--max-migrations says otherwise; the plan that frees the most hosts within it is "
+           "kept. 0: unlimited."),
     Option("planner", "ranking", str, "",
            "The ranking that chooses among feasible target hosts; empty: the algorithm's own."),
     Option("planner", "spare", int, 0,
@@ -72,7 +78,12 @@ OPTIONS: tuple[Option, ...] = (
            "Keep enough hosts on that the ones left can absorb the failure of the most loaded "
            "of them (N+1); the plan names the hosts kept for it."),
     Option("planner", "idle_watts", float, 270.0,
-           "Idle power draw of a host, for the estimated saving (270 W measured in 004)."),
+           "Deprecated: use [energy] idle_watts (this one is read only while that one is at "
+           "its default)."),
+    Option("planner", "objective", str, "hosts",
+           "What plan and the daemon optimise when no --objective is given: hosts (free the "
+           "most hosts, the algorithm's own choice) or energy (keep the hosts that draw least "
+           "at idle, empty the ones that draw most).", ("hosts", "energy")),
     Option("planner", "capacity_model", str, "placement",
            "placement: Placement capacity only. ucac: also paper 003's chance constraint on "
            "CPU usage against each host's physical cores.", ("placement", "ucac")),
@@ -145,6 +156,15 @@ OPTIONS: tuple[Option, ...] = (
            "Without telemetry: an instance's mean usage as a fraction of its vCPUs."),
     Option("telemetry", "fallback_cov", float, 0.5,
            "Without telemetry: the coefficient of variation (std / mean) of its usage."),
+    Option("energy", "idle_watts", float, 270.0,
+           "Idle draw of a host with no power reading from its BMC (270 W measured in 004): "
+           "what a plan's saving and the energy objective count for it."),
+    Option("energy", "read_power", bool, True,
+           "Read each powered host's draw from its BMC (IPMI DCMI, Redfish Power or "
+           "EnvironmentMetrics) when a snapshot is taken; a missing reading is not an error."),
+    Option("energy", "history", int, 48,
+           "Snapshots of the same cloud whose readings are fitted (idle + slope x load) to "
+           "estimate each host's idle draw."),
     Option("metrics", "port", int, 0,
            "TCP port of the daemon's Prometheus endpoint (/metrics); 0: no endpoint."),
     Option("metrics", "address", str, "127.0.0.1",

@@ -29,6 +29,7 @@ from consolidator.app.leadership import Leadership, executor_holder
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.plans import approve, plan_counts, power_on_plan, running_plans
 from consolidator.app.rollback import bmc_power
+from consolidator.app.settings import idle_watts
 from consolidator.app.snapshots import read_cloud, record_snapshot
 from consolidator.config import Config
 from consolidator.errors import ConsolidatorError
@@ -148,6 +149,8 @@ class Daemon:
         result = CycleResult(spare_target=self.target())
         snap, _ = record_snapshot(self.ctx)
         result.snapshot_id = snap.info.id
+        if self.metrics is not None:
+            self.metrics.observe_power({r.host: r.watts for r in snap.readings})
         self._check_cancelled()
         plan = make_plan(self.ctx, snap, PlanRequest(spare=result.spare_target))
         draft = plan.draft
@@ -229,7 +232,7 @@ class Daemon:
         self.metrics.observe_cycle(
             duration_s=result.duration_s, hosts_active=hosts.get("active", 0),
             hosts_spare=hosts.get("spare", 0), hosts_off=hosts.get("powered_off", 0),
-            watts_saved=hosts.get("powered_off", 0) * self.config.get("planner", "idle_watts"),
+            watts_saved=hosts.get("powered_off", 0) * idle_watts(self.config),
             migrations_ok=len(outcome.migrated) if outcome else 0,
             migrations_failed=len(outcome.failed) if outcome else 0)
         self.metrics.set_plans(plan_counts(self.ctx))

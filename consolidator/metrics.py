@@ -7,6 +7,10 @@ Exposed series:
   consolidator_watts_saved                                estimated watts saved now
   consolidator_last_cycle_timestamp_seconds               when the last cycle ended
   consolidator_migrations_total{result="succeeded|failed"}  live migrations, since start
+  consolidator_host_power_watts{host="..."}               each host's draw at the last
+                                                          snapshot, as its BMC read it
+  consolidator_power_watts                                those readings in all
+  consolidator_power_hosts_measured                       hosts that gave a reading
 """
 
 from __future__ import annotations
@@ -49,6 +53,15 @@ class Metrics:
                                 "Unix time at which the last cycle ended.", registry=reg)
         self.migrations = Counter("consolidator_migrations", "Live migrations by result.",
                                   ["result"], registry=reg)
+        self.host_power = Gauge("consolidator_host_power_watts",
+                                "A host's power draw at the last snapshot, read from its BMC.",
+                                ["host"], registry=reg)
+        self.power = Gauge("consolidator_power_watts",
+                           "The draw the BMCs reported at the last snapshot, in all.",
+                           registry=reg)
+        self.power_hosts = Gauge("consolidator_power_hosts_measured",
+                                 "Hosts whose BMC gave a power reading at the last snapshot.",
+                                 registry=reg)
         for state in HOST_STATES:
             self.hosts.labels(state=state)
         for result in MIGRATION_RESULTS:
@@ -69,6 +82,14 @@ class Metrics:
         self.migrations.labels(result="succeeded").inc(migrations_ok)
         self.migrations.labels(result="failed").inc(migrations_failed)
         self.last_cycle.set(time.time() if at is None else at)
+
+    def observe_power(self, watts: Mapping[str, float]) -> None:
+        """Record the last snapshot's readings (host -> watts); hosts without one drop out."""
+        self.host_power.clear()
+        for host, value in sorted(watts.items()):
+            self.host_power.labels(host=host).set(value)
+        self.power.set(sum(watts.values()))
+        self.power_hosts.set(len(watts))
 
     def set_plans(self, counts: Mapping[str, int]) -> None:
         """Set the plan counts by status; a known status absent from counts becomes 0."""

@@ -46,6 +46,15 @@ def _check_non_negative(what: str, values: Mapping[str, float]) -> None:
             raise ModelError(f"{what}: {key} must be a non-negative number, got {value!r}")
 
 
+def _check_watts(what: str, idle: float | None, peak: float | None) -> None:
+    for key, value in (("idle_watts", idle), ("peak_watts", peak)):
+        if value is not None and value < 0:
+            raise ModelError(f"{what}: {key} must be a non-negative number, got {value!r}")
+    if idle is not None and peak is not None and peak < idle:
+        raise ModelError(f"{what}: peak_watts ({peak:g}) must not be below idle_watts "
+                         f"({idle:g})")
+
+
 @dataclass(frozen=True)
 class Host:
     """A compute host: one hypervisor, its nova-compute service, power state and aggregates."""
@@ -74,6 +83,9 @@ class Host:
     resources: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     #: The traits of the host's resource providers (its root and nested ones).
     traits: tuple[str, ...] = ()
+    #: Emulated BMCs only (scenario files): the draw in watts at no load and at full load.
+    idle_watts: float | None = None
+    peak_watts: float | None = None
 
     def __post_init__(self) -> None:
         what = f"host {self.name!r}"
@@ -85,6 +97,7 @@ class Host:
             "reserved_memory_mb": self.reserved_memory_mb,
             "reserved_disk_gb": self.reserved_disk_gb,
         })
+        _check_watts(what, self.idle_watts, self.peak_watts)
         for key in ("cpu_allocation_ratio", "ram_allocation_ratio", "disk_allocation_ratio"):
             value = getattr(self, key)
             if value is None or value <= 0:

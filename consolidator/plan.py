@@ -51,11 +51,38 @@ class PlanDraft:
     power_on: tuple[str, ...] = ()
     #: Hosts the plan empties but leaves on, with why (no BMC configured for them).
     left_on: Mapping[str, str] = field(default_factory=dict)
+    #: How -a auto or a budget chose this plan: algorithm, budget, why (front.py).
+    choice: Mapping[str, Any] = field(default_factory=dict)
+
+    #: Per host powered off: its idle draw from BMC readings (hosts missing here count at
+    #: idle_watts), and how each was estimated (fit, measured or configured).
+    host_watts: Mapping[str, float] = field(default_factory=dict)
+    watts_basis: Mapping[str, str] = field(default_factory=dict)
+    #: What the plan optimised: hosts (the algorithm's own choice) or energy.
+    objective: str = "hosts"
 
     @property
     def watts_saved(self) -> float:
-        """Estimated power saved: idle watts per host powered off."""
-        return self.idle_watts * len(self.power_off)
+        """Estimated power saved: each powered-off host's idle draw (measured where its BMC
+        gave readings, else idle_watts)."""
+        return float(sum(self.host_watts.get(h, self.idle_watts) for h in self.power_off))
+
+    @property
+    def measured_hosts(self) -> tuple[str, ...]:
+        """The powered-off hosts whose saving comes from their BMC's readings."""
+        return tuple(h for h in self.power_off
+                     if self.watts_basis.get(h, "configured") != "configured")
+
+    def energy_json(self) -> dict[str, Any]:
+        """The saving as JSON: watts, kWh a day, per host, measured and fallen-back hosts."""
+        measured = self.measured_hosts
+        return {"objective": self.objective, "watts_saved": round(self.watts_saved, 1),
+                "kwh_per_day": round(self.watts_saved * 24 / 1000, 2),
+                "per_host": {h: self.host_watts.get(h, self.idle_watts)
+                             for h in self.power_off},
+                "measured": list(measured),
+                "fell_back": [h for h in self.power_off if h not in measured],
+                "idle_watts": self.idle_watts}
 
 
 TRANSITIONS: dict[str, set[str]] = {
@@ -103,7 +130,8 @@ class StoredPlan:
             "hosts_before": d.hosts_before, "hosts_after": d.hosts_after,
             "lower_bound": d.lower_bound, "migrations_lower_bound": d.migrations_lower_bound,
             "spare": d.spare, "watts_saved": d.watts_saved, "notes": list(d.notes),
-            "options": dict(d.options), "reason": self.reason,
+            "options": dict(d.options), "reason": self.reason, "energy": d.energy_json(),
+            "choice": dict(d.choice),
         }
 
 

@@ -4,7 +4,9 @@ Pure: it takes loaded snapshots, plans and journal entries and returns a Report,
 consolidator.render.report shows as a terminal chart and tables (like figure 7 and table II
 of paper 004), and to_json as JSON.
 
-Energy: every host powered on draws the idle watts ([planner] idle_watts, 270 W in 004).
+Energy: every host powered on draws the idle watts ([energy] idle_watts, 270 W in 004).
+Measured energy uses the draw the BMCs reported at each snapshot instead (a host on without a
+reading counts at the idle watts); it is absent (null) when no snapshot has readings.
 The hosts on are a step function: each snapshot's count holds until the next snapshot, and
 the last one until the end of the period. "No policy" keeps every host of each snapshot on.
 Per day and per year are the covered hours scaled to 24 h and to 365 days.
@@ -23,7 +25,10 @@ JSON shape (``consolidator report --format json``); times are ISO 8601 in UTC::
      "energy": {"hours": 24.0, "kwh_policy": 45.36, "kwh_no_policy": 71.28,
                 "kwh_per_day_policy": 45.36, "kwh_per_day_no_policy": 71.28,
                 "kwh_per_year_policy": 16556.4, "kwh_per_year_no_policy": 26017.2,
-                "reduction_pct": 36.36}}
+                "reduction_pct": 36.36, "kwh_measured": 40.1,
+                "kwh_per_day_measured": 40.1}}
+    (each hosts_on point also has "measured_watts" (null without readings) and
+    "measured_hosts")
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from consolidator.energy import Reading
 from consolidator.journal_entry import SUCCEEDED, Entry
 from consolidator.model import Cluster
 from consolidator.plan import StoredPlan
@@ -49,6 +55,9 @@ class HostsPoint:
     hosts_total: int
     spare: int
     instances: int
+    #: The draw its BMCs reported in all, and how many hosts reported (None: no readings).
+    measured_watts: float | None = None
+    measured_hosts: int = 0
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,10 @@ class Energy:
     kwh_per_year_policy: float
     kwh_per_year_no_policy: float
     reduction_pct: float
+    #: From the BMCs' readings (hosts on without one count at the idle watts); None when no
+    #: snapshot of the period has readings.
+    kwh_measured: float | None = None
+    kwh_per_day_measured: float | None = None
 
 
 @dataclass(frozen=True)
@@ -95,13 +108,17 @@ class Report:
     energy: Energy
 
 
-def hosts_point(time: datetime, cluster: Cluster) -> HostsPoint:
-    """Count a snapshot's hosts: on means not powered off and nova-compute up; spare, also empty."""
+def hosts_point(time: datetime, cluster: Cluster, readings: Sequence[Reading] = ()
+                ) -> HostsPoint:
+    """Count a snapshot's hosts: on means not powered off and nova-compute up; spare, also
+    empty; and sum the draw its BMCs reported."""
     on = [h.power != "off" and h.state == "up" for h in cluster.hosts]
     population = cluster.population
     spare = sum(1 for i, is_on in enumerate(on) if is_on and population[i] == 0)
     return HostsPoint(time=time, hosts_on=sum(on), hosts_total=len(cluster.hosts), spare=spare,
-                      instances=len(cluster.instances))
+                      instances=len(cluster.instances),
+                      measured_watts=round(sum(r.watts for r in readings), 1) if readings
+                      else None, measured_hosts=len(readings))
 
 
 def cycle(plan: StoredPlan, entries: Iterable[Entry]) -> Cycle:
@@ -127,13 +144,15 @@ def cycle(plan: StoredPlan, entries: Iterable[Entry]) -> Cycle:
 def energy(points: Sequence[HostsPoint], end: datetime, idle_watts: float) -> Energy:
     """kWh with and without the policy: hosts on as a step function of the snapshots up to end."""
     ordered = sorted(points, key=lambda p: p.time)
-    hours = on_hours = total_hours = 0.0
+    hours = on_hours = total_hours = measured_wh = 0.0
     ends = [p.time for p in ordered[1:]] + [end]
     for point, until in zip(ordered, ends[:len(ordered)], strict=True):
         span = max((until - point.time).total_seconds(), 0.0) / 3600
         hours += span
         on_hours += point.hosts_on * span
         total_hours += point.hosts_total * span
+        measured_wh += span * ((point.measured_watts or 0.0) + idle_watts * max(
+            0, point.hosts_on - point.measured_hosts))
     kwh_policy = idle_watts * on_hours / 1000
     kwh_none = idle_watts * total_hours / 1000
     scale = 1 / hours if hours else 0.0
@@ -142,7 +161,14 @@ def energy(points: Sequence[HostsPoint], end: datetime, idle_watts: float) -> En
                   kwh_per_day_no_policy=kwh_none * scale * 24,
                   kwh_per_year_policy=kwh_policy * scale * HOURS_PER_YEAR,
                   kwh_per_year_no_policy=kwh_none * scale * HOURS_PER_YEAR,
-                  reduction_pct=100 * (1 - kwh_policy / kwh_none) if kwh_none else 0.0)
+                  reduction_pct=100 * (1 - kwh_policy / kwh_none) if kwh_none else 0.0,
+                  **_measured(ordered, measured_wh / 1000, scale))
+
+
+def _measured(points: Sequence[HostsPoint], kwh: float, scale: float) -> dict[str, Any]:
+    if not any(p.measured_watts is not None for p in points):
+        return {}
+    return {"kwh_measured": kwh, "kwh_per_day_measured": kwh * scale * 24}
 
 
 def build(cloud: str, start: datetime, end: datetime, idle_watts: float,
@@ -165,7 +191,8 @@ def to_json(report: Report) -> dict[str, Any]:
             "idle_watts": report.idle_watts,
             "hosts_on": [stamped(p) for p in report.points],
             "cycles": [stamped(c) for c in report.cycles],
-            "energy": {k: round(v, 3) for k, v in asdict(report.energy).items()}}
+            "energy": {k: round(v, 3) if v is not None else None
+                       for k, v in asdict(report.energy).items()}}
 
 
 def hourly(points: Sequence[HostsPoint]) -> list[HostsPoint]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from consolidator import scenario_cache
 from consolidator.errors import ModelError, ScenarioError
 from consolidator.model import Cluster, Host, Instance, ServerGroup, stable_uuid
 
@@ -28,7 +29,8 @@ _HOST_OPTIONAL = {
     "disk_allocation_ratio": float, "reserved_vcpus": int, "reserved_memory_mb": int,
     "reserved_disk_gb": int, "availability_zone": str, "status": str, "state": str,
     "power": str, "disabled_reason": str, "compute_host": str, "id": str, "bmc": dict,
-    "aggregates": list, "resources": dict, "traits": list,
+    "aggregates": list, "resources": dict, "traits": list, "idle_watts": float,
+    "peak_watts": float,
 }
 _INSTANCE_REQUIRED = {"name": str, "host": str, "vcpus": int, "memory_mb": int, "disk_gb": int}
 _INSTANCE_OPTIONAL = {
@@ -62,8 +64,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        doc = json.loads(text) if path.suffix.lower() == ".json" else \
-            yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 - a safe loader
+        doc = json.loads(text) if path.suffix.lower() == ".json" else _load_yaml(text)
     except json.JSONDecodeError as exc:
         raise ScenarioError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except yaml.YAMLError as exc:
@@ -73,6 +74,15 @@ def read_document(path: str | Path) -> dict[str, Any]:
         raise ScenarioError(f"{path}: invalid YAML{where}: {problem}") from None
     if not isinstance(doc, dict):
         raise ScenarioError(f"{path}: expected a mapping with a 'hosts' key at the top level")
+    return doc
+
+
+def _load_yaml(text: str) -> Any:
+    """YAML text parsed with the C parser, or from the cache of parsed scenarios."""
+    doc = scenario_cache.cached(text)
+    if doc is None:
+        doc = yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 - a safe loader
+        scenario_cache.store(text, doc)
     return doc
 
 
@@ -181,6 +191,8 @@ def _entry(source: str, section: str, index: int, entry: Any,
 def _coerce(label: str, key: str, value: Any, kind: type) -> Any:
     if key in ("aggregates", "traits") and kind is list:
         return _names(label, key, value)
+    if value is None and key in ("idle_watts", "peak_watts"):
+        return None
     if value is None and kind in (str, dict) and key not in ("name", "host", "policy"):
         return None if key in ("disabled_reason", "bmc", "usage") else kind()
     if kind is float and isinstance(value, int) and not isinstance(value, bool):

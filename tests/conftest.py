@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,9 @@ from consolidator.store.db import make_engine, upgrade
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_SCENARIO = ROOT / "etc" / "consolidator" / "scenarios" / "alto-cloud.yaml"
 PG_ENV = "CONSOLIDATOR_TEST_PG_URL"
+# Parsed scenarios are cached per test session, never in the user's own cache (commands run
+# as subprocesses inherit it).
+os.environ.setdefault("CONSOLIDATOR_CACHE_DIR", tempfile.mkdtemp(prefix="consolidator-cache-"))
 
 
 @pytest.fixture

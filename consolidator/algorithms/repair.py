@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from consolidator.algorithms.base import Problem
 from consolidator.algorithms.state import PackingState
 
 
-def guided_whole_hosts(problem: Problem, target: np.ndarray) -> tuple[np.ndarray, list[int]]:
+def guided_whole_hosts(problem: Problem, target: np.ndarray, chosen: Sequence[int] | None = None
+                       ) -> tuple[np.ndarray, list[int]]:
     """Empty, whole, the hosts a packing emptied, following its targets where still feasible.
 
     Starts again from the current placement: the hosts the packing emptied are closed, then
@@ -21,8 +24,10 @@ def guided_whole_hosts(problem: Problem, target: np.ndarray) -> tuple[np.ndarray
     state = PackingState(problem)
     before = np.bincount(problem.placement, minlength=problem.n_hosts)
     after = np.bincount(target, minlength=problem.n_hosts)
-    chosen = np.nonzero((before > 0) & (after == 0) & problem.emptiable)[0]
-    for host in chosen.tolist():
+    if chosen is None:
+        found = np.nonzero((before > 0) & (after == 0) & problem.emptiable)[0].tolist()
+        chosen = sorted(found, key=lambda h: (before[h], h))
+    for host in chosen:
         state.close(host)
     scale = np.where(problem.capacity > 0, problem.capacity, 1.0)
     failed: list[int] = []
@@ -34,7 +39,7 @@ def guided_whole_hosts(problem: Problem, target: np.ndarray) -> tuple[np.ndarray
         left = ((state.free - problem.demand[item]) / scale).sum(axis=1)
         return state.choose(item, feasible, int(np.argmin(np.where(feasible, left, np.inf))))
 
-    for host in sorted(chosen.tolist(), key=lambda h: (before[h], h)):
+    for host in chosen:
         if not state.try_empty(host, pick):
             failed.append(host)
     return state.host_of.copy(), failed

@@ -103,6 +103,14 @@ class AppContext:
             return None
         return set(load_bmc_file(path))
 
+    def read_only_power_lookup(self) -> PowerLookup:
+        """The lookup given directly, else a fresh one over the BMC file that this context
+        does not keep (so bmc_hosts() still tells which hosts the file lists)."""
+        if self.power is not None:
+            return self.power
+        return _bmc_file_lookup(self.bmc_file or self.config.get("power", "bmc_file"),
+                                required=self.bmc_file is not None)
+
     def power_lookup(self) -> PowerLookup:
         """host name -> its PowerDriver, from the BMC file (None for hosts it does not list)."""
         if self.power is None:

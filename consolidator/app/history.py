@@ -6,6 +6,7 @@ from datetime import datetime
 
 from consolidator import report
 from consolidator.app.context import AppContext
+from consolidator.app.settings import idle_watts
 from consolidator.errors import UsageError
 from consolidator.journal_entry import Entry
 from consolidator.store import journal
@@ -28,9 +29,9 @@ def build_report(ctx: AppContext, cloud: str | None, start: datetime, end: datet
                             else ": record one with 'consolidator snapshot'"))
     infos = [i for i in list_snapshots(engine, cloud=name, limit=_ALL)
              if start <= i.taken_at <= end]
-    points = [report.hosts_point(i.taken_at, load_snapshot(engine, i.id).cluster)
-              for i in infos]
-    return report.build(name, start, end, ctx.config.get("planner", "idle_watts"), points,
+    points = [report.hosts_point(snap.info.taken_at, snap.cluster, snap.readings)
+              for snap in (load_snapshot(engine, i.id) for i in infos)]
+    return report.build(name, start, end, idle_watts(ctx.config), points,
                         _cycles(ctx, name, start, end))
 
 

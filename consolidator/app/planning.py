@@ -4,19 +4,27 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
-from consolidator.algorithms.base import get_algorithm
+from consolidator.algorithms.base import Ranker, get_algorithm
+from consolidator.app.budget import (
+    AUTO,
+    FAST_ALGORITHMS,
+    budget_of,
+    check_energy_request,
+    plan_within_budget,
+)
 from consolidator.app.context import AppContext
+from consolidator.app.energy import plan_for_objective
 from consolidator.app.settings import algorithm_options, settings_from_config
 from consolidator.constraints import UsageModel
 from consolidator.model import Cluster
 from consolidator.plan import Move, PlanDraft, StoredPlan
-from consolidator.planner import plan_cluster
+from consolidator.planner import PlanSettings
 from consolidator.rankings import get_ranking
 from consolidator.store.plans import save_plan
 from consolidator.store.snapshots import Snapshot, usage_history
-from consolidator.telemetry import pooled_cluster
 
 
 @dataclass(frozen=True)
@@ -29,19 +37,57 @@ class PlanRequest:
     capacity_model: str | None = None
     confidence: float | None = None
     options: dict[str, Any] | None = None
+    max_migrations: int | None = None
+    max_moved_gib: float | None = None
+    target_hosts: int | None = None
+    #: hosts (the algorithm's own choice) or energy (see energy_objective).
+    objective: str | None = None
 
 
 def validate_request(ctx: AppContext, request: PlanRequest) -> None:
     """Fail early, in one line, on an unknown algorithm or ranking or a bad ranking option."""
     config = ctx.config
-    get_algorithm(request.algorithm or config.get("planner", "algorithm"))
+    algorithm = request.algorithm or config.get("planner", "algorithm")
+    if algorithm != AUTO:
+        get_algorithm(algorithm)
     ranking = request.ranking if request.ranking is not None \
         else config.get("planner", "ranking")
     get_ranking(ranking, request.options or {})
 
 
+@dataclass(frozen=True)
+class PlanInputs:
+    """What a planner needs, merged from the snapshot, the config and the request."""
+
+    cluster: Cluster
+    algorithm: str
+    settings: PlanSettings
+    spare: int
+    options: dict[str, Any]
+    ranking: Ranker | None
+    no_bmc: list[str]
+
+
 def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> PlanDraft:
     """Make and check a plan for a snapshot, as the config and the request say."""
+    i = plan_inputs(ctx, snapshot, request)
+    budget = budget_of(ctx.config, request)
+    objective = request.objective or ctx.config.get("planner", "objective")
+    args: dict[str, Any] = {"settings": i.settings, "spare": i.spare, "options": i.options,
+                            "ranking": i.ranking, "no_bmc": i.no_bmc}
+    if objective == "energy":
+        check_energy_request(request)
+        algorithm = FAST_ALGORITHMS[0] if i.algorithm == AUTO else i.algorithm
+        return plan_for_objective(ctx, snapshot, i.cluster, algorithm, objective, **args)
+    if i.algorithm == AUTO or not budget.unlimited:
+        return plan_for_objective(ctx, snapshot, i.cluster, i.algorithm, objective,
+                                  hosts_planner=partial(plan_within_budget, budget=budget),
+                                  **args)
+    return plan_for_objective(ctx, snapshot, i.cluster, i.algorithm, objective, **args)
+
+
+def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> PlanInputs:
+    """The cluster (pooled with usage history for ucac), settings, options and ranking."""
     config = ctx.config
     algorithm = request.algorithm or config.get("planner", "algorithm")
     options = dict(request.options or {})
@@ -56,6 +102,8 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pla
         history = usage_history(ctx.engine(), snapshot.info.cloud,
                                 before=snapshot.info.taken_at,
                                 limit=config.get("telemetry", "history"))
+        from consolidator.telemetry import pooled_cluster
+
         cluster = pooled_cluster(cluster, history)
     settings = replace(settings_from_config(config), usage=UsageModel(
         confidence=confidence if model == "ucac" else None,
@@ -65,9 +113,8 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pla
     listed = ctx.bmc_hosts() if not snapshot.info.cloud.startswith("scenario:") else None
     no_bmc = [] if listed is None else [h.name for h in cluster.hosts
                                         if h.name not in listed and h.compute_host not in listed]
-    return plan_cluster(cluster, algorithm, settings=settings, spare=spare,
-                        options=algorithm_options(config, algorithm, cluster, options),
-                        ranking=ranking, no_bmc=no_bmc)
+    return PlanInputs(cluster, algorithm, settings, spare,
+                      algorithm_options(config, algorithm, cluster, options), ranking, no_bmc)
 
 
 def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> StoredPlan:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from consolidator.app.context import AppContext
 from consolidator.app.snapshots import store_inventory
-from consolidator.inventory import Inventory
 from consolidator.journal_entry import Entry
 from consolidator.model import Cluster
 from consolidator.plan import PlanDraft, StoredPlan
 from consolidator.store import journal
 from consolidator.store import plans as stored
 from consolidator.store.snapshots import load_snapshot
+
+if TYPE_CHECKING:
+    from consolidator.inventory import Inventory
 
 
 def show_plan(ctx: AppContext, ref: str) -> tuple[StoredPlan, Cluster]:

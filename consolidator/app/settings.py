@@ -13,6 +13,7 @@ from consolidator.config import Config
 from consolidator.constraints import Rules, read_name_list
 from consolidator.errors import ConfigError
 from consolidator.model import Cluster
+from consolidator.plan import DEFAULT_IDLE_WATTS
 from consolidator.planner import PlanSettings
 from consolidator.zones import zones_for_cluster
 
@@ -34,11 +35,19 @@ def rules_from_config(config: Config) -> Rules:
                  allow_cold_migration=config.get("planner", "allow_cold_migration"))
 
 
+def idle_watts(config: Config) -> float:
+    """[energy] idle_watts; the deprecated [planner] idle_watts while the former is at its
+    default."""
+    watts = float(config.get("energy", "idle_watts"))
+    old = float(config.get("planner", "idle_watts"))
+    return old if watts == DEFAULT_IDLE_WATTS and old != DEFAULT_IDLE_WATTS else watts
+
+
 def settings_from_config(config: Config) -> PlanSettings:
     """Rules plus the per-host limit and idle watts."""
     return PlanSettings(rules=rules_from_config(config),
                         per_host_limit=config.get("planner", "max_migrations_per_host"),
-                        idle_watts=config.get("planner", "idle_watts"),
+                        idle_watts=idle_watts(config),
                         n_plus_one=config.get("planner", "n_plus_one"))
 
 
@@ -46,7 +55,7 @@ def algorithm_options(config: Config, algorithm: str, cluster: Cluster,
                       extra: dict[str, Any]) -> dict[str, Any]:
     """Options for an algorithm: what the config says for it, then the command line's."""
     options: dict[str, Any] = {}
-    if algorithm == "zoned-bestfit":
+    if algorithm in ("zoned-bestfit", "auto"):
         zones = zones_for_cluster(cluster, config.section("zones"))
         if zones is not None:
             options["zones"] = zones
@@ -107,6 +116,6 @@ def check_plugin_names(config: Config) -> None:
     where = f"{config.path}: " if config.path else ""
     for option, registry in (("algorithm", ALGORITHMS), ("ranking", RANKINGS)):
         name = config.get("planner", option)
-        if name and name not in registry:
+        if name and name not in registry and not (option == "algorithm" and name == "auto"):
             raise ConfigError(f"{where}[planner] {option} = {name!r}: unknown {registry.kind}: "
                               f"choose one of {', '.join(registry.names())}")

@@ -5,11 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from consolidator.app.context import AppContext
 from consolidator.app.settings import fallback_ratios, telemetry_source
-from consolidator.inventory import Inventory, read_inventory
 from consolidator.scenario import load_scenario
 from consolidator.store.snapshots import (
     Snapshot,
@@ -19,11 +18,16 @@ from consolidator.store.snapshots import (
     save_snapshot,
 )
 
+if TYPE_CHECKING:
+    from consolidator.inventory import Inventory
+
 
 def read_cloud(ctx: AppContext, cloud: str | None = None, *, conn: Any = None) -> Inventory:
     """Read the live cloud (this context's, or `cloud`, or an open connection) as the config
     says: [cloud] ratios, [inventory] paging and workers, and the [telemetry] CPU usage
     statistics when a Prometheus URL is set."""
+    from consolidator.inventory import read_inventory
+
     config = ctx.config
     conn = conn if conn is not None else ctx.connect(cloud)
     inventory = read_inventory(conn, ratios=fallback_ratios(config),
@@ -60,10 +64,13 @@ def record_snapshot(ctx: AppContext, *, source_suffix: str = "") -> tuple[Snapsh
 def store_inventory(ctx: AppContext, inventory: Inventory, *, source_suffix: str = ""
                     ) -> Snapshot:
     """Store an inventory already read as a snapshot of this context's cloud."""
+    from consolidator.app.energy import read_power
+
     label = inventory.cloud
+    readings = read_power(ctx, inventory.cluster)
     return save_snapshot(ctx.engine(), inventory.cluster, cloud=label,
                          source=f"cloud:{label}{source_suffix}",
-                         capacity_source=inventory.capacity_source)
+                         capacity_source=inventory.capacity_source, readings=readings)
 
 
 def record_scenario(ctx: AppContext, path: str) -> Snapshot:

@@ -36,8 +36,9 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 
 @click.group("plan", invoke_without_command=True)
 @click.option("-a", "--algorithm", metavar="NAME",
-              help="Packing algorithm (see 'consolidator algorithms') [default: [planner] "
-                   "algorithm, zoned-bestfit].")
+              help="Packing algorithm (see 'consolidator algorithms'), or auto: the fast ones, "
+                   "keeping the plan that frees the most hosts within the budget [default: "
+                   "[planner] algorithm, auto].")
 @click.option("-r", "--ranking", metavar="NAME",
               help="Ranking that chooses among feasible targets [default: the algorithm's own].")
 @click.option("--snapshot", "snapshot_ref", metavar="ID", help="Plan from a stored snapshot.")
@@ -53,17 +54,32 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("-o", "--option", "raw_options", multiple=True, metavar="KEY=VALUE",
               help="Algorithm or ranking option, e.g. bin=8x8x6, assign=false, "
                    "prime_resource=memory_mb, weights=1,0,-2.")
+@click.option("--objective", type=click.Choice(["hosts", "energy"]),
+              help="energy: keep the hosts that draw least at idle (BMC readings, else "
+                   "[energy] idle_watts) and empty the ones that draw most [default: "
+                   "[planner] objective, hosts].")
 @click.option("--check-live", is_flag=True,
               help="Then ask the live cloud's Placement about every move, as apply will "
                    "before each wave, and list the moves it would refuse (exit 1 if any).")
+@click.option("--max-migrations", type=click.IntRange(min=0), metavar="N",
+              help="Budget: at most N migrations [default: [planner] max_migrations].")
+@click.option("--max-moved-gib", type=click.FloatRange(min=0), metavar="G",
+              help="Budget: the migrations move at most G GiB of instance memory.")
+@click.option("--target-hosts", type=click.IntRange(min=0), metavar="K",
+              help="Budget: reach K hosts left on with the fewest migrations.")
+@click.option("--front", "show_front", is_flag=True,
+              help="Show, per algorithm, the plans no other beats on hosts left on, "
+                   "migrations and GiB moved (table and chart); store nothing.")
 @BMC_FILE
 @FORMAT
 @click.pass_context
 def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                snapshot_ref: str | None, scenario: str | None, spare: int | None, light: bool,
                capacity_model: str | None, confidence: float | None,
-               raw_options: tuple[str, ...], check_live: bool, bmc_file: str | None,
-               fmt: str) -> None:
+               raw_options: tuple[str, ...], objective: str | None,
+               check_live: bool, max_migrations: int | None,
+               max_moved_gib: float | None, target_hosts: int | None, show_front: bool,
+               bmc_file: str | None, fmt: str) -> None:
     """Make a migration plan, store it as proposed and print it for review.
 
     Without --snapshot or --scenario it snapshots the live cloud first. Hosts the BMC file
@@ -78,7 +94,10 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     if light:
         options["light"] = True
     request = PlanRequest(algorithm=algorithm, ranking=ranking, spare=spare,
-                          capacity_model=capacity_model, confidence=confidence, options=options)
+                          capacity_model=capacity_model, confidence=confidence, options=options,
+                          max_migrations=max_migrations, max_moved_gib=max_moved_gib,
+                          target_hosts=target_hosts,
+                          objective=objective)
     validate_request(app, request)
     if snapshot_ref and scenario:
         raise click.UsageError("give --snapshot or --scenario, not both")
@@ -89,6 +108,9 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
         snap = get_snapshot(app, snapshot_ref)
     else:
         snap = record_snapshot(app)[0]
+    if show_front:
+        _show_front(app, snap, request, fmt)
+        return
     started = time.monotonic()
     stored = make_plan(app, snap, request)
     elapsed = time.monotonic() - started
@@ -99,6 +121,17 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
         click.echo(f"(planned in {elapsed:.2f} s)", err=True)
     if check_live:
         _check_live(app, stored, snap.cluster)
+
+
+def _show_front(app: AppContext, snap: Any, request: PlanRequest, fmt: str) -> None:
+    from consolidator.app.front import front_of
+    from consolidator.render.front import front_chart, front_json, front_table
+
+    points = front_of(app, snap, request)
+    if fmt == "json":
+        click.echo(json.dumps(front_json(points), indent=2))
+    else:
+        click.echo(front_table(points) + "\n\n" + front_chart(points))
 
 
 def _check_live(app: AppContext, stored: StoredPlan, cluster: Cluster) -> None:

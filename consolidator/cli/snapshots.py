@@ -13,7 +13,7 @@ from consolidator.app.snapshots import (
     record_snapshot,
     snapshot_list,
 )
-from consolidator.cli.context import FORMAT, pass_app
+from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
 from consolidator.render import kv, table
 from consolidator.render.hosts import snapshot_hosts
 from consolidator.scenario import cluster_to_document, dump_document
@@ -24,9 +24,15 @@ from consolidator.store.snapshots import Snapshot
 @click.option("--scenario", type=click.Path(dir_okay=False),
               help="Record a scenario file (YAML or JSON) instead of the live cloud named by "
                    "--cloud / OS_CLOUD in clouds.yaml.")
+@BMC_FILE
 @pass_app
-def snapshot_cmd(app: AppContext, scenario: str | None) -> None:
-    """Record the cloud's placement as a new snapshot and print its id."""
+def snapshot_cmd(app: AppContext, scenario: str | None, bmc_file: str | None) -> None:
+    """Record the cloud's placement as a new snapshot and print its id.
+
+    The power draw of every powered host the BMC file lists is read from its BMC
+    ([energy] read_power); a BMC without a reading is left out.
+    """
+    app.bmc_file = bmc_file
     app.engine()
     snapshot = record_scenario(app, scenario) if scenario else record_snapshot(app)[0]
     click.echo(snapshot.info.id)
@@ -74,7 +80,10 @@ def snapshots_show(app: AppContext, snapshot_id: str, fmt: str) -> None:
                    ("source", snap.info.source),
                    ("capacity from", snap.info.capacity_source),
                    ("hosts", snap.info.host_count), ("instances", snap.info.instance_count),
-                   ("server groups", len(snap.cluster.server_groups))]))
+                   ("server groups", len(snap.cluster.server_groups)),
+                   ("power read", f"{sum(r.watts for r in snap.readings):.0f} W from "
+                                  f"{len(snap.readings)} BMCs" if snap.readings
+                    else "no readings")]))
     click.echo()
     click.echo(snapshot_hosts(snap.cluster))
 
@@ -86,8 +95,10 @@ def _info_json(info: object) -> dict:
 
 
 def snapshot_json(snap: Snapshot) -> dict:
-    """The JSON form of a snapshot: its header and every field of its cluster."""
-    return {**_info_json(snap.info), **cluster_to_document(snap.cluster, full=True)}
+    """The JSON form of a snapshot: its header, every field of its cluster, and the power
+    readings of its hosts' BMCs."""
+    return {**_info_json(snap.info), **cluster_to_document(snap.cluster, full=True),
+            "power_readings": [vars(r) for r in snap.readings]}
 
 
 @snapshots_group.command("export")

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from consolidator.energy import modelled_draw
 from consolidator.errors import ScenarioError
 from consolidator.fake.faults import Faults
 from consolidator.fake.server import Router
@@ -39,6 +40,16 @@ class BmcPower:
         if rec is None:
             raise KeyError(f"unknown host {host!r}")
         return rec.power
+
+    def watts(self, host: str) -> float | None:
+        """The draw the BMC reports: idle + (peak - idle) x load while on; None while off or
+        under a bmc_no_power_reading fault (the BMC has no power meter)."""
+        rec = self.state.host(host)
+        if rec is None:
+            raise KeyError(f"unknown host {host!r}")
+        if rec.power != "on" or self.faults.bmc_fault("bmc_no_power_reading", host):
+            return None
+        return round(modelled_draw(rec.model, self.state.host_load(host)), 1)
 
     def _cancel(self, host: str) -> None:
         with self._lock:

@@ -27,6 +27,9 @@ NO_CIPHER_SUITE_MATCH = 0x11
 UNAUTHORIZED_NAME = 0x0D
 #: Completion code "node busy" (IPMI 2.0, table 5-2), sent under a bmc_busy fault.
 NODE_BUSY = 0xC0
+#: DCMI Get Power Reading (netfn 0x2C, command 0x02, group extension 0xDC).
+DCMI_NETFN, DCMI_GET_POWER_READING, DCMI_GROUP = 0x2C, 0x02, 0xDC
+INVALID_COMMAND = 0xC1
 #: The only algorithms pyghmi's server implements: RAKP-HMAC-SHA1, HMAC-SHA1-96, AES-CBC-128.
 SUPPORTED = {12: 1, 20: 1, 28: 1}
 
@@ -103,6 +106,26 @@ class FakeIpmiBmc(pyghmi_bmc.Bmc):
             session.send_ipmi_response(code=NODE_BUSY)
             return
         super().get_chassis_status(session)
+
+    def handle_raw_request(self, request: Any, session: Any) -> None:
+        """DCMI Get Power Reading here; everything else as pyghmi's BMC does."""
+        if request["netfn"] == DCMI_NETFN and request["command"] == DCMI_GET_POWER_READING:
+            self.get_power_reading(session)
+            return
+        super().handle_raw_request(request, session)
+
+    def get_power_reading(self, session: Any) -> None:
+        """Current, min, max and average watts (all the emulated draw), a timestamp, a 1 s
+        period and the state byte: measurement active only while the host is on. A host
+        under bmc_no_power_reading answers 'invalid command', as a BMC without DCMI."""
+        if self.fake_power.faults.bmc_fault("bmc_no_power_reading", self.host_name):
+            session.send_ipmi_response(code=INVALID_COMMAND)
+            return
+        watts = self.fake_power.watts(self.host_name)
+        value = int(round(watts or 0)).to_bytes(2, "little")
+        data = (bytes([DCMI_GROUP]) + value * 4 + int(time.time()).to_bytes(4, "little")
+                + (1000).to_bytes(4, "little") + bytes([0x40 if watts is not None else 0]))
+        session.send_ipmi_response(data=list(data))
 
     def get_power_state(self) -> str:
         """'on' or 'off'."""

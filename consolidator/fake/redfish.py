@@ -51,7 +51,12 @@ class Redfish:
                 ("GET", ROOT, self.service_root),
                 ("GET", ROOT + "/Systems", self.systems),
                 ("GET", ROOT + "/Systems/{host}", self.system),
-                ("POST", ROOT + "/Systems/{host}/Actions/ComputerSystem.Reset", self.reset)):
+                ("POST", ROOT + "/Systems/{host}/Actions/ComputerSystem.Reset", self.reset),
+                ("GET", ROOT + "/Chassis", self.chassis_collection),
+                ("GET", ROOT + "/Chassis/{host}", self.chassis),
+                ("GET", ROOT + "/Chassis/{host}/Power", self.chassis_power),
+                ("GET", ROOT + "/Chassis/{host}/EnvironmentMetrics",
+                 self.environment_metrics)):
             router.add(method, path, handler, service="redfish", auth=False)
 
     def _prepare(self, req: Request) -> None:
@@ -72,11 +77,11 @@ class Redfish:
                             {"WWW-Authenticate": 'Basic realm="fake BMC"'})
 
     def _host_of(self, path: str) -> str | None:
-        prefix = ROOT + "/Systems/"
-        if not path.startswith(prefix):
-            return None
-        name = path[len(prefix):].split("/", 1)[0]
-        return name if name in self.hosts else None
+        for prefix in (ROOT + "/Systems/", ROOT + "/Chassis/"):
+            if path.startswith(prefix):
+                name = path[len(prefix):].split("/", 1)[0]
+                return name if name in self.hosts else None
+        return None
 
     def _known(self, req: Request) -> str:
         host = req.params["host"]
@@ -95,7 +100,8 @@ class Redfish:
             "@odata.context": ROOT + "/$metadata#ServiceRoot.ServiceRoot",
             "Id": "RootService", "Name": "Fake cloud Redfish service",
             "RedfishVersion": "1.8.0", "UUID": "8b9e3f6a-0000-4000-8000-0000000000fc",
-            "Systems": {"@odata.id": ROOT + "/Systems"}})
+            "Systems": {"@odata.id": ROOT + "/Systems"},
+            "Chassis": {"@odata.id": ROOT + "/Chassis"}})
 
     def systems(self, req: Request) -> Response:
         """GET /redfish/v1/Systems: one member per redfish host."""
@@ -118,9 +124,68 @@ class Redfish:
             "SystemType": "Physical",
             "PowerState": "On" if self.power.power(host) == "on" else "Off",
             "Status": {"State": "Enabled", "Health": "OK"},
+            "Links": {"Chassis": [{"@odata.id": f"{ROOT}/Chassis/{host}"}]},
             "Actions": {"#ComputerSystem.Reset": {
                 "target": f"{path}/Actions/ComputerSystem.Reset",
                 "ResetType@Redfish.AllowableValues": list(RESET_TYPES)}}})
+
+    def chassis_collection(self, req: Request) -> Response:
+        """GET /redfish/v1/Chassis: one chassis per redfish host."""
+        return Response(200, {
+            "@odata.type": "#ChassisCollection.ChassisCollection",
+            "@odata.id": ROOT + "/Chassis", "Name": "Chassis Collection",
+            "Members@odata.count": len(self.hosts),
+            "Members": [{"@odata.id": f"{ROOT}/Chassis/{h}"} for h in self.hosts]})
+
+    def _meter(self, host: str) -> str | None:
+        """Where the chassis reports power: 'Power' (the default), 'EnvironmentMetrics'
+        (bmc: {meter: environment_metrics}), or None under bmc_no_power_reading."""
+        if self.power.faults.bmc_fault("bmc_no_power_reading", host):
+            return None
+        rec = self.power.state.host(host)
+        spec = rec.model.bmc if rec is not None and rec.model.bmc else {}
+        meter = spec.get("meter", "power") if hasattr(spec, "get") else "power"
+        return "EnvironmentMetrics" if meter == "environment_metrics" else "Power"
+
+    def chassis(self, req: Request) -> Response:
+        """GET /redfish/v1/Chassis/{host}: the host's chassis, linking its power meter."""
+        host = self._known(req)
+        path = f"{ROOT}/Chassis/{host}"
+        doc: dict[str, Any] = {
+            "@odata.type": "#Chassis.v1_15_0.Chassis", "@odata.id": path, "Id": host,
+            "Name": host, "ChassisType": "RackMount",
+            "PowerState": "On" if self.power.power(host) == "on" else "Off",
+            "Links": {"ComputerSystems": [{"@odata.id": f"{ROOT}/Systems/{host}"}]}}
+        meter = self._meter(host)
+        if meter is not None:
+            doc[meter] = {"@odata.id": f"{path}/{meter}"}
+        return Response(200, doc)
+
+    def _metered(self, req: Request, meter: str) -> tuple[str, float | None]:
+        host = self._known(req)
+        if self._meter(host) != meter:
+            raise HTTPError(404, f"{req.path} not found")
+        return host, self.power.watts(host)
+
+    def chassis_power(self, req: Request) -> Response:
+        """GET .../Chassis/{host}/Power: PowerControl's PowerConsumedWatts (null while off)."""
+        host, watts = self._metered(req, "Power")
+        path = f"{ROOT}/Chassis/{host}/Power"
+        return Response(200, {
+            "@odata.type": "#Power.v1_7_0.Power", "@odata.id": path, "Id": "Power",
+            "Name": "Power", "PowerControl": [{
+                "@odata.id": f"{path}#/PowerControl/0", "MemberId": "0",
+                "Name": "System Power Control", "PowerConsumedWatts": watts}]})
+
+    def environment_metrics(self, req: Request) -> Response:
+        """GET .../Chassis/{host}/EnvironmentMetrics: PowerWatts.Reading (null while off)."""
+        host, watts = self._metered(req, "EnvironmentMetrics")
+        return Response(200, {
+            "@odata.type": "#EnvironmentMetrics.v1_3_0.EnvironmentMetrics",
+            "@odata.id": f"{ROOT}/Chassis/{host}/EnvironmentMetrics",
+            "Id": "EnvironmentMetrics", "Name": "Chassis Environment Metrics",
+            "PowerWatts": {"DataSourceUri": f"{ROOT}/Chassis/{host}/Sensors/power",
+                           "Reading": watts}})
 
     def reset(self, req: Request) -> Response:
         """POST .../Actions/ComputerSystem.Reset {"ResetType": ...}."""

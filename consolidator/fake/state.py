@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from consolidator.energy import host_load
 from consolidator.model import CLASSIC_CLASSES, Cluster, Host, Instance, ServerGroup, stable_uuid
 
 #: Nova's vm_state and power_state for each server status the scenario may give.
@@ -265,6 +266,12 @@ class CloudState:
     def host(self, name: str) -> HostRecord | None:
         """A host by hypervisor hostname, else by compute host name."""
         return self.hosts.get(name) or self.by_compute_host.get(name)
+
+    def host_load(self, name: str) -> float:
+        """The host's allocated vCPUs over its physical cores, in [0, 1] (what its BMC's
+        power reading follows)."""
+        rec = self._host_or_raise(name)
+        return host_load(rec.model, rec.used[0])
 
     def service_state(self, rec: HostRecord, now: float) -> str:
         """'up' or 'down', as the servicegroup API would report it."""

@@ -103,6 +103,30 @@ class PowerDriver(Protocol):
         ...
 
 
+class PowerMeter(Protocol):
+    """An optional capability of a power driver: the host's power draw as its BMC reads it."""
+
+    host: str
+
+    def power_watts(self) -> float | None:
+        """Watts drawn now; None when the BMC has no reading (e.g. the host is off)."""
+        ...
+
+
+def read_watts(driver: object) -> float | None:
+    """The draw a driver's BMC reports, or None: no meter, no reading, or a failure (logged
+    in one line; a missing reading is never an error)."""
+    meter = getattr(driver, "power_watts", None)
+    if meter is None:
+        return None
+    try:
+        watts = meter()
+    except ConsolidatorError as exc:
+        log.info("no power reading: %s", exc)
+        return None
+    return None if watts is None or watts < 0 else float(watts)
+
+
 def _file_error(path: Path, where: str, message: str) -> ConfigError:
     return ConfigError(f"{path}: {where}: {message}")
 

@@ -63,6 +63,33 @@ def _cause(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
+#: DCMI: the group extension netfn, Get Power Reading, its group id, "system power statistics".
+DCMI_NETFN, DCMI_GET_POWER_READING, DCMI_GROUP, DCMI_SYSTEM_POWER = 0x2C, 0x02, 0xDC, 0x01
+#: The reading-state bit "power measurement active" (DCMI 1.5, table 6-16, byte 18).
+DCMI_ACTIVE = 0x40
+#: Completion codes meaning "not offered": invalid command, invalid for this LUN.
+_NOT_OFFERED = (0xC1, 0xC2)
+
+
+def _dcmi_watts(cmd: Any) -> float | None:
+    """Send Get Power Reading on an open session; the current watts or None."""
+    from pyghmi.exceptions import IpmiException
+
+    try:
+        rsp = cmd.xraw_command(netfn=DCMI_NETFN, command=DCMI_GET_POWER_READING,
+                               data=(DCMI_GROUP, DCMI_SYSTEM_POWER, 0, 0))
+    except IpmiException as exc:
+        if getattr(exc, "ipmicode", None) in _NOT_OFFERED:
+            return None
+        raise
+    data = bytes(rsp["data"])
+    if len(data) < 3 or data[0] != DCMI_GROUP:
+        return None
+    if len(data) >= 18 and not data[17] & DCMI_ACTIVE:
+        return None
+    return float(int.from_bytes(data[1:3], "little"))
+
+
 class IpmiDriver:
     """Power a host through its BMC over IPMI 2.0 (RMCP+) with pyghmi."""
 
@@ -126,6 +153,14 @@ class IpmiDriver:
             return state if state in (POWER_ON, POWER_OFF) else POWER_UNKNOWN
 
         return retry_reads(self.config, lambda: self._watchdog("power status", call))
+
+    def power_watts(self) -> float | None:
+        """The DCMI power reading (Get Power Reading, system power statistics), one try;
+        None when the BMC does not offer DCMI or says the measurement is not active."""
+        def call() -> float | None:
+            return self._session(_dcmi_watts)
+
+        return self._watchdog("power reading", call)
 
     def _request(self, state: str) -> None:
         """Send one chassis control request (no waiting here)."""

@@ -83,6 +83,26 @@ def _cause(exc: BaseException) -> str:
     return (str(exc) or type(exc).__name__).splitlines()[0]
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def _chassis_watts(conn: Any, chassis: dict[str, Any]) -> float | None:
+    """PowerConsumedWatts of the chassis' first PowerControl, else EnvironmentMetrics."""
+    power = (chassis.get("Power") or {}).get("@odata.id")
+    if power:
+        for control in conn.get(path=power).json().get("PowerControl") or []:
+            watts = _number(control.get("PowerConsumedWatts"))
+            if watts is not None:
+                return watts
+    metrics = (chassis.get("EnvironmentMetrics") or {}).get("@odata.id")
+    if metrics:
+        reading = conn.get(path=metrics).json().get("PowerWatts") or {}
+        return _number(reading.get("Reading"))
+    return None
+
+
 class RedfishDriver:
     """Power a host's ComputerSystem through Redfish Reset actions."""
 
@@ -139,6 +159,21 @@ class RedfishDriver:
     def power_state(self) -> str:
         """'on', 'off' or 'unknown' (also while powering on or off); retried if transient."""
         return retry_reads(self.config, lambda: self._call("power status", self._read))
+
+    def power_watts(self) -> float | None:
+        """The chassis' draw: Power's PowerControl PowerConsumedWatts, else the newer
+        EnvironmentMetrics' PowerWatts reading; one try; None when the BMC has neither."""
+        return self._call("power reading", self._watts)
+
+    def _watts(self) -> float | None:
+        system = self._system()
+        conn = system._conn  # sushy's connector: these resources are read as plain JSON
+        for link in (system.json.get("Links") or {}).get("Chassis") or []:
+            chassis = conn.get(path=link["@odata.id"]).json()
+            watts = _chassis_watts(conn, chassis)
+            if watts is not None:
+                return watts
+        return None
 
     def _reset(self, reset_type: str, fallback: str | None = None) -> None:
         """POST one ComputerSystem.Reset action (fallback if the BMC does not offer it)."""

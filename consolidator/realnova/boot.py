@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from consolidator.model import Cluster, Instance
+from consolidator.model import CLASSIC_CLASSES, Cluster, Instance
 from consolidator.realnova.controlplane import ControlPlane
 
 LOG = logging.getLogger(__name__)
@@ -32,6 +32,22 @@ def _wait(what: str, done: Callable[[], bool], timeout: float = BOOT_TIMEOUT_S) 
         time.sleep(0.1)
 
 
+def flavor_specs(inst: Instance) -> dict[str, str]:
+    """The extra specs that make Nova claim the instance's resources: a pinned instance
+    (all its vCPUs as PCPU) gets hw:cpu_policy=dedicated, as operators write it; any other
+    class beyond VCPU, MEMORY_MB and DISK_GB becomes a resources:CLASS=N spec."""
+    specs = {k: str(v) for k, v in inst.flavor_extra_specs.items()}
+    pcpu, vcpu = int(inst.amount("PCPU")), int(inst.amount("VCPU"))
+    if pcpu and pcpu == inst.vcpus and vcpu == 0:
+        specs.setdefault("hw:cpu_policy", "dedicated")
+    elif pcpu:
+        specs.update({"resources:PCPU": str(pcpu), "resources:VCPU": str(vcpu)})
+    for rc, amount in inst.resources.items():
+        if rc not in CLASSIC_CLASSES and rc != "PCPU" and amount:
+            specs[f"resources:{rc}"] = str(int(amount))
+    return specs
+
+
 class Booter:
     """Creates the scenario's Nova objects through Nova's own API, as an admin."""
 
@@ -42,6 +58,8 @@ class Booter:
         self.concurrency = max(1, concurrency)
         self._flavors: dict[tuple[Any, ...], str] = {}
         self._existing = {f["name"]: f for f in self.api.get_flavors()}
+        #: hypervisor name -> nova-compute service host.
+        self.service_host = {h.name: h.compute_host for h in cluster.hosts}
 
     def run(self) -> dict[str, str]:
         """Everything; returns instance name -> Nova server id."""
@@ -54,7 +72,7 @@ class Booter:
 
     def flavor(self, inst: Instance) -> str:
         """The id of a flavor with the instance's size and extra specs (created once)."""
-        specs = tuple(sorted(inst.flavor_extra_specs.items()))
+        specs = tuple(sorted(flavor_specs(inst).items()))
         key = (inst.flavor, inst.vcpus, inst.memory_mb, inst.disk_gb, specs)
         if key in self._flavors:
             return self._flavors[key]
@@ -79,9 +97,9 @@ class Booter:
         named: dict[str, list[str]] = {}
         for host in self.cluster.hosts:
             if host.availability_zone and host.availability_zone != "nova":
-                zones.setdefault(host.availability_zone, []).append(host.name)
+                zones.setdefault(host.availability_zone, []).append(host.compute_host)
             for agg in host.aggregates:
-                named.setdefault(agg, []).append(host.name)
+                named.setdefault(agg, []).append(host.compute_host)
         for zone, hosts in zones.items():
             self._aggregate(f"az-{zone}", hosts, zone)
         for name, hosts in named.items():
@@ -107,7 +125,7 @@ class Booter:
     def _post(self, inst: Instance, groups: dict[str, str]) -> str:
         body = self.plane._build_server(
             name=inst.name, image_uuid=self.plane.glance.image1["id"],
-            flavor_id=self.flavor(inst), networks="none", host=inst.host)
+            flavor_id=self.flavor(inst), networks="none", host=self.service_host[inst.host])
         if inst.metadata:
             body["metadata"] = dict(inst.metadata)
         request: dict[str, Any] = {"server": body}
@@ -132,7 +150,7 @@ class Booter:
                     continue
                 del building[server_id]
                 host = server.get("OS-EXT-SRV-ATTR:host")
-                if server["status"] == "ACTIVE" and host == inst.host:
+                if server["status"] == "ACTIVE" and host == self.service_host[inst.host]:
                     ids[inst.name] = server_id
                     continue
                 fault = (server.get("fault") or {}).get("message")
@@ -164,7 +182,7 @@ class Booter:
         for host in self.cluster.hosts:
             if host.status != "disabled":
                 continue
-            service = self.api.get_services(binary="nova-compute", host=host.name)[0]
+            service = self.api.get_services(binary="nova-compute", host=host.compute_host)[0]
             self.api.put_service(service["id"], {
                 "status": "disabled",
                 "disabled_reason": host.disabled_reason or "disabled in the scenario"})

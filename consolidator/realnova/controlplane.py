@@ -53,6 +53,10 @@ class ControlPlane(test.TestCase, integrated_helpers.InstanceHelperMixin):
         # Nova sizes one process-wide live-migration pool by this option (default 1): in a
         # real cloud, one per nova-compute; here every compute shares this process.
         self.flags(max_concurrent_live_migrations=max(1, len(self.host_models)))
+        # Every compute here reports its dedicated CPUs as PCPU: without this, Nova asks
+        # Placement a second time with VCPU for a pinned instance and leaves PCPU to the
+        # NUMATopologyFilter or the driver, neither of which checks it on the fake driver.
+        self.flags(disable_fallback_pcpu_query=True, group="workarounds")
         self.flags(report_interval=opts.report_interval,
                    service_down_time=opts.service_down_time,
                    rpc_response_timeout=opts.rpc_timeout)
@@ -78,13 +82,16 @@ class ControlPlane(test.TestCase, integrated_helpers.InstanceHelperMixin):
             driver = cls(virtapi)
             if old is not None:
                 driver.instances = old.instances  # the guests survive a power cycle
+                driver.resources = old.resources  # and so do their claims
             self.drivers[name] = driver
             return driver
 
-        cell = self.host_mappings[name].cell_mapping.name if name in self.host_mappings \
-            else None
+        service_host = self.host_models[name].compute_host
+        cell = self.host_mappings[service_host].cell_mapping.name \
+            if service_host in self.host_mappings else None
         with mock.patch("nova.virt.driver.load_compute_driver", side_effect=load):
-            self.computes[name] = self.start_service("compute", host=name, cell_name=cell)
+            self.computes[name] = self.start_service("compute", host=service_host,
+                                                     cell_name=cell)
 
     # -- power -----------------------------------------------------------------------
 

@@ -1,4 +1,12 @@
-"""Nova's fake virt driver, sized per host, with slow or failing live migrations on request."""
+"""Nova's fake virt driver, sized per host, with slow or failing live migrations on request.
+
+Beyond Nova's VCPU, MEMORY_MB and DISK_GB, a host's extra classes become inventories as a
+real driver reports them: VGPU on a nested child provider (as libvirt reports a physical
+GPU), every other class (PCPU, CUSTOM_*) and the host's traits on the root provider. The
+node is named after the hypervisor (the scenario host's name), which may differ from the
+nova-compute service's host (its compute_host), as in clouds whose hypervisors report an
+FQDN.
+"""
 
 from __future__ import annotations
 
@@ -37,6 +45,15 @@ class LiveMigrationFailed(Exception):
     """Raised by the fake driver when a migration_fails fault names the instance."""
 
 
+#: Classes a real driver reports on a nested child provider of the compute node.
+NESTED_CLASSES = ("VGPU",)
+
+
+def child_name(nodename: str, rc: str) -> str:
+    """The nested provider holding a class of a node (libvirt names its pGPUs alike)."""
+    return f"{nodename}_{rc.lower()}_0"
+
+
 class SizedDriver(nova.virt.fake.FakeLiveMigrateDriver):
     """A fake hypervisor with one host's size, reserved resources and allocation ratios."""
 
@@ -47,9 +64,15 @@ class SizedDriver(nova.virt.fake.FakeLiveMigrateDriver):
         super().__init__(virtapi, read_only)
         self._migrations: dict[str, str] = {}
 
+    def init_host(self, host: str) -> None:
+        """The node is the hypervisor's name, whatever the service's host is."""
+        super().init_host(host)
+        self._set_nodes([self.host_model.name])
+
     def update_provider_tree(self, provider_tree: Any, nodename: str,
                              allocations: Any = None) -> None:
-        """Nova's inventory, with this host's reserved amounts and allocation ratios."""
+        """Nova's inventory, with this host's reserved amounts and allocation ratios, its
+        extra classes (VGPU on a nested child) and its traits."""
         super().update_provider_tree(provider_tree, nodename, allocations)
         host = self.host_model
         inventory = copy.deepcopy(provider_tree.data(nodename).inventory)
@@ -59,7 +82,17 @@ class SizedDriver(nova.virt.fake.FakeLiveMigrateDriver):
                 ("DISK_GB", host.reserved_disk_gb, host.disk_allocation_ratio)):
             inventory[rc]["reserved"] = reserved
             inventory[rc]["allocation_ratio"] = ratio
+        for rc, inv in host.resources.items():
+            if rc in NESTED_CLASSES:
+                child = child_name(nodename, rc)
+                if not provider_tree.exists(child):
+                    provider_tree.new_child(child, nodename)
+                provider_tree.update_inventory(child, {rc: _inventory(inv)})
+            else:
+                inventory[rc] = _inventory(inv)
         provider_tree.update_inventory(nodename, inventory)
+        if host.traits:
+            provider_tree.add_traits(nodename, *host.traits)
 
     def live_migration(self, context: Any, instance: Any, dest: str, post_method: Any,
                        recover_method: Any, block_migration: bool = False,
@@ -103,6 +136,12 @@ class SizedDriver(nova.virt.fake.FakeLiveMigrateDriver):
     def get_host_uptime(self) -> str:
         """What os-hypervisors shows from 2.88 (the base driver raises NotImplementedError)."""
         return " 12:00:00 up 42 days,  3:14,  0 users,  load average: 0.10, 0.20, 0.30"
+
+
+def _inventory(inv: Any) -> dict[str, Any]:
+    """A model inventory as Placement's: integers, but the allocation ratio."""
+    return {key: (float(value) if key == "allocation_ratio" else int(value))
+            for key, value in inv.items()}
 
 
 def driver_for(host: Host, behaviour: Behaviour) -> type[SizedDriver]:

@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from consolidator.energy import host_load
 from consolidator.model import Host
 from consolidator.realnova.controlplane import ControlPlane
 
@@ -43,6 +44,13 @@ class PowerBook:
     def host(self, name: str) -> PowerRecord | None:
         """The record of a host, or None."""
         return self.hosts.get(name)
+
+    def host_load(self, name: str) -> float:
+        """The vCPUs its fake hypervisor has claimed over its cores (what its BMC's power
+        reading follows); 0 while its nova-compute is stopped."""
+        driver = self.plane.drivers.get(name)
+        used = driver.resources.vcpus_used if driver is not None else 0
+        return host_load(self.hosts[name].model, used)
 
     def set_power(self, name: str, on: bool) -> None:
         """Power a host on (start nova-compute) or off (stop it)."""

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from consolidator.model import Cluster
-from consolidator.plan import StoredPlan
+from consolidator.plan import PlanDraft, StoredPlan
 from consolidator.render import bar, kv, table
 
 #: Migrations listed in the table view before it says how many more there are.
@@ -47,6 +47,9 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
                ("created", plan.created_at.isoformat(timespec="seconds"))]), "",
            table(["HOST", "VCPU USED (BEFORE -> AFTER)", "RAM USED (BEFORE -> AFTER)",
                   "INSTANCES", "ACTION"], rows, align="lllll"), ""]
+    if d.choice:
+        out.append(f"chosen: {d.choice.get('why', '')}")
+        out.append("")
     out.append(_waves(d.migrations))
     out.append("")
     hours = 24
@@ -57,13 +60,28 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
         ("power off", ", ".join(d.power_off) or "nothing"),
         ("spare hosts", ", ".join(d.spare_hosts) or f"none (asked for {d.spare})"),
         ("estimated saving", f"{d.watts_saved:.0f} W = {d.watts_saved * hours / 1000:.1f} kWh "
-                             f"a day ({d.idle_watts:.0f} W idle per host)"),
+                             f"a day ({energy_basis(d)})"),
     ]))
     if d.notes:
         out += ["", "notes:"] + [f"  - {n}" for n in d.notes]
     if plan.status == "proposed" and approve_hint:
         out += ["", f"approve with: consolidator plan approve {plan.id}"]
     return "\n".join(out)
+
+
+def energy_basis(d: PlanDraft) -> str:
+    """Which hosts' saving is measured by their BMCs and which falls back to idle watts."""
+    measured = d.measured_hosts
+    rest = [h for h in d.power_off if h not in measured]
+    parts = []
+    if measured:
+        parts.append("measured: " + ", ".join(f"{h} {d.host_watts[h]:.0f} W" for h in measured))
+    if rest or not parts:
+        parts.append(f"{d.idle_watts:.0f} W idle per host"
+                     + (f", no reading: {', '.join(rest)}" if measured and rest else ""))
+    if d.objective != "hosts":
+        parts.append(f"objective {d.objective}")
+    return "; ".join(parts)
 
 
 def _use(before: float, after: float, cap: float) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from consolidator.render import count_bar, kv, table
-from consolidator.report import Report, hourly
+from consolidator.report import HostsPoint, Report, hourly
 
 
 def render_text(report: Report) -> str:
@@ -13,10 +13,11 @@ def render_text(report: Report) -> str:
            f"UTC", "", "Hosts powered on ('#' on, '.' off), the last snapshot of each hour:"]
     rows = hourly(report.points)
     widest = max((p.hosts_total for p in rows), default=0)
-    out.append(table(["TIME (UTC)", "HOSTS", "ON", "SPARE", "INSTANCES"],
+    out.append(table(["TIME (UTC)", "HOSTS", "ON", "SPARE", "INSTANCES", "MEASURED"],
                      [[p.time.strftime(fmt), count_bar(p.hosts_on, p.hosts_total, widest),
-                       f"{p.hosts_on}/{p.hosts_total}", p.spare, p.instances] for p in rows],
-                     align="llrrr") if rows else "  no snapshots in this period")
+                       f"{p.hosts_on}/{p.hosts_total}", p.spare, p.instances, _measured(p)]
+                      for p in rows],
+                     align="llrrrr") if rows else "  no snapshots in this period")
     out += ["", "Cycles (one plan each):"]
     out.append(table(["TIME (UTC)", "PLAN", "ALGORITHM", "STATUS", "PLANNED", "MIGRATED",
                       "FAILED", "POWERED OFF", "POWERED ON"],
@@ -33,7 +34,17 @@ def render_text(report: Report) -> str:
                    ["kWh per day", f"{e.kwh_per_day_policy:.1f}", f"{e.kwh_per_day_no_policy:.1f}"],
                    ["kWh per year (estimated)", f"{e.kwh_per_year_policy:.0f}",
                     f"{e.kwh_per_year_no_policy:.0f}"],
-                   ["reduction", f"{e.reduction_pct:.1f} %", "0 %"]], align="lrr"),
-            "", kv([("migrations done", sum(c.migrations_done for c in report.cycles)),
+                   ["reduction", f"{e.reduction_pct:.1f} %", "0 %"]], align="lrr")]
+    if e.kwh_measured is not None and e.kwh_per_day_measured is not None:
+        out += ["", f"Measured energy (BMC readings; hosts on without one at "
+                    f"{report.idle_watts:g} W): {e.kwh_measured:.1f} kWh in the period, "
+                    f"{e.kwh_per_day_measured:.1f} kWh per day"]
+    out += ["", kv([("migrations done", sum(c.migrations_done for c in report.cycles)),
                     ("hosts powered off", sum(c.hosts_powered_off for c in report.cycles))])]
     return "\n".join(out)
+
+
+def _measured(point: HostsPoint) -> str:
+    if point.measured_watts is None:
+        return "-"
+    return f"{point.measured_watts:.0f} W ({point.measured_hosts} hosts)"

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event, select
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, select, text
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from consolidator.errors import NotFoundError, NotMigratedError, StoreError, UsageError
+
+if TYPE_CHECKING:
+    from alembic.config import Config as AlembicConfig
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -83,6 +83,8 @@ def _sqlite_pragmas(dbapi_conn: object, _record: object) -> None:
 
 
 def _alembic_config(connection: Connection) -> AlembicConfig:
+    from alembic.config import Config as AlembicConfig
+
     cfg = AlembicConfig()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["connection"] = connection
@@ -90,12 +92,17 @@ def _alembic_config(connection: Connection) -> AlembicConfig:
 
 
 def head_revision() -> str:
-    """The newest schema revision this code knows."""
-    cfg = AlembicConfig()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    head = ScriptDirectory.from_config(cfg).get_current_head()
-    assert head is not None
-    return head
+    """The newest schema revision this code knows: the one no revision script names as its
+    down_revision (read from the scripts' text, without importing alembic: every command
+    that opens the store asks)."""
+    revisions, parents = set(), set()
+    for script in (MIGRATIONS / "versions").glob("*.py"):
+        source = script.read_text(encoding="utf-8")
+        revisions.update(re.findall(r"^revision\s*=\s*['\"](\w+)['\"]", source, re.M))
+        parents.update(re.findall(r"^down_revision\s*=\s*['\"](\w+)['\"]", source, re.M))
+    heads = revisions - parents
+    assert len(heads) == 1, heads
+    return heads.pop()
 
 
 @contextmanager
@@ -122,6 +129,9 @@ def resolve_id(engine: Engine, id_column: Any, ref: str, what: str) -> str:
 
 def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str]:
     """Apply the pending migrations up to revision; return (revision before, revision after)."""
+    from alembic import command
+    from alembic.runtime.migration import MigrationContext
+
     with translate_errors(engine), engine.begin() as conn:
         before = MigrationContext.configure(conn).get_current_revision()
         command.upgrade(_alembic_config(conn), revision)
@@ -130,9 +140,12 @@ def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str]:
 
 
 def current_revision(engine: Engine) -> str | None:
-    """The schema revision stored in the database, or None."""
+    """The schema revision stored in the database, or None (alembic's version table, read
+    with one query)."""
     with translate_errors(engine), engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 def check_migrated(engine: Engine) -> None:

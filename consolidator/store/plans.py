@@ -23,7 +23,9 @@ def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
     now = datetime.now(timezone.utc)
     details = {"notes": list(draft.notes), "options": dict(draft.options),
                "left_on": dict(draft.left_on),
-               "spare_hosts": list(draft.spare_hosts), "idle_watts": draft.idle_watts}
+               "spare_hosts": list(draft.spare_hosts), "idle_watts": draft.idle_watts,
+               "host_watts": dict(draft.host_watts), "watts_basis": dict(draft.watts_basis),
+               "objective": draft.objective, "choice": dict(draft.choice)}
     with translate_errors(engine), engine.begin() as conn:
         if supersede:
             conn.execute(update(plans).where(plans.c.cloud == cloud,
@@ -83,7 +85,11 @@ def _stored(row: Any, moves: Any, power: Any) -> StoredPlan:
         spare=row.spare, spare_hosts=tuple(details.get("spare_hosts", ())),
         notes=tuple(details.get("notes", ())), options=details.get("options", {}),
         idle_watts=float(details.get("idle_watts", 270.0)),
-        left_on=dict(details.get("left_on") or {}))
+        left_on=dict(details.get("left_on") or {}),
+        host_watts=dict(details.get("host_watts") or {}),
+        watts_basis=dict(details.get("watts_basis") or {}),
+        objective=str(details.get("objective") or "hosts"),
+        choice=dict(details.get("choice") or {}))
     return StoredPlan(id=row.id, cloud=row.cloud, snapshot_id=row.snapshot_id,
                       status=row.status, created_at=row.created_at, updated_at=row.updated_at,
                       reason=row.reason, draft=draft)

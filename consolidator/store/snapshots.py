@@ -6,14 +6,16 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import Engine, Table, select
+from sqlalchemy import Engine, Table, func, select
 
 from consolidator.demand import DemandSample, cpu_demand
+from consolidator.energy import Reading
 from consolidator.model import Cluster, Host, Instance, ServerGroup
 from consolidator.store.db import resolve_id, translate_errors
 from consolidator.store.tables import (
     snapshot_hosts,
     snapshot_instances,
+    snapshot_power,
     snapshot_server_groups,
     snapshots,
 )
@@ -38,6 +40,9 @@ class Snapshot:
 
     info: SnapshotInfo
     cluster: Cluster
+    #: The hosts' power draw read from their BMCs when it was taken (hosts without one are
+    #: not listed).
+    readings: tuple[Reading, ...] = ()
 
 
 _HOST_COLUMNS = ("vcpus", "memory_mb", "disk_gb", "cpu_allocation_ratio",
@@ -49,8 +54,8 @@ _INSTANCE_COLUMNS = ("name", "host", "vcpus", "memory_mb", "disk_gb", "status", 
 
 
 def save_snapshot(engine: Engine, cluster: Cluster, *, cloud: str, source: str,
-                  capacity_source: str = "placement", taken_at: datetime | None = None
-                  ) -> Snapshot:
+                  capacity_source: str = "placement", taken_at: datetime | None = None,
+                  readings: tuple[Reading, ...] = ()) -> Snapshot:
     """Store a cluster as a new snapshot in one transaction; return it as stored."""
     header = {"id": str(uuid.uuid4()), "cloud": cloud,
               "taken_at": taken_at or datetime.now(timezone.utc), "source": source,
@@ -61,7 +66,11 @@ def save_snapshot(engine: Engine, cluster: Cluster, *, cloud: str, source: str,
         for table, rows in snapshot_rows(header["id"], cluster):
             if rows:
                 conn.execute(table.insert(), rows)
-    return Snapshot(info=SnapshotInfo(**header), cluster=cluster)
+        if readings:
+            conn.execute(snapshot_power.insert(), [
+                {"snapshot_id": header["id"], "host": r.host, "watts": r.watts,
+                 "load": r.load, "source": r.source} for r in readings])
+    return Snapshot(info=SnapshotInfo(**header), cluster=cluster, readings=tuple(readings))
 
 
 def snapshot_rows(snapshot_id: str, cluster: Cluster) -> list[tuple[Table, list[dict]]]:
@@ -110,6 +119,9 @@ def load_snapshot(engine: Engine, ref: str) -> Snapshot:
         group_rows = conn.execute(select(snapshot_server_groups)
                                   .where(snapshot_server_groups.c.snapshot_id == snapshot_id)
                                   .order_by(snapshot_server_groups.c.position)).all()
+        power_rows = conn.execute(select(snapshot_power)
+                                  .where(snapshot_power.c.snapshot_id == snapshot_id)
+                                  .order_by(snapshot_power.c.host)).all()
     hosts = tuple(Host(name=r.name, id=r.host_id, aggregates=tuple(r.aggregates or ()),
                        resources=r.resources or {}, traits=tuple(r.traits or ()),
                        **{c: getattr(r, c) for c in _HOST_COLUMNS})
@@ -121,8 +133,11 @@ def load_snapshot(engine: Engine, ref: str) -> Snapshot:
                       for r in inst_rows)
     groups = tuple(ServerGroup(id=r.group_id, name=r.name, policy=r.policy,
                                members=tuple(r.members)) for r in group_rows)
+    readings = tuple(Reading(host=r.host, watts=r.watts, load=r.load, source=r.source)
+                     for r in power_rows)
     return Snapshot(info=_info(header),
-                    cluster=Cluster(hosts=hosts, instances=instances, server_groups=groups))
+                    cluster=Cluster(hosts=hosts, instances=instances, server_groups=groups),
+                    readings=readings)
 
 
 def list_snapshots(engine: Engine, cloud: str | None = None, limit: int = 50
@@ -180,3 +195,32 @@ def demand_samples(engine: Engine, cloud: str, *, since: datetime) -> list[Deman
                 vcpus[sid].append(count)
     return sorted((DemandSample(row.taken_at, cpu_demand(means[row.id], vcpus[row.id]))
                    for row in chosen), key=lambda s: s.taken_at)
+
+
+def power_history(engine: Engine, cloud: str, *, before: datetime, limit: int
+                  ) -> dict[str, list[tuple[float, float]]]:
+    """{host: [(load, watts), ...]} read at the cloud's `limit` newest snapshots up to
+    `before` (inclusive)."""
+    if limit <= 0:
+        return {}
+    recent = (select(snapshots.c.id).where(snapshots.c.cloud == cloud,
+                                           snapshots.c.taken_at <= before)
+              .order_by(snapshots.c.taken_at.desc()).limit(limit))
+    query = (select(snapshot_power.c.host, snapshot_power.c.load, snapshot_power.c.watts)
+             .where(snapshot_power.c.snapshot_id.in_(recent.scalar_subquery())))
+    history: dict[str, list[tuple[float, float]]] = {}
+    with translate_errors(engine), engine.connect() as conn:
+        for host, load, watts in conn.execute(query):
+            history.setdefault(host, []).append((float(load), float(watts)))
+    return history
+
+
+def measured_power(engine: Engine, cloud: str) -> dict[str, tuple[float, int]]:
+    """{snapshot id: (watts read in all, hosts read)} for every snapshot of the cloud."""
+    query = (select(snapshot_power.c.snapshot_id, func.sum(snapshot_power.c.watts),
+                    func.count())
+             .join(snapshots, snapshots.c.id == snapshot_power.c.snapshot_id)
+             .where(snapshots.c.cloud == cloud)
+             .group_by(snapshot_power.c.snapshot_id))
+    with translate_errors(engine), engine.connect() as conn:
+        return {sid: (float(total), int(count)) for sid, total, count in conn.execute(query)}

@@ -118,6 +118,15 @@ snapshot_server_groups = Table(
     Column("members", JSON, nullable=False),
 )
 
+snapshot_power = Table(
+    "snapshot_power", metadata,
+    Column("snapshot_id", ID, ForeignKey("snapshots.id", **_CASCADE), primary_key=True),
+    Column("host", String(255), primary_key=True),
+    Column("watts", Float, nullable=False),
+    Column("load", Float, nullable=False),
+    Column("source", String(16), nullable=False),
+)
+
 plans = Table(
     "plans", metadata,
     Column("id", ID, primary_key=True),

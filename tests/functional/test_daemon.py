@@ -44,9 +44,10 @@ def scenario() -> dict:
 
 def make_daemon(cloud: FakeCloud, engine: object, tmp: Path, *,
                 telemetry: dict[str, str] | None = None,
-                executor: dict[str, str] | None = None, **daemon: str) -> Daemon:
+                executor: dict[str, str] | None = None,
+                planner: dict[str, str] | None = None, **daemon: str) -> Daemon:
     config = config_from_sections({
-        "planner": {"algorithm": "firstfit", "n_plus_one": "false"},
+        "planner": {"algorithm": "firstfit", "n_plus_one": "false", **(planner or {})},
         "daemon": {"auto_apply": "true", **daemon},
         "executor": {"poll_interval": "0.02", "power_timeout": "30", **(executor or {})},
         "telemetry": telemetry or {},
@@ -91,6 +92,21 @@ def test_second_cycle_on_an_unchanged_cloud_moves_nothing(bed: tuple, tmp_path: 
     assert second.migrations_planned == 0
     assert second.outcome is None and len(powered(cloud)) == 2
     assert len(cloud.cluster().instances) == 10
+
+
+def test_the_daemon_keeps_the_configured_migration_budget(bed: tuple, tmp_path: Path) -> None:
+    from consolidator.store.plans import load_plan
+
+    cloud, engine = bed
+    daemon = make_daemon(cloud, engine, tmp_path,
+                         planner={"algorithm": "auto", "max_migrations": "4"})
+    with time_machine.travel(NIGHT, tick=True):
+        first = daemon.cycle()
+    assert 0 < first.migrations_planned <= 4          # unbudgeted, it plans 6
+    plan = load_plan(engine, first.plan_id)
+    assert plan.draft.choice["asked"] == "auto"
+    assert plan.draft.choice["budget"]["max_migrations"] == 4
+    assert len(powered(cloud)) == 5 - len(plan.draft.power_off) >= 3
 
 
 def test_morning_ramp_powers_hosts_on_through_the_bmcs(bed: tuple, tmp_path: Path) -> None:
@@ -224,6 +240,9 @@ def test_cycle_metrics(bed: tuple, tmp_path: Path) -> None:
     assert 'consolidator_migrations_total{result="succeeded"}' in text
     assert 'consolidator_plans{status="succeeded"} 1.0' in text
     assert "consolidator_watts_saved 810.0" in text
+    # the cycle's snapshot read the five Redfish BMCs (default 270 W idle, 450 W peak)
+    assert "consolidator_power_hosts_measured 5.0" in text
+    assert text.count("consolidator_host_power_watts{host=") == 5
 
 
 def test_daemon_snapshots_carry_the_usage_statistics(tmp_path: Path) -> None:

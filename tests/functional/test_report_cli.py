@@ -114,7 +114,7 @@ def test_report_json_shows_the_day_and_its_energy(simulated_day: str) -> None:
         "hours": 24.0, "kwh_policy": 48.6, "kwh_no_policy": 71.28,
         "kwh_per_day_policy": 48.6, "kwh_per_day_no_policy": 71.28,
         "kwh_per_year_policy": 17739.0, "kwh_per_year_no_policy": 26017.2,
-        "reduction_pct": 31.818}
+        "reduction_pct": 31.818, "kwh_measured": None, "kwh_per_day_measured": None}
 
 
 def test_report_table_shows_hosts_going_off_and_on(simulated_day: str) -> None:

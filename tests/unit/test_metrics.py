@@ -85,3 +85,14 @@ def test_a_busy_port_is_a_one_line_error() -> None:
         port = busy.getsockname()[1]
         with pytest.raises(MetricsError, match=f"127.0.0.1:{port}"):
             Metrics().start(port)
+
+
+def test_power_readings_are_exported_per_host_and_in_all() -> None:
+    metrics = Metrics()
+    metrics.observe_power({"c-01": 180.0, "c-02": 220.5})
+    metrics.observe_power({"c-02": 200.0})
+    got = samples(metrics)
+    assert got[("consolidator_host_power_watts", (("host", "c-02"),))] == 200.0
+    assert ("consolidator_host_power_watts", (("host", "c-01"),)) not in got
+    assert got[("consolidator_power_watts", ())] == 200.0
+    assert got[("consolidator_power_hosts_measured", ())] == 1

@@ -103,7 +103,8 @@ def test_build_keeps_the_period_and_renders_table_and_json() -> None:
     data = to_json(report)
     assert data["period"]["days"] == 1
     assert data["hosts_on"][6] == {"time": "2024-05-01T06:00:00+00:00", "hosts_on": 8,
-                                   "hosts_total": 11, "spare": 1, "instances": 150}
+                                   "hosts_total": 11, "spare": 1, "instances": 150,
+                                   "measured_watts": None, "measured_hosts": 0}
     assert data["energy"]["reduction_pct"] == 36.364
     text = render_text(report)
     assert "2024-05-01 05:00  " + bar(6, 11, 11) + "  6/11" in text

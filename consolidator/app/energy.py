@@ -1,0 +1,90 @@
+"""Energy: reading the hosts' draw from their BMCs at a snapshot, and each host's estimated
+idle draw from the readings stored so far (the fallback where there are none)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from consolidator.app.context import AppContext
+from consolidator.app.settings import idle_watts
+from consolidator.energy import IdleEstimate, Reading, cluster_loads, estimate_idle, saving
+from consolidator.errors import ConsolidatorError
+from consolidator.model import Cluster
+from consolidator.plan import PlanDraft
+from consolidator.store.snapshots import Snapshot, power_history
+
+#: BMCs read at once when a snapshot is taken.
+MAX_READERS = 16
+
+
+def _driver(lookup: Any, name: str, compute_host: str) -> Any:
+    """The host's power driver (by hypervisor name, else nova-compute host), or None."""
+    return lookup(name) or (lookup(compute_host) if compute_host != name else None)
+
+
+def read_power(ctx: AppContext, cluster: Cluster) -> tuple[Reading, ...]:
+    """The draw of every powered host with a BMC, read at once ([energy] read_power); a host
+    whose BMC has no reading or fails is left out (and counted at [energy] idle_watts)."""
+    from consolidator.power.base import read_watts
+
+    if not ctx.config.get("energy", "read_power"):
+        return ()
+    loads = cluster_loads(cluster)
+    try:
+        lookup = ctx.read_only_power_lookup()
+        drivers = [(h.name, d) for h in cluster.hosts if h.power != "off"
+                   for d in [_driver(lookup, h.name, h.compute_host or h.name)]
+                   if d is not None]
+    except ConsolidatorError as exc:
+        ctx.report(f"no power readings: {exc}")
+        return ()
+    if not drivers:
+        return ()
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=min(MAX_READERS, len(drivers))) as pool:
+        watts = list(pool.map(lambda pair: read_watts(pair[1]), drivers))
+    readings = tuple(
+        Reading(host=name, watts=w, load=loads[name],
+                source=str(getattr(getattr(driver, "config", None), "driver", "bmc")))
+        for (name, driver), w in zip(drivers, watts, strict=True) if w is not None)
+    ctx.report(f"read the power draw of {len(readings)} of {len(drivers)} hosts with a BMC "
+               f"in {time.monotonic() - started:.1f} s "
+               f"({sum(r.watts for r in readings):.0f} W in all)")
+    return readings
+
+
+def idle_estimates(ctx: AppContext, snapshot: Snapshot) -> dict[str, IdleEstimate]:
+    """host -> its idle draw, from the readings of the snapshot's cloud up to it (a line
+    fitted through [energy] history snapshots), else [energy] idle_watts."""
+    history: dict[str, list[tuple[float, float]]] = {}
+    if not snapshot.info.cloud.startswith("scenario:"):
+        history = power_history(ctx.engine(), snapshot.info.cloud,
+                                before=snapshot.info.taken_at,
+                                limit=ctx.config.get("energy", "history"))
+    for reading in snapshot.readings:  # the snapshot's own, even if not in the history yet
+        points = history.setdefault(reading.host, [])
+        if (reading.load, reading.watts) not in points:
+            points.append((reading.load, reading.watts))
+    return estimate_idle([h.name for h in snapshot.cluster.hosts], history,
+                         idle_watts(ctx.config))
+
+
+def plan_for_objective(ctx: AppContext, snapshot: Snapshot, cluster: Cluster, algorithm: str,
+                       objective: str, hosts_planner: Any = None, **plan_args: Any) -> PlanDraft:
+    """The checked plan for the objective (hosts: the algorithm's own, or hosts_planner's
+    (cluster, algorithm, **plan_args) when given; energy: the plan that powers off the most
+    idle watts), with each powered-off host's estimated idle draw."""
+    from consolidator.energy_objective import energy_plan
+    from consolidator.planner import plan_cluster
+
+    estimates = idle_estimates(ctx, snapshot)
+    if objective == "energy":
+        draft = energy_plan(cluster, algorithm, {h: e.watts for h, e in estimates.items()},
+                            fallback=idle_watts(ctx.config), **plan_args)
+    else:
+        draft = (hosts_planner or plan_cluster)(cluster, algorithm, **plan_args)
+    spent = saving(draft.power_off, estimates, idle_watts(ctx.config))
+    return replace(draft, host_watts=dict(spent.per_host), watts_basis=dict(spent.basis))

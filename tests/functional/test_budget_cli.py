@@ -1,0 +1,80 @@
+"""plan --front, the budget options and -a auto, through the real command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from consolidator.fake.generate import generate
+from tests.functional.cli import run
+from tests.unit.test_front import MIXED
+
+
+def scenario_file(tmp_path: Path) -> Path:
+    """A generated mixed-host scenario of 40 hosts."""
+    path = tmp_path / "mixed.yaml"
+    path.write_text(yaml.safe_dump(generate(40, per_host=9.2, seed=3, fill=0.6,
+                                            models=MIXED)))
+    return path
+
+
+def test_a_budget_is_kept_and_the_choice_is_stored(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    scenario = str(scenario_file(tmp_path))
+    free = json.loads(run("plan", "--scenario", scenario, "--format", "json",
+                          db_url=db_url).out)
+    assert free["choice"]["asked"] == "auto"                 # auto is the default
+    most = len(free["migrations"]) // 2
+    made = run("plan", "--scenario", scenario, "--max-migrations", str(most), "--format",
+               "json", db_url=db_url)
+    assert made.code == 0, made.err
+    plan = json.loads(made.out)
+    assert 0 < len(plan["migrations"]) <= most
+    assert plan["hosts_after"] < plan["hosts_before"]
+    shown = json.loads(run("plan", "show", plan["id"], "--format", "json",
+                           db_url=db_url).out)
+    assert shown["choice"] == plan["choice"]
+    assert shown["choice"]["budget"]["max_migrations"] == most
+    text = run("plan", "show", plan["id"], db_url=db_url).out
+    assert f"within at most {most} migrations" in text
+
+
+def test_the_config_budget_applies_when_no_option_is_given(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    config = tmp_path / "c.conf"
+    config.write_text("[planner]\nmax_migrations = 20\n")
+    made = run("--config", str(config), "plan", "--scenario", str(scenario_file(tmp_path)),
+               "--format", "json", db_url=db_url)
+    assert made.code == 0, made.err
+    assert len(json.loads(made.out)["migrations"]) <= 20
+
+
+def test_the_front_as_json_table_and_chart(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    scenario = str(scenario_file(tmp_path))
+    data = json.loads(run("plan", "--scenario", scenario, "--front", "--format", "json",
+                          db_url=db_url).out)["front"]
+    assert {"zoned-bestfit", "firstfit", "hvp", "fewest-migrations"} <= set(data)
+    for points in data.values():
+        costs = [(p["hosts_after"], p["migrations"], p["moved_gib"]) for p in points]
+        for a in costs:
+            assert not any(b != a and all(x <= y for x, y in zip(b, a, strict=True))
+                           for b in costs)
+    text = run("plan", "--scenario", scenario, "--front", db_url=db_url).out
+    assert "GIB MOVED" in text and "hosts left on (up) against migrations" in text
+    listed = run("plans", "list", "--format", "json", db_url=db_url)
+    assert listed.code == 0 and json.loads(listed.out) == []     # --front stores no plan
+
+
+def test_a_budget_with_the_energy_objective_is_a_usage_error(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    made = run("plan", "--scenario", str(scenario_file(tmp_path)), "--objective", "energy",
+               "--max-migrations", "5", db_url=db_url)
+    assert made.code == 2
+    assert "work with --objective hosts" in made.err and "Traceback" not in made.err
