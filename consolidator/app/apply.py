@@ -9,6 +9,7 @@ from consolidator.errors import UsageError
 from consolidator.executor import Executor, Outcome
 from consolidator.nova import Nova
 from consolidator.plan import StoredPlan
+from consolidator.progress import ProgressListener
 from consolidator.store.plans import load_plan, set_status
 from consolidator.store.snapshots import load_snapshot
 
@@ -18,7 +19,8 @@ class PlanRun:
 
     def __init__(self, ctx: AppContext, plan_ref: str, *, max_parallel: int | None = None,
                  dry_run: bool = False, conn: object = None,
-                 on_timeout: str | None = None) -> None:
+                 on_timeout: str | None = None,
+                 progress: ProgressListener | None = None) -> None:
         engine = ctx.engine()
         self.plan: StoredPlan = load_plan(engine, plan_ref)
         conn = conn if conn is not None else ctx.connect(ctx.cloud_name or self.plan.cloud)
@@ -27,6 +29,7 @@ class PlanRun:
                                  executor_settings(ctx.config, max_parallel=max_parallel,
                                                    dry_run=dry_run, on_timeout=on_timeout),
                                  ctx.power_lookup(), report=ctx.report)
+        self.executor.progress = progress
 
     def stop(self) -> None:
         """Start no new action; the running ones finish or time out."""
