@@ -118,7 +118,11 @@ OPTIONS: tuple[Option, ...] = (
            "Seconds a live migration may take before it counts as failed; its host is then "
            "left alone.", range="(0, inf)"),
     Option("executor", "poll_interval", float, 2.0,
-           "Seconds between fresh reads of a migrating server.", range="(0, inf)"),
+           "The longest wait, in seconds, between two fresh reads of a migrating server: "
+           "reads start poll_first apart and the wait doubles up to this.", range="(0, inf)"),
+    Option("executor", "poll_first", float, 0.1,
+           "Seconds before the first read of a migrating server (then doubled up to "
+           "poll_interval), so a short migration is seen done at once.", range="(0, inf)"),
     Option("executor", "power_timeout", float, 600.0,
            "Seconds a host may take to reach the power state asked of its BMC.", range="(0, inf)"),
     Option("executor", "lease_ttl", float, 60.0,
@@ -152,6 +156,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("power", "bmc_file", str, "/etc/consolidator/bmc.yaml",
            "BMC credentials (see etc/consolidator/bmc.yaml.sample); --bmc-file and "
            "CONSOLIDATOR_BMC_FILE override it."),
+    Option("power", "low_demand_window", float, 0.0,
+           "Minutes of low demand a power-off waits for, as VMware DPM and oVirt do: a host "
+           "is powered off only if every demand sample (snapshot with usage statistics) of "
+           "the window, and the last one before it, is at or below low_demand_threshold; "
+           "otherwise it is emptied and left on, with the reason in the journal. 0: no wait.",
+           range="[0, inf)"),
+    Option("power", "low_demand_threshold", float, 0.5,
+           "Demand at or below which it counts as low: the instances' mean CPU usage over "
+           "the physical vCPUs of the powered-on hosts, 0 to 1.", range="[0, 1]"),
     Option("telemetry", "history", int, 24,
            "Earlier snapshots of the same cloud whose usage statistics are pooled in.",
            range="[0, inf)"),

@@ -8,6 +8,7 @@ a cached ACTIVE proves nothing about where a server is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
 
@@ -41,6 +42,22 @@ class ServerState:
     compute_host: str | None
     node: str | None
     task_state: str | None
+
+
+def up_since(service: dict[str, Any], since: float) -> bool:
+    """Whether a service reads up with its last heartbeat (updated_at) at or after `since`."""
+    if service.get("state") != "up":
+        return False
+    stamp = service.get("updated_at")
+    if not since or not stamp:
+        return True
+    try:
+        when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return True
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp() >= since - 1.0
 
 
 class Nova:
@@ -87,6 +104,16 @@ class Nova:
         records = [r for r in records if r.get("instance_uuid", server_id) == server_id]
         return max(records, key=lambda r: (r.get("created_at") or "", r.get("id") or 0),
                    default=None)
+
+    def migration_progress(self, server_id: str) -> dict[str, Any] | None:
+        """The server's in-progress live migration with its memory_* counters
+        (GET /servers/{id}/migrations, 2.23+), or None (older microversion, or none runs)."""
+        if not self.version or self.version < (2, 23):
+            return None
+        with cloud_errors(self.conn, f"reading the progress of {server_id}'s migration"):
+            records = get_json(self.conn.compute, f"/servers/{server_id}/migrations",
+                               microversion=self.mv).get("migrations") or []
+        return max(records, key=lambda r: r.get("id") or 0, default=None)
 
     def servers_on(self, compute_host: str) -> list[dict[str, Any]]:
         """Every server on a compute host: all projects, all states."""

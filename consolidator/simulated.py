@@ -88,6 +88,10 @@ class SimulatedNova:
                 return dict(self._records[server_id])
         return self.real.latest_migration(server_id)
 
+    def migration_progress(self, server_id: str) -> dict[str, Any] | None:
+        """No progress to show: a simulated migration ends at once."""
+        return None
+
     def servers_on(self, compute_host: str) -> list[dict[str, Any]]:
         """The servers on a host: the real list read once, with the simulated moves."""
         with self._lock:
@@ -219,8 +223,9 @@ class SimulatedPower:
         return self.state
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float | None = None) -> str:
-        """Off at once, with nova-compute down."""
+                  grace: float | None = None, before_force: Any = None) -> str:
+        """Off at once (the graceful request is honoured, so nothing is forced), with
+        nova-compute down."""
         self.state = POWER_OFF
         self.nova.powered(self.compute_host, False)
         return self.state

@@ -12,6 +12,7 @@ from consolidator.errors import UsageError
 from consolidator.executor import Executor, Outcome
 from consolidator.nova import Nova
 from consolidator.plan import StoredPlan
+from consolidator.progress import ProgressListener
 from consolidator.store.plans import load_plan, resolve_plan_id, set_status
 from consolidator.store.snapshots import load_snapshot
 
@@ -21,7 +22,8 @@ class PlanRun:
 
     def __init__(self, ctx: AppContext, plan_ref: str, *, max_parallel: int | None = None,
                  dry_run: bool = False, conn: object = None,
-                 on_timeout: str | None = None) -> None:
+                 on_timeout: str | None = None,
+                 progress: ProgressListener | None = None) -> None:
         if dry_run:
             ctx = dry_context(ctx, cloud=load_plan(ctx.engine(), plan_ref).cloud,
                               plan_ids=(resolve_plan_id(ctx.engine(), plan_ref),))
@@ -37,6 +39,7 @@ class PlanRun:
             settings = replace(settings, poll_interval=0.0)
         self.executor = Executor(engine, nova, self.plan.cloud, cluster, settings, power,
                                  report=ctx.report)
+        self.executor.progress = progress
 
     def stop(self) -> None:
         """Start no new action; the running ones finish or time out."""

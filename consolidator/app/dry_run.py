@@ -5,6 +5,7 @@ passes exactly when the real run would."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from consolidator.app.context import AppContext
@@ -33,7 +34,10 @@ def dry_context(ctx: AppContext, *, cloud: str, plan_ids: tuple[str, ...] = (),
         raise LeaseHeldError(f"an executor for cloud {cloud!r} is already running: "
                              f"{lease.holder} (until {lease.expires_at:%H:%M:%S} UTC) holds "
                              f"lease {name!r}")
-    scratch = scratch_copy(engine, cloud=cloud, plan_ids=plan_ids, snapshot_ids=snapshot_ids)
+    window = ctx.config.get("power", "low_demand_window")   # the demand samples it reads
+    since = datetime.now(timezone.utc) - timedelta(minutes=window) if window > 0 else None
+    scratch = scratch_copy(engine, cloud=cloud, plan_ids=plan_ids, snapshot_ids=snapshot_ids,
+                           since=since)
     for plan_id in plan_ids:     # as 'apply --yes' would
         if load_plan(scratch, plan_id).status == "proposed":
             set_status(scratch, plan_id, "approved", reason="approved for a dry run")

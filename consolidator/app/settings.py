@@ -73,10 +73,13 @@ def executor_settings(config: Config, *, max_parallel: int | None = None,
         max_parallel=max_parallel or config.get("executor", "max_parallel"),
         migration_timeout=config.get("executor", "migration_timeout"),
         poll_interval=config.get("executor", "poll_interval"),
+        poll_first=config.get("executor", "poll_first"),
         power_timeout=config.get("executor", "power_timeout"),
         lease_ttl=config.get("executor", "lease_ttl"), dry_run=dry_run,
         on_timeout=on_timeout or config.get("executor", "on_timeout"),
-        max_per_destination=config.get("executor", "max_parallel_per_destination"))
+        max_per_destination=config.get("executor", "max_parallel_per_destination"),
+        low_demand_window=config.get("power", "low_demand_window"),
+        low_demand_threshold=config.get("power", "low_demand_threshold"))
 
 
 def fallback_ratios(config: Config) -> FallbackRatios:

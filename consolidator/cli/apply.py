@@ -14,6 +14,7 @@ from consolidator.app.dry_run import dry_rollback_context, verdict
 from consolidator.app.plans import approve, cancel
 from consolidator.app.rollback import interrupted_rollback, prepare_rollback
 from consolidator.cli.context import BMC_FILE, pass_app
+from consolidator.cli.progress import live_progress
 from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
 from consolidator.render import table
@@ -39,10 +40,11 @@ def stop_on_signals(run: PlanRun) -> Iterator[None]:
 def run_and_summarise(app: AppContext, plan_id: str, *, max_parallel: int | None,
                       dry_run: bool, resume: bool, on_timeout: str | None = None) -> Outcome:
     """Run a stored plan under the signal handlers and print its summary."""
-    run = PlanRun(app, plan_id, max_parallel=max_parallel, dry_run=dry_run,
-                  on_timeout=on_timeout)
-    with stop_on_signals(run):
-        outcome = run.run(resume=resume)
+    with live_progress(app) as progress:
+        run = PlanRun(app, plan_id, max_parallel=max_parallel, dry_run=dry_run,
+                      on_timeout=on_timeout, progress=progress)
+        with stop_on_signals(run):
+            outcome = run.run(resume=resume)
     click.echo(table(["", "COUNT"], [
         ["migrated", len(outcome.migrated)], ["failed", len(outcome.failed)],
         ["skipped", len(outcome.skipped)], ["powered on", len(outcome.powered_on)],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import tempfile
 import weakref
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import Engine, select
@@ -24,10 +25,13 @@ from consolidator.store.tables import (
 
 
 def scratch_copy(engine: Engine, *, cloud: str, plan_ids: Iterable[str] = (),
-                 snapshot_ids: Iterable[str] = ()) -> Engine:
+                 snapshot_ids: Iterable[str] = (), since: datetime | None = None) -> Engine:
     """A new SQLite database in a temporary directory (removed with the engine) holding the
-    given plans, their snapshots, the named snapshots and the cloud's journal."""
+    given plans, their snapshots, the named snapshots, the cloud's journal and (with since)
+    the cloud's snapshots taken since then and the newest one before (demand samples)."""
     plan_ids, snapshot_ids = set(plan_ids), set(snapshot_ids)
+    if since is not None:
+        snapshot_ids |= _recent(engine, cloud, since)
     directory = tempfile.TemporaryDirectory(prefix="consolidator-dry-run-")
     scratch = make_engine(f"sqlite:///{Path(directory.name) / 'dry-run.db'}")
     weakref.finalize(scratch, directory.cleanup)
@@ -53,6 +57,20 @@ def scratch_copy(engine: Engine, *, cloud: str, plan_ids: Iterable[str] = (),
             if rows:
                 target.execute(table.insert(), rows)   # type: ignore[attr-defined]
     return scratch
+
+
+def _recent(engine: Engine, cloud: str, since: datetime) -> set[str]:
+    """The cloud's snapshots with usage statistics taken since `since`, and the newest one
+    before it: what store.snapshots.demand_samples reads."""
+    with_usage = (select(snapshot_instances.c.snapshot_id)
+                  .where(snapshot_instances.c.usage.is_not(None)).distinct())
+    base = select(snapshots.c.id).where(snapshots.c.cloud == cloud,
+                                        snapshots.c.id.in_(with_usage.scalar_subquery()))
+    with translate_errors(engine), engine.connect() as conn:
+        ids = set(conn.execute(base.where(snapshots.c.taken_at >= since)).scalars())
+        ids |= set(conn.execute(base.where(snapshots.c.taken_at < since)
+                                .order_by(snapshots.c.taken_at.desc()).limit(1)).scalars())
+    return ids
 
 
 def _rows(conn: object, table: object, where: object) -> list[dict]:
