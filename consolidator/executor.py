@@ -288,7 +288,7 @@ class Executor:
             arriving[move.destination].append(move)
         refused: dict[str, str] = {}
         for dest, group in arriving.items():
-            found = placement.refusals(self.nova.conn, self.hosts[dest].id,
+            found = self.nova.refusals(self.hosts[dest].id,
                                        [demand_of(self.cluster, m) for m in group])
             refused.update({m.instance_id: f"destination {dest}: {found[m.instance_id]}"
                             for m in group if m.instance_id in found})

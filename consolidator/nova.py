@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 from openstack.connection import Connection
 
+from consolidator import placement
 from consolidator.cloud import (
     HttpStatusError,
     cloud_errors,
@@ -182,6 +183,14 @@ class Nova:
         if response.status_code >= 400:
             raise CloudError(f"{doing} failed (HTTP {response.status_code}): "
                              f"{error_text(response)}")
+
+    def refusals(self, provider: str, arriving: list[placement.Demand]) -> dict[str, str]:
+        """Which instances arriving together on a provider Placement refuses, and why."""
+        return placement.refusals(self.conn, provider, arriving)
+
+    def placement_usage(self, provider: str) -> dict[str, float]:
+        """What Placement holds on a compute node's provider tree (non-zero classes)."""
+        return placement.usage(self.conn, provider)
 
     def abort_migration(self, server_id: str, migration_id: object) -> None:
         """DELETE /servers/{id}/migrations/{mid} (2.24): abort a running live migration."""

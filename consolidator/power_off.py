@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
-from consolidator import placement
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Host
 from consolidator.nova import Nova
@@ -63,7 +62,7 @@ class GuardedPowerOff:
             kind = m.get("migration_type") or "migration"
             return (f"{len(migrations)} unfinished migrations, e.g. {kind} {m.get('id')} {way} "
                     f"it ({m.get('status')})")
-        held = placement.usage(self.nova.conn, host.id)
+        held = self.nova.placement_usage(host.id)
         if held:
             rc, amount = next(iter(sorted(held.items())))
             return f"Placement still holds {amount:g} {rc} on it"

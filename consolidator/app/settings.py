@@ -105,6 +105,33 @@ def telemetry_source(config: Config) -> PrometheusSource | None:
         timeout=config.get("telemetry", "timeout"))
 
 
+def cron_trigger(config: Config) -> Any:
+    """The cycle's CronTrigger from [daemon] schedule and timezone; ConfigError if invalid."""
+    from apscheduler.triggers.cron import CronTrigger
+
+    expression = config.get("daemon", "schedule")
+    zone = config.get("daemon", "timezone") or None
+    try:
+        return CronTrigger.from_crontab(expression, timezone=zone) if zone else \
+            CronTrigger.from_crontab(expression)
+    except (ValueError, LookupError) as exc:
+        raise ConfigError(f"[daemon] schedule = {expression!r} / timezone = {zone!r}: "
+                          f"{str(exc).splitlines()[0]}") from None
+
+
+def check_schedule(config: Config) -> None:
+    """[daemon] schedule must be a cron expression the daemon's scheduler accepts (the same
+    parser): ConfigError naming the value if not. The default needs no check."""
+    if ("daemon", "schedule") not in config.values and \
+            ("daemon", "timezone") not in config.values:
+        return
+    try:
+        cron_trigger(config)
+    except ConfigError as exc:
+        where = f"{config.path}: " if config.path else ""
+        raise ConfigError(f"{where}{exc}") from None
+
+
 def check_plugin_names(config: Config) -> None:
     """[planner] algorithm and ranking must name registered plug-ins: ConfigError if not.
 

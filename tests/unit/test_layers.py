@@ -17,9 +17,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "consolidator"
 CORE = {"algorithms", "rankings", "render", "simulate", "model", "constraints", "checker",
         "planner", "plan", "journal_entry", "zones", "padding", "scenario", "registry",
         "scenario_cache", "front", "errors", "config", "report", "rollback", "energy",
-        "energy_objective", "move_queue", "move_runner", "progress", "demand"}
+        "energy_objective", "move_queue", "move_runner", "progress", "demand", "fit",
+        "options"}
 ADAPTERS = {"cloud", "inventory", "nova", "placement", "power_off", "telemetry", "metrics",
-            "realnova",
+            "realnova", "simulated",
             "executor", "resume", "power",
             "store", "fake"}
 APP = {"app"}
