@@ -27,6 +27,11 @@ class Option:
     default: Any
     help: str
     choices: tuple[str, ...] = ()
+    #: The interval a number must lie in, as text: "[1, inf)", "(0, 1)", "[0, 65535]".
+    range: str = ""
+    #: A fixed form checked at load: "timezone" (an IANA zone) or "address" (an IP address
+    #: or a host name).
+    form: str = ""
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -37,15 +42,17 @@ OPTIONS: tuple[Option, ...] = (
            "The clouds.yaml cloud to manage. Empty: $OS_CLOUD, or the only cloud defined."),
     Option("cloud", "cpu_allocation_ratio", float, 16.0,
            "CPU allocation ratio used when capacity comes from os-hypervisors "
-           "(no Placement, or a compute API older than 2.88)."),
+           "(no Placement, or a compute API older than 2.88).", range="(0, inf)"),
     Option("cloud", "ram_allocation_ratio", float, 1.5,
-           "RAM allocation ratio used when capacity comes from os-hypervisors."),
+           "RAM allocation ratio used when capacity comes from os-hypervisors.", range="(0, inf)"),
     Option("cloud", "disk_allocation_ratio", float, 1.0,
-           "Disk allocation ratio used when capacity comes from os-hypervisors."),
+           "Disk allocation ratio used when capacity comes from os-hypervisors.", range="(0, inf)"),
     Option("inventory", "page_size", int, 1000,
-           "Servers and hypervisors asked for per page (Nova caps it at its max_limit)."),
+           "Servers and hypervisors asked for per page (Nova caps it at its max_limit).",
+           range="[1, inf)"),
     Option("inventory", "workers", int, 8,
-           "Concurrent Placement requests while reading inventories and usages."),
+           "Concurrent Placement requests while reading inventories and usages.",
+           range="[1, inf)"),
     Option("planner", "algorithm", str, "auto",
            "The algorithm 'plan' and the daemon use when none is given "
            "(see 'consolidator algorithms'). auto: run the fast ones (zoned-bestfit "
@@ -54,11 +61,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("planner", "max_migrations", int, 0,
            "The most migrations a plan made by 'plan' or the daemon may have, unless "
            "--max-migrations says otherwise; the plan that frees the most hosts within it is "
-           "kept. 0: unlimited."),
+           "kept. 0: unlimited.", range="[0, inf)"),
     Option("planner", "ranking", str, "",
            "The ranking that chooses among feasible target hosts; empty: the algorithm's own."),
     Option("planner", "spare", int, 0,
-           "Empty, powered hosts to keep as padding when no --spare is given."),
+           "Empty, powered hosts to keep as padding when no --spare is given.", range="[0, inf)"),
     Option("planner", "excluded_hosts", str, "",
            "Comma-separated host-name globs that are never emptied and never receive."),
     Option("planner", "exclude_key", str, "consolidator:exclude",
@@ -73,13 +80,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("planner", "allow_cold_migration", bool, False,
            "Also move SHUTOFF instances (by cold migration) instead of pinning them."),
     Option("planner", "max_migrations_per_host", int, 2,
-           "Migrations one source host sends at once; waves are built to respect it."),
+           "Migrations one source host sends at once; waves are built to respect it.",
+           range="[1, inf)"),
     Option("planner", "n_plus_one", bool, True,
            "Keep enough hosts on that the ones left can absorb the failure of the most loaded "
            "of them (N+1); the plan names the hosts kept for it."),
     Option("planner", "idle_watts", float, 270.0,
            "Deprecated: use [energy] idle_watts (this one is read only while that one is at "
-           "its default)."),
+           "its default).", range="[0, inf)"),
     Option("planner", "objective", str, "hosts",
            "What plan and the daemon optimise when no --objective is given: hosts (free the "
            "most hosts, the algorithm's own choice) or energy (keep the hosts that draw least "
@@ -88,7 +96,8 @@ OPTIONS: tuple[Option, ...] = (
            "placement: Placement capacity only. ucac: also paper 003's chance constraint on "
            "CPU usage against each host's physical cores.", ("placement", "ucac")),
     Option("planner", "confidence", float, 0.999,
-           "The confidence alpha of the ucac capacity model and the ucac ranking."),
+           "The confidence alpha of the ucac capacity model and the ucac ranking.",
+           range="[0.5, 1)"),
     Option("telemetry", "prometheus_url", str, "",
            "Prometheus HTTP API base URL for per-instance CPU usage; empty: no telemetry, "
            "the flavor fallback below is used."),
@@ -100,63 +109,86 @@ OPTIONS: tuple[Option, ...] = (
            "Instant query giving the standard deviation of each instance's CPU usage."),
     Option("telemetry", "instance_label", str, "instance_uuid",
            "The label of the query results that holds the instance (server) UUID."),
-    Option("telemetry", "timeout", float, 10.0, "Seconds to wait for Prometheus."),
+    Option("telemetry", "timeout", float, 10.0, "Seconds to wait for Prometheus.",
+           range="(0, inf)"),
     Option("executor", "max_parallel", int, 4,
-           "Live migrations running at once, over the whole cloud (apply --max-parallel)."),
+           "Live migrations running at once, over the whole cloud (apply --max-parallel).",
+           range="[1, inf)"),
     Option("executor", "migration_timeout", float, 1800.0,
            "Seconds a live migration may take before it counts as failed; its host is then "
-           "left alone."),
+           "left alone.", range="(0, inf)"),
     Option("executor", "poll_interval", float, 2.0,
-           "Seconds between fresh reads of a migrating server."),
+           "The longest wait, in seconds, between two fresh reads of a migrating server: "
+           "reads start poll_first apart and the wait doubles up to this.", range="(0, inf)"),
+    Option("executor", "poll_first", float, 0.1,
+           "Seconds before the first read of a migrating server (then doubled up to "
+           "poll_interval), so a short migration is seen done at once.", range="(0, inf)"),
     Option("executor", "power_timeout", float, 600.0,
-           "Seconds a host may take to reach the power state asked of its BMC."),
+           "Seconds a host may take to reach the power state asked of its BMC.", range="(0, inf)"),
     Option("executor", "lease_ttl", float, 60.0,
-           "Seconds an executor's lease on a cloud lasts without renewal (renewed every third)."),
+           "Seconds an executor's lease on a cloud lasts without renewal (renewed every third).",
+           range="(0, inf)"),
     Option("executor", "on_timeout", str, "abort",
            "What to do with a live migration that outlives migration_timeout: abort (DELETE "
            "the migration through Nova; the instance stays on its source) or force-complete "
            "(pause the guest and finish it).", choices=("abort", "force-complete")),
     Option("executor", "max_parallel_per_destination", int, 2,
-           "Live migrations running into one host at once."),
+           "Live migrations running into one host at once.", range="[1, inf)"),
     Option("daemon", "schedule", str, "0 * * * *",
            "When the daemon's cycle runs: a 5-field cron expression (minute hour day month "
            "weekday); the default is hourly at minute 0, as in paper 004."),
     Option("daemon", "timezone", str, "",
            "Timezone of the schedule and of the [padding] windows, e.g. Europe/Oslo; empty: "
-           "the system's."),
+           "the system's.", form="timezone"),
     Option("daemon", "auto_apply", bool, False,
            "Apply each cycle's plan at once. Off: plans stay proposed and the log says how to "
            "approve them."),
     Option("daemon", "misfire_grace_time", int, 300,
-           "Seconds late a cycle may still start (after a pause or a busy machine)."),
+           "Seconds late a cycle may still start (after a pause or a busy machine).",
+           range="[0, inf)"),
     Option("daemon", "lease_ttl", float, 60.0,
            "Seconds the active daemon's lease lasts without renewal: a standby daemon on the "
-           "same database takes over within this time after the active one dies."),
+           "same database takes over within this time after the active one dies.",
+           range="(0, inf)"),
     Option("daemon", "capacity_watch_interval", int, 300,
            "Seconds between capacity checks that power hosts on when the free capacity of the "
-           "powered hosts falls below the padding; 0 turns the watch off."),
+           "powered hosts falls below the padding; 0 turns the watch off.", range="[0, inf)"),
     Option("power", "bmc_file", str, "/etc/consolidator/bmc.yaml",
            "BMC credentials (see etc/consolidator/bmc.yaml.sample); --bmc-file and "
            "CONSOLIDATOR_BMC_FILE override it."),
+    Option("power", "low_demand_window", float, 0.0,
+           "Minutes of low demand a power-off waits for, as VMware DPM and oVirt do: a host "
+           "is powered off only if every demand sample (snapshot with usage statistics) of "
+           "the window, and the last one before it, is at or below low_demand_threshold; "
+           "otherwise it is emptied and left on, with the reason in the journal. 0: no wait.",
+           range="[0, inf)"),
+    Option("power", "low_demand_threshold", float, 0.5,
+           "Demand at or below which it counts as low: the instances' mean CPU usage over "
+           "the physical vCPUs of the powered-on hosts, 0 to 1.", range="[0, 1]"),
     Option("telemetry", "history", int, 24,
-           "Earlier snapshots of the same cloud whose usage statistics are pooled in."),
+           "Earlier snapshots of the same cloud whose usage statistics are pooled in.",
+           range="[0, inf)"),
     Option("telemetry", "fallback_mean", float, 0.5,
-           "Without telemetry: an instance's mean usage as a fraction of its vCPUs."),
+           "Without telemetry: an instance's mean usage as a fraction of its vCPUs.",
+           range="[0, inf)"),
     Option("telemetry", "fallback_cov", float, 0.5,
-           "Without telemetry: the coefficient of variation (std / mean) of its usage."),
+           "Without telemetry: the coefficient of variation (std / mean) of its usage.",
+           range="[0, inf)"),
     Option("energy", "idle_watts", float, 270.0,
            "Idle draw of a host with no power reading from its BMC (270 W measured in 004): "
-           "what a plan's saving and the energy objective count for it."),
+           "what a plan's saving and the energy objective count for it.", range="[0, inf)"),
     Option("energy", "read_power", bool, True,
            "Read each powered host's draw from its BMC (IPMI DCMI, Redfish Power or "
            "EnvironmentMetrics) when a snapshot is taken; a missing reading is not an error."),
     Option("energy", "history", int, 48,
            "Snapshots of the same cloud whose readings are fitted (idle + slope x load) to "
-           "estimate each host's idle draw."),
+           "estimate each host's idle draw.", range="[0, inf)"),
     Option("metrics", "port", int, 0,
-           "TCP port of the daemon's Prometheus endpoint (/metrics); 0: no endpoint."),
+           "TCP port of the daemon's Prometheus endpoint (/metrics); 0: no endpoint.",
+           range="[0, 65535]"),
     Option("metrics", "address", str, "127.0.0.1",
-           "Address the Prometheus endpoint listens on (0.0.0.0 or :: for every interface)."),
+           "Address the Prometheus endpoint listens on (0.0.0.0 or :: for every interface).",
+           form="address"),
 )
 
 
@@ -170,16 +202,59 @@ def _parse(option: Option, raw: str) -> Any:
             if lowered in ("0", "no", "false", "off"):
                 return False
             raise ValueError("expected true or false")
-        if option.type is int:
+        if option.type is int and not option.range:
             return int(text)
-        if option.type is float:
+        if option.type is float and not option.range:
             return float(text)
+        if option.type in (int, float):
+            option.type(text)
     except ValueError as exc:
         raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: {exc}") from None
+    if option.range and option.type in (int, float):
+        value = option.type(text)
+        if not in_range(value, option.range):
+            raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: out of range: "
+                              f"expected a number in {option.range}")
+        return value
+    problem = check_form(option.form, text) if option.form and text else None
+    if problem:
+        raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: {problem}")
     if option.choices and text not in option.choices:
         raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: expected one of "
                           f"{', '.join(option.choices)}")
     return text
+
+
+def in_range(value: float, interval: str) -> bool:
+    """Whether value lies in an interval written "[1, inf)", "(0, 1)" or "[0, 65535]"."""
+    low, high = (float(v) for v in interval[1:-1].split(","))
+    above = value > low if interval[0] == "(" else value >= low
+    below = value < high if interval[-1] == ")" else value <= high
+    return above and below
+
+
+def check_form(form: str, text: str) -> str | None:
+    """Why a value does not have its fixed form, or None."""
+    if form == "timezone":
+        import zoneinfo
+
+        try:
+            zoneinfo.ZoneInfo(text)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            return "unknown time zone: give an IANA name such as Europe/Oslo or UTC"
+        return None
+    if form == "address":
+        import ipaddress
+        import re
+
+        try:
+            ipaddress.ip_address(text)
+        except ValueError:
+            label = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
+            if not re.fullmatch(rf"{label}(\.{label})*", text):
+                return "not an IP address or a host name"
+        return None
+    raise ValueError(f"unknown form {form!r}")
 
 
 @dataclass(frozen=True)
@@ -318,7 +393,10 @@ def reference_rst() -> str:
     lines = ["=======================", "Configuration reference", "=======================", "",
              "The INI file named by ``--config`` (default ``/etc/consolidator/consolidator.conf``"
              " when it exists). Unknown sections and options are errors, so a typo cannot pass "
-             "silently. This page is generated from ``consolidator/config.py`` by "
+             "silently, and every value is checked when the file is loaded, whatever the "
+             "command: its type, its range, its choices, the time zone, the address, the cron "
+             "expression of [daemon] schedule and the [planner] algorithm and ranking names. "
+             "This page is generated from ``consolidator/config.py`` by "
              "``python tools/gen_config_reference.py``; a test fails when they differ.", ""]
     for section in dict.fromkeys(o.section for o in OPTIONS):
         title = f"[{section}]"
@@ -326,6 +404,9 @@ def reference_rst() -> str:
         for o in declared_options(section):
             default = o.default if o.default != "" else "(empty)"
             lines += [f"``{o.name}``", f"  *{o.type.__name__}*, default ``{default}``."
-                      + (f" One of: {', '.join(o.choices)}." if o.choices else ""),
+                      + (f" One of: {', '.join(o.choices)}." if o.choices else "")
+                      + (f" In ``{o.range}``." if o.range else "")
+                      + (" An IANA time zone." if o.form == "timezone" else "")
+                      + (" An IP address or a host name." if o.form == "address" else ""),
                       f"  {o.help}", ""]
     return "\n".join(lines)

@@ -29,9 +29,8 @@ from consolidator.app.leadership import Leadership, executor_holder
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.plans import approve, plan_counts, power_on_plan, running_plans
 from consolidator.app.rollback import bmc_power
-from consolidator.app.settings import idle_watts
+from consolidator.app.settings import cron_trigger, idle_watts
 from consolidator.app.snapshots import read_cloud, record_snapshot
-from consolidator.config import Config
 from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
 from consolidator.model import Cluster
@@ -297,22 +296,6 @@ class Daemon:
 
 def _log_line(line: str) -> None:
     LOG.info("%s", line.strip())
-
-
-def cron_trigger(config: Config) -> Any:
-    """The cycle's CronTrigger from [daemon] schedule and timezone; ConfigError if invalid."""
-    from apscheduler.triggers.cron import CronTrigger
-
-    from consolidator.errors import ConfigError
-
-    expression = config.get("daemon", "schedule")
-    zone = config.get("daemon", "timezone") or None
-    try:
-        return CronTrigger.from_crontab(expression, timezone=zone) if zone else \
-            CronTrigger.from_crontab(expression)
-    except (ValueError, LookupError) as exc:
-        raise ConfigError(f"[daemon] schedule = {expression!r} / timezone = {zone!r}: "
-                          f"{str(exc).splitlines()[0]}") from None
 
 
 def host_counts(cluster: Cluster) -> dict[str, int]:

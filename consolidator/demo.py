@@ -55,7 +55,6 @@ DEMO_CONFIG = """\
 name = {cloud}
 
 [executor]
-poll_interval = 0.05
 migration_timeout = 60
 power_timeout = 60
 lease_ttl = 30

@@ -1,7 +1,9 @@
 """The executor: runs a plan against the live cloud, safely, journaling every action.
 
-For each wave it re-reads the live state and runs the pre-checks, then live-migrates
-concurrently (a global limit; waves already bound each source host). A migration is done only
+Moves run from a queue (consolidator.move_queue, move_runner): a move starts as soon as the
+earlier-wave moves touching its source or destination have succeeded and a slot is free
+(overall and per destination), after its pre-checks on the live state; a slow move delays only
+the moves that depend on it, and a failed one holds them back. A migration is done only
 when a fresh GET shows the server ACTIVE on the destination and its migration record is
 completed. A host whose migration fails or whose pre-check fails is left alone from then on.
 Hosts the plan powers off are checked three times over right before the power call: no server
@@ -21,19 +23,25 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
 from consolidator import placement
+from consolidator import progress as mp
+from consolidator.demand import not_low_for_long
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
-from consolidator.nova import FINAL_MIGRATION_STATUSES, Nova, ServerState
+from consolidator.move_queue import MoveQueue
+from consolidator.move_runner import MoveCallbacks, run_moves
+from consolidator.nova import FINAL_MIGRATION_STATUSES, Nova, up_since
 from consolidator.plan import Move, StoredPlan
 from consolidator.power.base import read_power
 from consolidator.power_off import GuardedPowerOff
+from consolidator.progress import MigrationProgress, ProgressListener, poll_delays
+from consolidator.resume import reconcile
 from consolidator.store import journal
 from consolidator.store.leases import (
     Guard,
@@ -43,6 +51,7 @@ from consolidator.store.leases import (
     release,
 )
 from consolidator.store.plans import set_status
+from consolidator.store.snapshots import demand_samples
 from consolidator.wording import plural
 
 if TYPE_CHECKING:
@@ -58,7 +67,10 @@ class ExecutorSettings:
 
     max_parallel: int = 4
     migration_timeout: float = 1800.0
+    #: The longest wait between two reads of a migrating server (the backoff's cap).
     poll_interval: float = 2.0
+    #: The first wait; it doubles up to poll_interval.
+    poll_first: float = 0.1
     power_timeout: float = 600.0
     lease_ttl: float = 60.0
     dry_run: bool = False
@@ -67,6 +79,10 @@ class ExecutorSettings:
     on_timeout: str = "abort"
     #: Live migrations into one destination at once.
     max_per_destination: int = 2
+    #: Minutes of low demand every power-off waits for (0: none); see consolidator.demand.
+    low_demand_window: float = 0.0
+    #: Demand (mean CPU use over the powered-on hosts' vCPUs) at or below which it is low.
+    low_demand_threshold: float = 0.5
 
 
 @dataclass
@@ -100,12 +116,12 @@ class Executor:
         self.guarded = GuardedPowerOff(engine, nova, cloud, report, settings.power_timeout,
                                          dry_run=settings.dry_run)
         self.stop = threading.Event()
+        #: Who hears of each running migration's progress (None: nobody; nothing is read).
+        self.progress: ProgressListener | None = None
         self.holder = make_holder()
         self.guard: Guard | None = None
         self._blocked: dict[str, str] = {}       # source host -> why it is left alone
         self._lock = threading.Lock()
-        self._into: dict[str, threading.Semaphore] = defaultdict(
-            lambda: threading.Semaphore(max(settings.max_per_destination, 1)))
 
     # -- the run -----------------------------------------------------------------------
 
@@ -197,39 +213,55 @@ class Executor:
     # -- migrations --------------------------------------------------------------------
 
     def _run_waves(self, plan: StoredPlan, done: set[str], outcome: Outcome) -> None:
-        waves: dict[int, list[Move]] = defaultdict(list)
+        """Run the moves from a queue that keeps the waves' safety (consolidator.move_queue):
+        a move starts once the earlier-wave moves it depends on have succeeded."""
         for move in plan.draft.migrations:
-            if move.instance_id not in done:
-                waves[move.wave].append(move)
-            else:
+            if move.instance_id in done:
                 outcome.migrated.append(move)
-        total, finished = len(plan.draft.migrations), len(outcome.migrated)
-        with ThreadPoolExecutor(max_workers=max(self.settings.max_parallel, 1)) as pool:
-            for wave in sorted(waves):
-                if self.stop.is_set():
-                    outcome.interrupted = True
-                    for move in waves[wave]:
-                        outcome.skipped[move.instance_name] = self._stopped_reason()
-                    continue
-                ready = self._precheck(plan, waves[wave], outcome)
-                self.report(f"wave {wave}: {plural(len(ready), 'migration')} "
-                            f"({finished}/{total} done so far)")
-                if self.settings.dry_run:
-                    for move in ready:
-                        self.report(f"  would migrate {move.instance_name} "
-                                    f"{move.source} -> {move.destination}")
-                    continue
-                for move, error in zip(ready, pool.map(lambda m: self._migrate(plan, m),
-                                                       ready), strict=True):
-                    finished += 1
-                    if error is None:
-                        outcome.migrated.append(move)
-                    elif error is _NOT_STARTED:
-                        outcome.interrupted = True
-                        outcome.skipped[move.instance_name] = self._stopped_reason()
-                    else:
-                        outcome.failed[move.instance_name] = error
-                        self._block(move.source, f"migration of {move.instance_name} failed")
+        todo = [m for m in plan.draft.migrations if m.instance_id not in done]
+        if self.settings.dry_run:
+            self._dry_run_waves(plan, todo, len(outcome.migrated), outcome)
+            return
+
+        def finished(move: Move, error: str | None) -> None:
+            if error is None:
+                outcome.migrated.append(move)
+            elif error is _NOT_STARTED:
+                outcome.interrupted = True
+                outcome.skipped[move.instance_name] = self._stopped_reason()
+            else:
+                outcome.failed[move.instance_name] = error
+                self._block(move.source, f"migration of {move.instance_name} failed")
+
+        def skip(move: Move, reason: str) -> None:
+            if self.stop.is_set():
+                outcome.interrupted = True
+                outcome.skipped[move.instance_name] = self._stopped_reason()
+            else:
+                self._skip(plan, move, reason, outcome)
+
+        run_moves(MoveQueue(plan.draft.migrations, done), MoveCallbacks(
+            precheck=lambda moves: self._precheck(plan, moves, outcome),
+            migrate=lambda move: self._migrate(plan, move), finished=finished, skip=skip,
+            stopping=self.stop.is_set, stopped_reason=self._stopped_reason,
+            report=self.report),
+            max_parallel=self.settings.max_parallel,
+            max_per_destination=self.settings.max_per_destination,
+            total=len(plan.draft.migrations), finished=len(outcome.migrated))
+
+    def _dry_run_waves(self, plan: StoredPlan, todo: list[Move], finished: int,
+                       outcome: Outcome) -> None:
+        """Say what each wave would migrate, after its pre-checks."""
+        waves: dict[int, list[Move]] = defaultdict(list)
+        for move in todo:
+            waves[move.wave].append(move)
+        for wave in sorted(waves):
+            ready = self._precheck(plan, waves[wave], outcome)
+            self.report(f"wave {wave}: {plural(len(ready), 'migration')} "
+                        f"({finished}/{len(plan.draft.migrations)} done so far)")
+            for move in ready:
+                self.report(f"  would migrate {move.instance_name} "
+                            f"{move.source} -> {move.destination}")
 
     def _block(self, host: str, why: str) -> None:
         with self._lock:
@@ -257,7 +289,7 @@ class Executor:
             arriving[move.destination].append(move)
         refused: dict[str, str] = {}
         for dest, group in arriving.items():
-            found = placement.refusals(self.nova.conn, self.hosts[dest].id,
+            found = self.nova.refusals(self.hosts[dest].id,
                                        [demand_of(self.cluster, m) for m in group])
             refused.update({m.instance_id: f"destination {dest}: {found[m.instance_id]}"
                             for m in group if m.instance_id in found})
@@ -307,14 +339,7 @@ class Executor:
 
     def _migrate(self, plan: StoredPlan, move: Move) -> str | None:
         """One live migration, journaled and verified; None on success, else the reason
-        (_NOT_STARTED once the run is stopping or the lease is lost). At most
-        max_per_destination run into one host at once."""
-        with self._lock:
-            gate = self._into[move.destination]
-        with gate:
-            return self._migrate_now(plan, move)
-
-    def _migrate_now(self, plan: StoredPlan, move: Move) -> str | None:
+        (_NOT_STARTED once the run is stopping or the lease is lost)."""
         dest = self.hosts[move.destination]
         if self.stop.is_set():
             return _NOT_STARTED
@@ -324,11 +349,13 @@ class Executor:
             return _NOT_STARTED
         self.report(f"  migrate {move.instance_name} {move.source} -> {move.destination}")
         started = time.monotonic()
+        self._progress(move, mp.STARTED, started)
         try:
             self.nova.live_migrate(move.instance_id, dest.compute_host)
             error = self._await(move, dest.compute_host, started)
         except ConsolidatorError as exc:
             error = str(exc)
+        self._progress(move, mp.FAILED if error else mp.DONE, started)
         journal.finish(self.engine, entry, journal.FAILED if error else journal.SUCCEEDED,
                        error or f"on {move.destination} after {time.monotonic() - started:.1f} s")
         self.report(f"  {'FAILED' if error else 'done'} {move.instance_name}"
@@ -340,13 +367,15 @@ class Executor:
         host, status and the migration record, polled until it is final."""
         deadline = started + self.settings.migration_timeout
         handled = ""
+        delays = poll_delays(self.settings.poll_first, self.settings.poll_interval)
         while True:
-            time.sleep(self.settings.poll_interval)
+            time.sleep(next(delays))
             server = self.nova.server(move.instance_id)
             if server is None:
                 return "the instance disappeared during its migration"
             if server.status != "MIGRATING" and not server.task_state:
                 break
+            self._progress(move, mp.RUNNING, started, live=True)
             if time.monotonic() > deadline:
                 if handled:
                     return (f"timed out after {self.settings.migration_timeout:.0f} s and "
@@ -398,12 +427,30 @@ class Executor:
         """The server's newest live-migration record, polled until its status is final (or
         the deadline passes)."""
         deadline = max(deadline, time.monotonic() + self.settings.poll_interval * 20)
+        delays = poll_delays(self.settings.poll_first, self.settings.poll_interval)
         while True:
             record = self.nova.latest_migration(server_id) or {}
             if record.get("status") in FINAL_MIGRATION_STATUSES or \
                     time.monotonic() > deadline:
                 return record
-            time.sleep(self.settings.poll_interval)
+            time.sleep(next(delays))
+
+    def _progress(self, move: Move, phase: str, started: float, *, live: bool = False
+                  ) -> None:
+        """Tell the progress listener (if any) about a migration; while it runs, with Nova's
+        memory counters where the microversion gives them (2.23+)."""
+        if self.progress is None:
+            return
+        record: dict = {}
+        if live:
+            try:
+                record = self.nova.migration_progress(move.instance_id) or {}
+            except ConsolidatorError:
+                record = {}
+        self.progress(MigrationProgress(
+            move.instance_name, move.source, move.destination, phase,
+            time.monotonic() - started, record.get("memory_total_bytes"),
+            record.get("memory_processed_bytes"), record.get("memory_remaining_bytes")))
 
     # -- power-on ----------------------------------------------------------------------
 
@@ -471,7 +518,7 @@ class Executor:
         """Wait for nova-compute to report up with a heartbeat newer than `since` (a service
         that still reads up from before a power cut proves nothing)."""
         deadline = time.monotonic() + self.settings.power_timeout
-        while not _up_since(self.nova.services().get(compute_host) or {}, since):
+        while not up_since(self.nova.services().get(compute_host) or {}, since):
             if time.monotonic() > deadline:
                 raise ConsolidatorError(f"nova-compute on {compute_host} did not come up "
                                         f"within {self.settings.power_timeout:.0f} s")
@@ -480,6 +527,7 @@ class Executor:
     # -- power-off ---------------------------------------------------------------------
 
     def _power_off(self, plan: StoredPlan, outcome: Outcome) -> None:
+        not_low = self._demand_not_low() if plan.draft.power_off else None
         for host in plan.draft.power_off:
             if self.stop.is_set():
                 outcome.interrupted = True
@@ -489,11 +537,26 @@ class Executor:
             if why is not None:
                 outcome.left_on[host] = why
                 continue
+            if not_low is not None:
+                outcome.left_on[host] = self._note(plan, "power_off", host, journal.SKIPPED,
+                                                   f"emptied and left on: {not_low}")
+                continue
             reason = self._power_off_host(plan, host)
             if reason is None:
                 outcome.powered_off.append(host)
             else:
                 outcome.left_on[host] = reason
+
+    def _demand_not_low(self) -> str | None:
+        """Why demand has not stayed low over [power] low_demand_window, or None."""
+        window = self.settings.low_demand_window
+        if window <= 0:
+            return None
+        now = datetime.now(timezone.utc)
+        samples = demand_samples(self.engine, self.cloud,
+                                 since=now - timedelta(minutes=window))
+        return not_low_for_long(samples, now=now, window_minutes=window,
+                                threshold=self.settings.low_demand_threshold)
 
     def _power_off_host(self, plan: StoredPlan, name: str) -> str | None:
         """Disable and power off one emptied host through the one guarded path."""
@@ -522,65 +585,15 @@ class Executor:
 
     # -- resume ------------------------------------------------------------------------
 
-    def _settle(self, server_id: str) -> ServerState | None:
-        """The server once a migration that outlived its executor has ended (or timed out)."""
-        deadline = time.monotonic() + self.settings.migration_timeout
-        server = self.nova.server(server_id)
-        if server is not None and (server.status == "MIGRATING" or server.task_state):
-            self.report(f"resume: waiting for the migration of {server_id} to end")
-        while server is not None and (server.status == "MIGRATING" or server.task_state):
-            if time.monotonic() > deadline:
-                break
-            time.sleep(max(self.settings.poll_interval, 0.2))
-            server = self.nova.server(server_id)
-        return server
-
     def _reconcile(self, plan: StoredPlan) -> set[str]:
-        """Settle the journal of an interrupted run against the live state; return the
-        instances already where the plan wants them."""
-        moves = {m.instance_id: m for m in plan.draft.migrations}
-        done: set[str] = set()
-        for entry in journal.entries(self.engine, plan_id=plan.id, state=journal.RUNNING):
-            move = moves.get(entry.target)
-            if move is None:
-                journal.finish(self.engine, entry.id, journal.FAILED,
-                               "interrupted; reconciled on resume")
-                continue
-            server = self._settle(move.instance_id)
-            there = (server is not None and server.status == "ACTIVE"
-                     and server.compute_host == self.hosts[move.destination].compute_host)
-            journal.finish(self.engine, entry.id, journal.SUCCEEDED if there else journal.FAILED,
-                           "found on its destination on resume" if there
-                           else "interrupted; the instance is not on its destination")
-        for move in plan.draft.migrations:
-            server = self.nova.server(move.instance_id)
-            if server is not None and server.status == "ACTIVE" and \
-                    server.compute_host == self.hosts[move.destination].compute_host:
-                done.add(move.instance_id)
-        self.report(f"resume: {len(done)} of {plural(len(moves), 'migration')} already done")
-        return done
+        """Settle the journal of an interrupted run (consolidator.resume)."""
+        return reconcile(self.engine, self.nova, self.hosts, plan,
+                         timeout=self.settings.migration_timeout,
+                         poll=max(self.settings.poll_interval, 0.2), report=self.report)
 
 
 #: What _migrate returns for a move it did not start (the run is stopping).
 _NOT_STARTED = "not started"
-
-
-def _up_since(service: dict, since: float) -> bool:
-    """Whether a service reads up with its last heartbeat (updated_at) at or after `since`."""
-    if service.get("state") != "up":
-        return False
-    stamp = service.get("updated_at")
-    if not since or not stamp:
-        return True
-    from datetime import datetime, timezone
-
-    try:
-        when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    except ValueError:
-        return True
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.timestamp() >= since - 1.0
 
 
 def demand_of(cluster: Cluster, move: Move) -> placement.Demand:

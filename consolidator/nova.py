@@ -8,11 +8,13 @@ a cached ACTIVE proves nothing about where a server is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
 
 from openstack.connection import Connection
 
+from consolidator import placement
 from consolidator.cloud import (
     HttpStatusError,
     cloud_errors,
@@ -40,6 +42,22 @@ class ServerState:
     compute_host: str | None
     node: str | None
     task_state: str | None
+
+
+def up_since(service: dict[str, Any], since: float) -> bool:
+    """Whether a service reads up with its last heartbeat (updated_at) at or after `since`."""
+    if service.get("state") != "up":
+        return False
+    stamp = service.get("updated_at")
+    if not since or not stamp:
+        return True
+    try:
+        when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return True
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp() >= since - 1.0
 
 
 class Nova:
@@ -86,6 +104,16 @@ class Nova:
         records = [r for r in records if r.get("instance_uuid", server_id) == server_id]
         return max(records, key=lambda r: (r.get("created_at") or "", r.get("id") or 0),
                    default=None)
+
+    def migration_progress(self, server_id: str) -> dict[str, Any] | None:
+        """The server's in-progress live migration with its memory_* counters
+        (GET /servers/{id}/migrations, 2.23+), or None (older microversion, or none runs)."""
+        if not self.version or self.version < (2, 23):
+            return None
+        with cloud_errors(self.conn, f"reading the progress of {server_id}'s migration"):
+            records = get_json(self.conn.compute, f"/servers/{server_id}/migrations",
+                               microversion=self.mv).get("migrations") or []
+        return max(records, key=lambda r: r.get("id") or 0, default=None)
 
     def servers_on(self, compute_host: str) -> list[dict[str, Any]]:
         """Every server on a compute host: all projects, all states."""
@@ -155,6 +183,14 @@ class Nova:
         if response.status_code >= 400:
             raise CloudError(f"{doing} failed (HTTP {response.status_code}): "
                              f"{error_text(response)}")
+
+    def refusals(self, provider: str, arriving: list[placement.Demand]) -> dict[str, str]:
+        """Which instances arriving together on a provider Placement refuses, and why."""
+        return placement.refusals(self.conn, provider, arriving)
+
+    def placement_usage(self, provider: str) -> dict[str, float]:
+        """What Placement holds on a compute node's provider tree (non-zero classes)."""
+        return placement.usage(self.conn, provider)
 
     def abort_migration(self, server_id: str, migration_id: object) -> None:
         """DELETE /servers/{id}/migrations/{mid} (2.24): abort a running live migration."""

@@ -7,7 +7,7 @@ hostname); nested providers, such as a vGPU's physical GPU, count toward their r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,14 +149,25 @@ class Demand:
 
 
 def refusals(conn: Connection, provider: str, arriving: Iterable[Demand]) -> dict[str, str]:
-    """Which of the instances arriving together on `provider` Placement would refuse, and why.
+    """Which of the instances arriving together on `provider` Placement would refuse, and why
+    (see admit): the free room of the tree read once, then allocation candidates."""
+    return admit(room(conn, provider), arriving,
+                 lambda resources, required, forbidden:
+                 candidates(conn, provider, resources, required, forbidden))
 
-    The free room of the tree is read once and the arrivals are admitted in order while every
-    class fits; then one allocation-candidates request for the summed demand and the union of
-    the traits checks units and traits. Only when it is refused is each admitted instance
-    asked about alone, to name the ones Placement refuses.
+
+#: Whether a provider tree is offered for (resources, required traits, forbidden traits).
+Offers = Callable[[Mapping[str, float], Iterable[str], Iterable[str]], bool]
+
+
+def admit(free: Mapping[str, float], arriving: Iterable[Demand], offers: Offers
+          ) -> dict[str, str]:
+    """Which arrivals a provider with `free` room refuses, and why.
+
+    The arrivals are admitted in order while every class fits; then one offer for the summed
+    demand and the union of the traits checks units and traits. Only when it is refused is
+    each admitted instance asked about alone, to name the ones refused.
     """
-    free = room(conn, provider)
     used: dict[str, float] = {}
     admitted: list[Demand] = []
     refused: dict[str, str] = {}
@@ -172,10 +183,9 @@ def refusals(conn: Connection, provider: str, arriving: Iterable[Demand]) -> dic
             used[rc] = used.get(rc, 0.0) + n
     required = {t for d in admitted for t in d.required}
     forbidden = {t for d in admitted for t in d.forbidden}
-    if admitted and not candidates(conn, provider, used, required, forbidden):
+    if admitted and not offers(used, required, forbidden):
         for demand in admitted:
-            if not candidates(conn, provider, demand.resources, demand.required,
-                              demand.forbidden):
+            if not offers(demand.resources, demand.required, demand.forbidden):
                 refused[demand.name] = ("Placement offers no allocation candidate for it "
                                         "(its resources, inventory units or traits)")
     return refused

@@ -19,6 +19,7 @@ from consolidator.algorithms.bounds import host_lower_bound, migration_lower_bou
 from consolidator.checker import assert_plan_sound
 from consolidator.constraints import Rules, UsageModel, build_problem
 from consolidator.errors import ConsolidatorError
+from consolidator.fit import too_large
 from consolidator.model import Cluster
 from consolidator.plan import DEFAULT_IDLE_WATTS, Move, PlanDraft
 from consolidator.wording import plural
@@ -66,7 +67,7 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
     candidates = np.nonzero(problem.powered & problem.emptiable & (population == 0))[0]
     spares = _choose_spares(problem, candidates, problem.spare)
     names = [h.name for h in cluster.hosts]
-    notes = list(problem.notes) + list(packing.notes)
+    notes = too_large(cluster) + list(problem.notes) + list(packing.notes)
     for zone_host in _last_in_zone(problem, population, candidates, spares):
         spares.add(zone_host)
         notes.append(f"{names[zone_host]} stays powered: it is the last usable host of its "

@@ -3,23 +3,26 @@
 Disable the host's nova-compute with a reason, re-check that it is empty to Nova and to
 Placement, journal, power off through the BMC and verify, then mark the service forced down
 (a fenced host, as Nova's documentation asks). A host that is not empty is left on, enabled
-again, and the journal says why. A power-off that fails while the BMC still reads 'on' enables
+again, and the journal says why. The emptiness is checked once more after the graceful
+shutdown request, right before a forced power-off: if work arrived meanwhile, nothing is
+forced, a host the graceful shutdown still took down (within another grace period) is powered
+on again, and it is enabled again. A power-off that fails while the BMC still reads 'on' enables
 the host again, so a BMC failure never strands capacity.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
-from consolidator import placement
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Host
 from consolidator.nova import Nova
-from consolidator.power.base import read_power
+from consolidator.power.base import ForceWithheld, read_power, wait_for_state
 from consolidator.store import journal
 from consolidator.wording import agree, plural
 
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
     from consolidator.store.leases import Guard
 
 Reporter = Callable[[str], None]
+#: Seconds between BMC reads while waiting out a graceful shutdown that was not forced.
+WITHHELD_POLL_S = 0.2
 
 
 @dataclass
@@ -59,7 +64,7 @@ class GuardedPowerOff:
             kind = m.get("migration_type") or "migration"
             return (f"{len(migrations)} unfinished migrations, e.g. {kind} {m.get('id')} {way} "
                     f"it ({m.get('status')})")
-        held = placement.usage(self.nova.conn, host.id)
+        held = self.nova.placement_usage(host.id)
         if held:
             rc, amount = next(iter(sorted(held.items())))
             return f"Placement still holds {amount:g} {rc} on it"
@@ -91,7 +96,10 @@ class GuardedPowerOff:
                               guard=self.guard)
         self.report(f"  power off {host.name}")
         try:
-            state = driver.power_off(graceful=True, timeout=self.timeout)
+            state = driver.power_off(graceful=True, timeout=self.timeout,
+                                     before_force=lambda: self._recheck(host))
+        except ForceWithheld as exc:
+            return self._withheld(plan_id, host, driver, entry, str(exc))
         except ConsolidatorError as exc:
             read = read_power(driver)
             journal.finish(self.engine, entry, journal.FAILED, f"{exc}; the BMC reads {read}")
@@ -101,6 +109,38 @@ class GuardedPowerOff:
         journal.finish(self.engine, entry, journal.SUCCEEDED, f"the BMC reads {state}")
         self._fence(plan_id, host)
         return None
+
+    def _recheck(self, host: Host) -> str | None:
+        """The re-check between the graceful request and the forced power-off: why the
+        host may not be forced off (not empty, or the check itself failed), or None."""
+        try:
+            return self.not_empty(host)
+        except ConsolidatorError as exc:
+            return f"the re-check of its emptiness failed: {exc}"
+
+    def _withheld(self, plan_id: str | None, host: Host, driver: PowerDriver, entry: int,
+                  why: str) -> str:
+        """The host was not forced off: if its graceful shutdown still takes it down within
+        another grace period, power it on again; then enable it. Journaled."""
+        grace = getattr(getattr(driver, "config", None), "grace", self.timeout)
+        read = wait_for_state(driver.power_state, "off",
+                              time.monotonic() + min(grace, self.timeout), WITHHELD_POLL_S)
+        journal.finish(self.engine, entry, journal.SKIPPED, f"{why}; the BMC reads {read}")
+        self.report(f"  {host.name}: {why}")
+        if read == "off":
+            back = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id,
+                                 action="power_on", target=host.name,
+                                 params={"why": "its graceful shutdown completed after the "
+                                                "re-check found work on it"},
+                                 guard=self.guard)
+            try:
+                journal.finish(self.engine, back, journal.SUCCEEDED,
+                               f"the BMC reads {driver.power_on(timeout=self.timeout)}")
+            except ConsolidatorError as exc:
+                journal.finish(self.engine, back, journal.FAILED, str(exc))
+                return f"{why}; powering it on again failed: {exc}"
+        self.reenable(plan_id, host, why)
+        return why
 
     def _still_disabled(self, host: Host, reason: str) -> str | None:
         service = self.nova.services().get(host.compute_host) or {}

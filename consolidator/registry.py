@@ -8,8 +8,8 @@ listings and the config validation read the same registries.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from consolidator.errors import UsageError
@@ -25,6 +25,8 @@ class Entry(Generic[T]):
     summary: str
     source: str
     obj: T
+    #: Its -o KEY=VALUE options: key -> the form of its value.
+    options: Mapping[str, str] = field(default_factory=dict)
 
 
 class Registry(Generic[T]):
@@ -36,11 +38,13 @@ class Registry(Generic[T]):
         self._loaded = False
         self._entries: dict[str, Entry[T]] = {}
 
-    def add(self, name: str, summary: str, source: str, obj: T) -> T:
-        """Register obj under name; a second registration of a name is a bug."""
+    def add(self, name: str, summary: str, source: str, obj: T,
+            options: Mapping[str, str] | None = None) -> T:
+        """Register obj under name, with its typed options; a second registration of a name
+        is a bug."""
         if name in self._entries and self._entries[name].obj is not obj:
             raise ValueError(f"{self.kind} {name!r} is registered twice")
-        self._entries[name] = Entry(name, summary, source, obj)
+        self._entries[name] = Entry(name, summary, source, obj, dict(options or {}))
         return obj
 
     def _ensure_loaded(self) -> None:

@@ -114,11 +114,13 @@ def _load_algorithms() -> None:
 ALGORITHMS: Registry[Algorithm] = Registry("algorithm", _load_algorithms)
 
 
-def register(name: str, summary: str, paper: str) -> Callable[[AlgorithmFunc], AlgorithmFunc]:
-    """Decorator: register an algorithm under its CLI name."""
+def register(name: str, summary: str, paper: str, options: Mapping[str, str] | None = None
+             ) -> Callable[[AlgorithmFunc], AlgorithmFunc]:
+    """Decorator: register an algorithm under its CLI name, with its -o options (key -> the
+    form of its value)."""
     def wrap(func: AlgorithmFunc) -> AlgorithmFunc:
         ALGORITHMS.add(name, summary, paper, Algorithm(name=name, summary=summary, paper=paper,
-                                                       run=func))
+                                                       run=func), options)
         return func
     return wrap
 

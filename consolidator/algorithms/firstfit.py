@@ -47,7 +47,8 @@ def host_order(problem: Problem) -> np.ndarray:
 
 
 @register("firstfit", "2D first fit: empty hosts from the end, fill from the start",
-          "004 (Hage, Begnum, Yazidi), algorithm I")
+          "004 (Hage, Begnum, Yazidi), algorithm I",
+          options={"order": "size|given"})
 def firstfit(problem: Problem) -> Packing:
     """Pack by first fit over the fixed host order; return the final placement."""
     state = PackingState(problem)

@@ -202,7 +202,8 @@ def apply(state: PackingState, witnesses: list[Witness], ranked: bool) -> bool:
 
 
 @register("hvp", "heterogeneous vector packing: METAHVP (or --light METAHVPLIGHT), fewest hosts",
-          "002 (Stillwell, Vivien, Casanova), sections 3.5 and 5.1")
+          "002 (Stillwell, Vivien, Casanova), sections 3.5 and 5.1",
+          options={"light": "true|false", "strategies": "ff|bf|pp|NAME,...", "window": "int"})
 def hvp(problem: Problem) -> Packing:
     """Empty the most hosts METAHVP can pack away, the least populated ones first."""
     state = PackingState(problem)

@@ -293,7 +293,8 @@ def solve_zone(problem: Problem, packer: Packer, zone: Zone, heuristics: tuple[s
 
 @register("importance-3d",
           "3D bin packing of (vCPU, memory, importance) boxes; bins assigned to keep instances",
-          "004 (Hage, Begnum, Yazidi), algorithm III; MPV heuristics H1/H2")
+          "004 (Hage, Begnum, Yazidi), algorithm III; MPV heuristics H1/H2",
+          options={"bin": "WxHxD", "heuristic": "best|h1|h2", "assign": "true|false"})
 def importance3d(problem: Problem) -> Packing:
     """Pack each zone with H1 and H2, assign bins to hosts, repair; return the best."""
     shape, assign, heuristics = read_options(problem)

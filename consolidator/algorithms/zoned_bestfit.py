@@ -43,7 +43,7 @@ def zone_columns(problem: Problem) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 @register("zoned-bestfit", "2D best fit with high/low quality CPU zones, fewest migrations",
-          "004 (Hage, Begnum, Yazidi), algorithm II")
+          "004 (Hage, Begnum, Yazidi), algorithm II", options={})
 def zoned_bestfit(problem: Problem) -> Packing:
     """Pack into HQ/LQ CPU zones, emptying the least populated hosts first."""
     columns = zone_columns(problem)

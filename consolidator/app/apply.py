@@ -3,13 +3,17 @@ daemon alike."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from consolidator.app.context import AppContext
+from consolidator.app.dry_run import dry_context, simulated_cloud
 from consolidator.app.settings import executor_settings
 from consolidator.errors import UsageError
 from consolidator.executor import Executor, Outcome
 from consolidator.nova import Nova
 from consolidator.plan import StoredPlan
-from consolidator.store.plans import load_plan, set_status
+from consolidator.progress import ProgressListener
+from consolidator.store.plans import load_plan, resolve_plan_id, set_status
 from consolidator.store.snapshots import load_snapshot
 from consolidator.wording import state_phrase
 
@@ -19,15 +23,24 @@ class PlanRun:
 
     def __init__(self, ctx: AppContext, plan_ref: str, *, max_parallel: int | None = None,
                  dry_run: bool = False, conn: object = None,
-                 on_timeout: str | None = None) -> None:
+                 on_timeout: str | None = None,
+                 progress: ProgressListener | None = None) -> None:
+        if dry_run:
+            ctx = dry_context(ctx, cloud=load_plan(ctx.engine(), plan_ref).cloud,
+                              plan_ids=(resolve_plan_id(ctx.engine(), plan_ref),))
         engine = ctx.engine()
         self.plan: StoredPlan = load_plan(engine, plan_ref)
         conn = conn if conn is not None else ctx.connect(ctx.cloud_name or self.plan.cloud)
         cluster = load_snapshot(engine, self.plan.snapshot_id).cluster
-        self.executor = Executor(engine, Nova(conn), self.plan.cloud, cluster,
-                                 executor_settings(ctx.config, max_parallel=max_parallel,
-                                                   dry_run=dry_run, on_timeout=on_timeout),
-                                 ctx.power_lookup(), report=ctx.report)
+        settings = executor_settings(ctx.config, max_parallel=max_parallel,
+                                     on_timeout=on_timeout)
+        nova, power = Nova(conn), ctx.power_lookup()
+        if ctx.simulate:    # the same sequence, on a copy of the live state read once
+            nova, power = simulated_cloud(ctx, conn, cluster)
+            settings = replace(settings, poll_interval=0.0)
+        self.executor = Executor(engine, nova, self.plan.cloud, cluster, settings, power,
+                                 report=ctx.report)
+        self.executor.progress = progress
 
     def stop(self) -> None:
         """Start no new action; the running ones finish or time out."""

@@ -40,6 +40,8 @@ class AppContext:
     connector: Callable[[str | None], Any] | None = None
     #: host name -> its PowerDriver (None without a BMC); default: from the BMC file.
     power: PowerLookup | None = None
+    #: A dry run's context: a scratch database, and plans run on a simulated cloud.
+    simulate: bool = False
     _config: Config | None = field(default=None, repr=False)
     _engine: Engine | None = field(default=None, repr=False)
 
@@ -56,9 +58,10 @@ class AppContext:
         """The validated config (defaults when no file is given or present)."""
         if self._config is None:
             config = load_config(self.config_file, required=self.config_file is not None)
-            from consolidator.app.settings import check_plugin_names
+            from consolidator.app.settings import check_plugin_names, check_schedule
 
             check_plugin_names(config)
+            check_schedule(config)
             self._config = config
         return self._config
 

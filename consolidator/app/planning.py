@@ -20,6 +20,7 @@ from consolidator.app.energy import plan_for_objective
 from consolidator.app.settings import algorithm_options, settings_from_config
 from consolidator.constraints import UsageModel
 from consolidator.model import Cluster
+from consolidator.options import check_options
 from consolidator.plan import Move, PlanDraft, StoredPlan
 from consolidator.planner import PlanSettings
 from consolidator.rankings import get_ranking
@@ -52,6 +53,7 @@ def validate_request(ctx: AppContext, request: PlanRequest) -> None:
         get_algorithm(algorithm)
     ranking = request.ranking if request.ranking is not None \
         else config.get("planner", "ranking")
+    check_options(algorithm, ranking or None, request.options or {})
     get_ranking(ranking, request.options or {})
 
 
@@ -120,6 +122,13 @@ def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pl
 def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> StoredPlan:
     """Make, check and store a proposed plan for a snapshot."""
     draft = draft_plan(ctx, snapshot, request)
+    config = ctx.config
+    if (request.capacity_model or config.get("planner", "capacity_model")) == "ucac":
+        confidence = request.confidence if request.confidence is not None \
+            else config.get("planner", "confidence")
+        # recorded with the plan, so that 'plans list' shows what was asked
+        draft = replace(draft, options={**draft.options, "capacity_model": "ucac",
+                                        "confidence": confidence})
     return save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
                      snapshot_id=snapshot.info.id)
 

@@ -9,6 +9,7 @@ from consolidator.app.snapshots import store_inventory
 from consolidator.journal_entry import Entry
 from consolidator.model import Cluster
 from consolidator.plan import PlanDraft, StoredPlan
+from consolidator.render.asked import asked_for
 from consolidator.store import journal
 from consolidator.store import plans as stored
 from consolidator.store.snapshots import load_snapshot
@@ -29,6 +30,11 @@ def list_plans(ctx: AppContext, *, status: str | None, limit: int) -> list[Any]:
     return stored.list_plans(ctx.engine(), status=status, limit=limit)
 
 
+def asked_row(row: Any) -> str:
+    """What a listed plan was asked for: algorithm, ranking and options as flags."""
+    return asked_for(row.algorithm, row.ranking, (row.details or {}).get("options") or {})
+
+
 def change_status(ctx: AppContext, ref: str, status: str) -> str:
     """Move a plan (id or unique prefix) to a new state by the operator; its full id."""
     engine = ctx.engine()
@@ -44,9 +50,10 @@ def journal_entries(ctx: AppContext, *, plan_ref: str | None, limit: int) -> lis
     return journal.entries(engine, plan_id=full)[-limit:]
 
 
-def approve(ctx: AppContext, plan_id: str, reason: str) -> None:
-    """Approve a plan for a reason other than the operator's word (auto_apply, rollback)."""
-    stored.set_status(ctx.engine(), plan_id, "approved", reason=reason)
+def approve(ctx: AppContext, plan_id: str, reason: str, *, supersede: bool = True) -> None:
+    """Approve a plan for a reason other than the operator's word (auto_apply, rollback);
+    unless told not to, the cloud's other proposed plans are superseded."""
+    stored.set_status(ctx.engine(), plan_id, "approved", reason=reason, supersede=supersede)
 
 
 def cancel(ctx: AppContext, plan_id: str, reason: str) -> None:
@@ -79,5 +86,5 @@ def power_on_plan(ctx: AppContext, inventory: Inventory, hosts: list[str], targe
                       notes=(f"padding target {target}",))
     plan = stored.save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
                             snapshot_id=snapshot.info.id, supersede=False)
-    approve(ctx, plan.id, reason="padding")
+    approve(ctx, plan.id, reason="padding", supersede=False)
     return plan

@@ -73,10 +73,13 @@ def executor_settings(config: Config, *, max_parallel: int | None = None,
         max_parallel=max_parallel or config.get("executor", "max_parallel"),
         migration_timeout=config.get("executor", "migration_timeout"),
         poll_interval=config.get("executor", "poll_interval"),
+        poll_first=config.get("executor", "poll_first"),
         power_timeout=config.get("executor", "power_timeout"),
         lease_ttl=config.get("executor", "lease_ttl"), dry_run=dry_run,
         on_timeout=on_timeout or config.get("executor", "on_timeout"),
-        max_per_destination=config.get("executor", "max_parallel_per_destination"))
+        max_per_destination=config.get("executor", "max_parallel_per_destination"),
+        low_demand_window=config.get("power", "low_demand_window"),
+        low_demand_threshold=config.get("power", "low_demand_threshold"))
 
 
 def fallback_ratios(config: Config) -> FallbackRatios:
@@ -100,6 +103,33 @@ def telemetry_source(config: Config) -> PrometheusSource | None:
         std_query=config.get("telemetry", "cpu_std_query"),
         instance_label=config.get("telemetry", "instance_label"),
         timeout=config.get("telemetry", "timeout"))
+
+
+def cron_trigger(config: Config) -> Any:
+    """The cycle's CronTrigger from [daemon] schedule and timezone; ConfigError if invalid."""
+    from apscheduler.triggers.cron import CronTrigger
+
+    expression = config.get("daemon", "schedule")
+    zone = config.get("daemon", "timezone") or None
+    try:
+        return CronTrigger.from_crontab(expression, timezone=zone) if zone else \
+            CronTrigger.from_crontab(expression)
+    except (ValueError, LookupError) as exc:
+        raise ConfigError(f"[daemon] schedule = {expression!r} / timezone = {zone!r}: "
+                          f"{str(exc).splitlines()[0]}") from None
+
+
+def check_schedule(config: Config) -> None:
+    """[daemon] schedule must be a cron expression the daemon's scheduler accepts (the same
+    parser): ConfigError naming the value if not. The default needs no check."""
+    if ("daemon", "schedule") not in config.values and \
+            ("daemon", "timezone") not in config.values:
+        return
+    try:
+        cron_trigger(config)
+    except ConfigError as exc:
+        where = f"{config.path}: " if config.path else ""
+        raise ConfigError(f"{where}{exc}") from None
 
 
 def check_plugin_names(config: Config) -> None:

@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 "The executor's journal: every action, when, and how it ended."),
     "plan": ("plans", "plan_group",
              "Make a migration plan, store it as proposed and print it for review."),
-    "plans": ("plans", "plans_group", "List stored plans."),
+    "plans": ("plans", "plans_group", "List and compare stored plans."),
     "report": ("report", "report_cmd", "Show the hosts powered on over time, the migrations "
                                        "per cycle and the energy saved."),
     "rollback": ("apply", "rollback_cmd", "Put the cloud back as a snapshot recorded it: "

@@ -11,9 +11,11 @@ import click
 
 from consolidator.app.apply import PlanRun, check_applicable
 from consolidator.app.context import AppContext
+from consolidator.app.dry_run import dry_rollback_context, verdict
 from consolidator.app.plans import approve, cancel
 from consolidator.app.rollback import interrupted_rollback, prepare_rollback
 from consolidator.cli.context import BMC_FILE, pass_app
+from consolidator.cli.progress import live_progress
 from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
 from consolidator.render.outcome import final_line, summary_table
@@ -40,11 +42,12 @@ def run_and_summarise(app: AppContext, plan_id: str, *, max_parallel: int | None
                       dry_run: bool, resume: bool, on_timeout: str | None = None,
                       kind: str = "plan") -> Outcome:
     """Run a stored plan under the signal handlers and print its summary."""
-    run = PlanRun(app, plan_id, max_parallel=max_parallel, dry_run=dry_run,
-                  on_timeout=on_timeout)
     started = time.monotonic()
-    with stop_on_signals(run):
-        outcome = run.run(resume=resume)
+    with live_progress(app) as progress:
+        run = PlanRun(app, plan_id, max_parallel=max_parallel, dry_run=dry_run,
+                      on_timeout=on_timeout, progress=progress)
+        with stop_on_signals(run):
+            outcome = run.run(resume=resume)
     click.echo(summary_table(outcome))
     for name, why in list(outcome.failed.items()) + list(outcome.skipped.items()):
         click.echo(f"  {name}: {why}")
@@ -56,10 +59,20 @@ def run_and_summarise(app: AppContext, plan_id: str, *, max_parallel: int | None
     return outcome
 
 
+def dry_run_verdict(plan_id: str, outcome: Outcome, *, rollback: bool = False) -> None:
+    """Say what a dry run found; exit non-zero, in one line, when the real run would fail."""
+    line = verdict(plan_id, outcome, rollback=rollback)
+    if not outcome.ok:
+        raise ConsolidatorError(line)
+    click.echo(line)
+
+
 @click.command("apply")
 @click.argument("plan_id")
 @click.option("--yes", is_flag=True, help="Run a proposed plan without a separate approval.")
-@click.option("--dry-run", is_flag=True, help="Run the pre-checks and say what would be done.")
+@click.option("--dry-run", is_flag=True,
+              help="Walk the whole run on a simulated copy of the live state: exit 0 "
+                   "if the real run would succeed; nothing is changed or stored.")
 @click.option("--max-parallel", type=click.IntRange(min=1), metavar="N",
               help="Migrations at once [default: [executor] max_parallel, 4].")
 @click.option("--resume", is_flag=True,
@@ -78,7 +91,9 @@ def apply_cmd(app: AppContext, plan_id: str, yes: bool, dry_run: bool,
     plan = check_applicable(app, plan_id, yes=yes, dry_run=dry_run, resume=resume)
     outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel, dry_run=dry_run,
                                 resume=resume, on_timeout=on_timeout)
-    if outcome.interrupted and not dry_run:
+    if dry_run:
+        dry_run_verdict(plan.id, outcome)
+    if outcome.interrupted:
         raise ConsolidatorError(f"plan {plan.id} was interrupted: finish it with "
                                 f"'consolidator apply --resume {plan.id}'")
     if not outcome.ok:
@@ -89,7 +104,9 @@ def apply_cmd(app: AppContext, plan_id: str, yes: bool, dry_run: bool,
 @click.command("rollback")
 @click.argument("snapshot_id")
 @click.option("--yes", is_flag=True, help="Run the rollback plan without asking.")
-@click.option("--dry-run", is_flag=True, help="Show the rollback plan and its pre-checks only.")
+@click.option("--dry-run", is_flag=True,
+              help="Walk the rollback on a simulated copy of the live state: exit 0 "
+                   "if the real run would succeed; nothing is changed or stored.")
 @click.option("--max-parallel", type=click.IntRange(min=1), metavar="N",
               help="Migrations at once [default: [executor] max_parallel, 4].")
 @click.option("--partial", is_flag=True,
@@ -112,9 +129,13 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
         plan = interrupted_rollback(app, snapshot_id)
         outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel,
                                     dry_run=dry_run, resume=True, kind="rollback plan")
+        if dry_run:
+            dry_run_verdict(plan.id, outcome, rollback=True)
         if not outcome.ok:
             raise ConsolidatorError(f"rollback plan {plan.id} did not finish: see the summary")
         return
+    if dry_run:    # a scratch database and a simulated cloud: nothing is stored or changed
+        app = dry_rollback_context(app, snapshot_id)
     prepared = prepare_rollback(app, snapshot_id, partial=partial)
     for note in prepared.notes:
         click.echo(f"note: {note}", err=True)
@@ -126,15 +147,16 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
     if not yes and not dry_run and not click.confirm(
             f"roll back to snapshot {target.info.id} now?", default=False):
         raise click.exceptions.Abort()
-    if not dry_run:
-        approve(app, plan.id, reason=f"rollback to snapshot {target.info.id}")
+    approve(app, plan.id, reason=f"rollback to snapshot {target.info.id}")
     try:
         outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel, dry_run=dry_run,
                                     resume=False, kind="rollback plan")
     except LeaseHeldError:
-        if not dry_run:   # nothing ran: leave no approved rollback plan behind
-            cancel(app, plan.id, reason="refused: another executor holds the cloud's lease")
+        # nothing ran: leave no approved rollback plan behind
+        cancel(app, plan.id, reason="refused: another executor holds the cloud's lease")
         raise
+    if dry_run:
+        dry_run_verdict(plan.id, outcome, rollback=True)
     if not outcome.ok:
         raise ConsolidatorError(f"rollback plan {plan.id} did not finish: see the summary")
 

@@ -9,9 +9,10 @@ from typing import Any
 import click
 
 from consolidator.algorithms.base import ALGORITHMS
+from consolidator.app.compare import compare_plans
 from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, check_live, make_plan, validate_request
-from consolidator.app.plans import change_status, list_plans, show_plan
+from consolidator.app.plans import asked_row, change_status, list_plans, show_plan
 from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
 from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
 from consolidator.errors import ConsolidatorError
@@ -19,6 +20,7 @@ from consolidator.model import Cluster
 from consolidator.plan import STATES, StoredPlan
 from consolidator.rankings import RANKINGS
 from consolidator.render import table
+from consolidator.render.compare import render_comparison
 from consolidator.render.plan import MAX_LISTED, render_plan
 from consolidator.wording import plural
 
@@ -86,8 +88,9 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     """Make a migration plan, store it as proposed and print it for review.
 
     Without --snapshot or --scenario it snapshots the live cloud first. Hosts the BMC file
-    does not list are emptied but left on, and the plan says so. A new plan supersedes
-    the cloud's older proposed plans. Subcommands show, approve and cancel stored plans.
+    does not list are emptied but left on, and the plan says so. Plans of one snapshot
+    stay side by side ('plans compare'); approving one supersedes the others.
+    Subcommands show, approve and cancel stored plans.
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -190,7 +193,7 @@ def plan_cancel(app: AppContext, plan_id: str) -> None:
 
 @click.group("plans")
 def plans_group() -> None:
-    """List stored plans."""
+    """List and compare stored plans."""
 
 
 @plans_group.command("list")
@@ -206,6 +209,7 @@ def plans_list(app: AppContext, status: str | None, limit: int, fmt: str) -> Non
     if fmt == "json":
         click.echo(json.dumps([{"id": r.id, "cloud": r.cloud, "status": r.status,
                                 "algorithm": r.algorithm, "ranking": r.ranking,
+                                "asked": asked_row(r), "migrations": r.migrations,
                                 "created_at": r.created_at.isoformat(),
                                 "hosts_before": r.hosts_before, "hosts_after": r.hosts_after,
                                 "lower_bound": r.lower_bound} for r in rows], indent=2))
@@ -213,13 +217,26 @@ def plans_list(app: AppContext, status: str | None, limit: int, fmt: str) -> Non
     if not rows:
         click.echo("no plans yet: make one with 'consolidator plan'")
         return
-    click.echo(table(["ID", "CLOUD", "STATUS", "ALGORITHM", "CREATED (UTC)", "HOSTS",
-                      "LOWER BOUND"],
-                     [[r.id, r.cloud, r.status, r.algorithm + (f"+{r.ranking}" if r.ranking
-                                                               else ""),
+    click.echo(table(["ID", "CLOUD", "STATUS", "ASKED", "CREATED (UTC)", "HOSTS",
+                      "MIGRATIONS", "LOWER BOUND"],
+                     [[r.id, r.cloud, r.status, asked_row(r),
                        r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                       f"{r.hosts_before} -> {r.hosts_after}",
-                       None if r.algorithm == "rollback" else r.lower_bound] for r in rows]))
+                       f"{r.hosts_before} -> {r.hosts_after}", r.migrations,
+                       None if r.algorithm == "rollback" else r.lower_bound]
+                      for r in rows]))
+
+
+@plans_group.command("compare")
+@click.argument("plan_ids", nargs=-1, required=True, metavar="PLAN...")
+@FORMAT
+@pass_app
+def plans_compare(app: AppContext, plan_ids: tuple[str, ...], fmt: str) -> None:
+    """Put candidate plans side by side: hosts, migrations, GiB moved, watts saved."""
+    rows = compare_plans(app, list(plan_ids))
+    if fmt == "json":
+        click.echo(json.dumps([r.to_json() for r in rows], indent=2))
+        return
+    click.echo(render_comparison(rows))
 
 
 @click.command("algorithms")

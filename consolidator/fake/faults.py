@@ -13,6 +13,7 @@ from consolidator.errors import ScenarioError
 FAULT_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "migration_fails": (frozenset({"instance"}), frozenset({"count"})),
     "migration_hangs": (frozenset({"instance"}), frozenset({"count"})),
+    "migration_slow": (frozenset({"instance", "seconds"}), frozenset({"count"})),
     "http_error": (frozenset({"path", "status"}),
                    frozenset({"method", "count", "message", "retry_after"})),
     "slow": (frozenset({"seconds"}), frozenset({"path", "method", "count"})),
@@ -49,7 +50,7 @@ def validate_fault(raw: Any) -> dict[str, Any]:
     if kind == "http_error" and (not isinstance(rule["status"], int)
                                  or not 400 <= rule["status"] <= 599):
         raise ScenarioError(f"fault {dict(raw)!r}: status must be an HTTP error code")
-    if kind == "slow" and (not isinstance(rule["seconds"], (int, float))
+    if kind in ("slow", "migration_slow") and (not isinstance(rule["seconds"], (int, float))
                            or rule["seconds"] < 0):
         raise ScenarioError(f"fault {dict(raw)!r}: seconds must be a non-negative number")
     return rule
@@ -101,10 +102,13 @@ class Faults:
         return float(rule["seconds"]) if rule else 0.0
 
     def migration_fault(self, server_id: str, name: str) -> str | None:
-        """'fails' or 'hangs' when a rule names this server (by name or id), else None."""
-        for kind, effect in (("migration_fails", "fails"), ("migration_hangs", "hangs")):
-            if self._take(kind, lambda r: str(r["instance"]) in (server_id, name)):
-                return effect
+        """'fails', 'hangs' or 'slow <seconds>' when a rule names this server (by name or
+        id), else None."""
+        for kind, effect in (("migration_fails", "fails"), ("migration_hangs", "hangs"),
+                             ("migration_slow", "slow")):
+            rule = self._take(kind, lambda r: str(r["instance"]) in (server_id, name))
+            if rule:
+                return f"slow {rule['seconds']}" if effect == "slow" else effect
         return None
 
     def bmc_shot(self, kind: str, host: str) -> bool:

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 from consolidator.fake.state import CloudState, HostRecord, MigrationRecord, ServerRecord, utc_now
 
-#: What a migration fault does: 'fails' ends it in error, 'hangs' keeps it running.
+#: What a migration fault does: 'fails' ends it in error, 'hangs' keeps it running,
+#: 'slow <seconds>' makes it take that long.
 MigrationFault = Callable[[ServerRecord], "str | None"]
 
 
@@ -43,14 +44,17 @@ def live_migrate(state: CloudState, server_id: str, host: str | None, *, force: 
                 raise MigrationRejected(400, f"Unable to migrate instance ({server.id}) "
                                              f"to current host ({host}).")
         stamp = utc_now()
+        effect = fault(server)
+        duration = server.flavor.ram / bandwidth_mb_s if bandwidth_mb_s > 0 else 0.0
+        if effect and effect.startswith("slow "):
+            effect, duration = None, float(effect.split()[1])
         mig = MigrationRecord(
             id=len(state.migrations) + 1,
             uuid=_migration_uuid(server.id, len(state.migrations) + 1),
             server_id=server.id, source=source.name, dest=dest.name if dest else None,
             status="queued", created_at=stamp, updated_at=stamp,
             project_id=server.project_id, user_id=server.user_id,
-            fault=fault(server), forced=force,
-            duration=server.flavor.ram / bandwidth_mb_s if bandwidth_mb_s > 0 else 0.0)
+            fault=effect, forced=force, duration=duration)
         state.migrations.append(mig)
         server.status, server.task_state, server.updated = "MIGRATING", "migrating", stamp
         state.schedule(now + queue_seconds, "start", mig)
@@ -61,6 +65,16 @@ def _migration_uuid(server_id: str, number: int) -> str:
     from consolidator.model import stable_uuid
 
     return stable_uuid("migration", f"{server_id}:{number}")
+
+
+def memory_copied(mig: MigrationRecord, total: int, now: float | None) -> int:
+    """Bytes of guest memory copied so far: none while queued, all once completed, and in
+    between the share of its duration it has run (by simulated time `now`)."""
+    if mig.status == "queued":
+        return 0
+    if mig.status != "running" or now is None or mig.started is None or mig.duration <= 0:
+        return total
+    return int(total * min(max((now - mig.started) / mig.duration, 0.0), 1.0))
 
 
 def handle_event(state: CloudState, kind: str, mig: MigrationRecord, at: float) -> None:
@@ -90,7 +104,7 @@ def _start(state: CloudState, mig: MigrationRecord, server: ServerRecord, at: fl
     resources = source.release(server.id) or server.resources
     source.allocate(mig.uuid, resources)
     dest.allocate(server.id, resources)
-    mig.status, mig.updated_at = "running", utc_now()
+    mig.status, mig.updated_at, mig.started = "running", utc_now(), at
     if mig.fault != "hangs":
         state.schedule(at + mig.duration, "finish", mig)
 

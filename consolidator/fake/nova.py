@@ -250,13 +250,15 @@ class Nova:
             raise HTTPError(exc.status, exc.message) from None
         return Response(202)
 
-    def migration_view(self, req: Request, mig: migration.MigrationRecord) -> dict[str, Any]:
-        """A migration as GET /servers/{id}/migrations shows it."""
+    def migration_view(self, req: Request, mig: migration.MigrationRecord,
+                       now: float | None = None) -> dict[str, Any]:
+        """A migration as GET /servers/{id}/migrations shows it: the memory copied grows
+        with the simulated time it has run (`now`), as libvirt's job counters do."""
         server = self.state.servers[mig.server_id]
         source = self.state.hosts[mig.source]
         dest = self.state.hosts[mig.dest] if mig.dest else None
         total = server.flavor.ram * 1024 * 1024
-        done = total if mig.status != "queued" else 0
+        done = migration.memory_copied(mig, total, now)
         view: dict[str, Any] = {
             "id": mig.id, "server_uuid": mig.server_id, "status": mig.status,
             "source_compute": source.compute_host, "source_node": source.name,
@@ -264,8 +266,8 @@ class Nova:
             "dest_node": dest.name if dest else None,
             "dest_host": host_ip(dest.index) if dest else None,
             "created_at": mig.created_at, "updated_at": mig.updated_at,
-            "memory_total_bytes": total, "memory_processed_bytes": done // 2,
-            "memory_remaining_bytes": total - done // 2, "disk_total_bytes": 0,
+            "memory_total_bytes": total, "memory_processed_bytes": done,
+            "memory_remaining_bytes": total - done, "disk_total_bytes": 0,
             "disk_processed_bytes": 0, "disk_remaining_bytes": 0,
         }
         if req.microversion >= (2, 59):
@@ -278,9 +280,9 @@ class Nova:
         """GET /servers/{id}/migrations (2.23+): the in-progress live migrations."""
         if req.microversion < (2, 23):
             raise HTTPError(404, "The resource could not be found.")
-        with self.state.locked():
+        with self.state.locked() as now:
             server = self._server_or_404(req.params["id"])
-            views = [self.migration_view(req, m) for m in self.state.migrations
+            views = [self.migration_view(req, m, now) for m in self.state.migrations
                      if m.server_id == server.id and m.in_progress]
         return Response(200, {"migrations": views})
 
@@ -288,13 +290,13 @@ class Nova:
         """GET /servers/{id}/migrations/{mid} (2.23+): one in-progress live migration."""
         if req.microversion < (2, 23):
             raise HTTPError(404, "The resource could not be found.")
-        with self.state.locked():
+        with self.state.locked() as now:
             server = self._server_or_404(req.params["id"])
             for mig in self.state.migrations:
                 if mig.server_id == server.id and str(mig.id) == req.params["mid"]:
                     if not mig.in_progress:
                         break
-                    return Response(200, {"migration": self.migration_view(req, mig)})
+                    return Response(200, {"migration": self.migration_view(req, mig, now)})
         raise HTTPError(404, f"Migration {req.params['mid']} for instance "
                              f"{req.params['id']} could not be found.")
 

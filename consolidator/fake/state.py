@@ -152,6 +152,8 @@ class MigrationRecord:
     forced: bool = False
     duration: float = 0.0
     error: str | None = None
+    #: Simulated time the migration started running (its memory copy advances from then).
+    started: float | None = None
 
     @property
     def in_progress(self) -> bool:

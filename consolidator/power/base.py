@@ -38,6 +38,15 @@ class TransientPowerError(PowerError):
     """A BMC call failed in a way worth retrying: no answer, a timeout, HTTP 5xx, node busy."""
 
 
+class ForceWithheld(ConsolidatorError):
+    """The forced power-off after a graceful request was not sent: the re-check before it
+    found a reason (the message)."""
+
+
+#: Asked after the graceful request, right before forcing: why not to force, or None.
+BeforeForce = Callable[[], "str | None"]
+
+
 @dataclass(frozen=True)
 class BmcConfig:
     """How to reach one host's BMC."""
@@ -87,8 +96,10 @@ class PowerDriver(Protocol):
         ...
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float | None = None) -> str:
-        """Shut down gracefully, force after `grace` s (None: config.grace); wait for 'off'."""
+                  grace: float | None = None, before_force: BeforeForce | None = None) -> str:
+        """Shut down gracefully, force after `grace` s (None: config.grace); wait for 'off'.
+        If before_force gives a reason when the grace is over, raise ForceWithheld instead
+        of forcing."""
         ...
 
 
@@ -318,8 +329,11 @@ def wait_for_state(read: Callable[[], str], target: str, deadline: float,
 
 def power_off_sequence(config: BmcConfig, read: Callable[[], str],
                        request: Callable[[str], None], *, graceful: bool, timeout: float,
-                       grace: float | None, interval: float) -> str:
-    """request('soft'), request('force') after `grace` s (None: config.grace); verified off."""
+                       grace: float | None, interval: float,
+                       before_force: BeforeForce | None = None) -> str:
+    """request('soft'), request('force') after `grace` s (None: config.grace); verified off.
+    After a graceful request that did not power the host off, before_force (if given) is
+    asked first: a reason raises ForceWithheld, and nothing is forced."""
     grace = config.grace if grace is None else grace
     deadline = time.monotonic() + timeout
     state = read()
@@ -331,6 +345,10 @@ def power_off_sequence(config: BmcConfig, read: Callable[[], str],
                                interval)
         if state == POWER_OFF:
             return state
+        why = before_force() if before_force is not None else None
+        if why is not None:
+            raise ForceWithheld(f"{config.host}: not forced off after its graceful shutdown "
+                                f"request: {why}")
         log.info("%s: no power-off %.0f s after a graceful shutdown; forcing it",
                  config.host, grace)
     request("force")

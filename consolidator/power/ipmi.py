@@ -12,6 +12,7 @@ from consolidator.power.base import (
     POWER_OFF,
     POWER_ON,
     POWER_UNKNOWN,
+    BeforeForce,
     BmcConfig,
     PowerError,
     power_off_sequence,
@@ -173,9 +174,11 @@ class IpmiDriver:
                                  interval=self.poll_interval)
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float | None = None) -> str:
+                  grace: float | None = None, before_force: BeforeForce | None = None
+                  ) -> str:
         """Soft-off (ACPI), a hard off after `grace` s (None: config.grace); returns 'off'."""
         return power_off_sequence(
             self.config, self.power_state,
             lambda kind: self._request("softoff" if kind == "soft" else "off"),
-            graceful=graceful, timeout=timeout, grace=grace, interval=self.poll_interval)
+            graceful=graceful, timeout=timeout, grace=grace, interval=self.poll_interval,
+            before_force=before_force)

@@ -13,6 +13,7 @@ from consolidator.power.base import (
     POWER_OFF,
     POWER_ON,
     POWER_UNKNOWN,
+    BeforeForce,
     BmcConfig,
     PowerError,
     power_off_sequence,
@@ -197,10 +198,12 @@ class RedfishDriver:
                                  timeout=timeout, interval=self.poll_interval)
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float | None = None) -> str:
+                  grace: float | None = None, before_force: BeforeForce | None = None
+                  ) -> str:
         """GracefulShutdown, ForceOff after `grace` s (None: config.grace); returns 'off'."""
         return power_off_sequence(
             self.config, self.power_state,
             lambda kind: self._reset("GracefulShutdown", "ForceOff") if kind == "soft"
             else self._reset("ForceOff"),
-            graceful=graceful, timeout=timeout, grace=grace, interval=self.poll_interval)
+            graceful=graceful, timeout=timeout, grace=grace, interval=self.poll_interval,
+            before_force=before_force)

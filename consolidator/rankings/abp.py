@@ -206,4 +206,4 @@ def make_abp(options: Mapping[str, Any]) -> ABPRanking:
 
 
 RANKINGS.add("abp", "ABP: the host whose utilisation variability after best matches the demand's",
-             "000 III", make_abp)
+             "000 III", make_abp, {"alpha": "float"})

@@ -100,13 +100,16 @@ def _weights(options: Mapping[str, Any]) -> np.ndarray:
     return np.array(values, dtype=np.float64)
 
 
+#: The option of the prime-resource rankings.
+PRIME = {"prime_resource": "|".join(RESOURCES)}
 RANKINGS.add("pack", "Pack_r: fill the host with the least prime resource left", "000 II.B",
-             lambda o: PrimeRanking("pack", _resource(o), pack=True))
+             lambda o: PrimeRanking("pack", _resource(o), pack=True), PRIME)
 RANKINGS.add("pack-dist", "Pack_dist: the host whose utilisation vector is longest after",
              "000 II.B", lambda o: DistanceRanking("pack-dist", pack=True))
 RANKINGS.add("spread", "Spread_r: the host with the most prime resource left", "000 II.C",
-             lambda o: PrimeRanking("spread", _resource(o), pack=False))
+             lambda o: PrimeRanking("spread", _resource(o), pack=False), PRIME)
 RANKINGS.add("spread-dist", "Spread_dist: the host whose utilisation vector is shortest after",
              "000 II.C", lambda o: DistanceRanking("spread-dist", pack=False))
 RANKINGS.add("xbalance", "XBalance: min w'sigma, spreading (w>0) or packing (w<0) per resource",
-             "000 II.D", lambda o: XBalanceRanking("xbalance", _weights(o)))
+             "000 II.D", lambda o: XBalanceRanking("xbalance", _weights(o)),
+             {"weights": "float,float,float"})

@@ -270,4 +270,4 @@ def biheu(mu: np.ndarray, sigma: np.ndarray, capacity: float, alpha: float,
 
 
 RANKINGS.add("ucac", "BF-UCaC: the host of highest used capacity at confidence after, within V",
-             "003 5.1", make_ucac)
+             "003 5.1", make_ucac, {"confidence": "float"})

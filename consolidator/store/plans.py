@@ -17,8 +17,9 @@ from consolidator.store.tables import plan_migrations, plan_power_actions, plans
 
 def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
               supersede: bool = True) -> StoredPlan:
-    """Store a proposed plan and (unless told not to) supersede the cloud's older proposed
-    plans, in one transaction; return it as stored."""
+    """Store a proposed plan and (unless told not to) supersede the cloud's proposed plans
+    made from other snapshots, in one transaction; return it as stored. Plans of the same
+    snapshot stay side by side until one of them is approved."""
     plan_id = str(uuid.uuid4())
     now = datetime.now(timezone.utc)
     details = {"notes": list(draft.notes), "options": dict(draft.options),
@@ -29,7 +30,8 @@ def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
     with translate_errors(engine), engine.begin() as conn:
         if supersede:
             conn.execute(update(plans).where(plans.c.cloud == cloud,
-                                             plans.c.status == "proposed")
+                                             plans.c.status == "proposed",
+                                             plans.c.snapshot_id != snapshot_id)
                          .values(status="superseded", updated_at=now,
                                  reason=f"superseded by plan {plan_id}"))
         conn.execute(plans.insert(), {
@@ -97,8 +99,10 @@ def _stored(row: Any, moves: Any, power: Any) -> StoredPlan:
 
 def list_plans(engine: Engine, *, cloud: str | None = None, status: str | None = None,
                limit: int = 50) -> list[Any]:
-    """Plan header rows, newest first."""
-    query = select(plans).order_by(plans.c.created_at.desc()).limit(limit)
+    """Plan header rows, newest first, each with its number of migrations."""
+    moves = (select(func.count()).where(plan_migrations.c.plan_id == plans.c.id)
+             .scalar_subquery().label("migrations"))
+    query = select(plans, moves).order_by(plans.c.created_at.desc()).limit(limit)
     if cloud:
         query = query.where(plans.c.cloud == cloud)
     if status:
@@ -116,15 +120,24 @@ def count_by_status(engine: Engine, cloud: str | None = None) -> dict[str, int]:
         return {status: int(n) for status, n in conn.execute(query)}
 
 
-def set_status(engine: Engine, plan_id: str, status: str, reason: str | None = None) -> str:
-    """Move a plan to a new state if its current state allows it; return the old state."""
+def set_status(engine: Engine, plan_id: str, status: str, reason: str | None = None, *,
+               supersede: bool = True) -> str:
+    """Move a plan to a new state if its current state allows it; return the old state.
+    Approving a plan supersedes (unless told not to) the other proposed plans of its
+    cloud."""
     with translate_errors(engine), engine.begin() as conn:
         current = conn.execute(select(plans.c.status).where(plans.c.id == plan_id)
                                .with_for_update()).scalar_one_or_none()
         if current is None:
             raise NotFoundError(f"plan {plan_id!r} does not exist")
         check_transition(plan_id, current, status)
+        now = datetime.now(timezone.utc)
         conn.execute(update(plans).where(plans.c.id == plan_id, plans.c.status == current)
-                     .values(status=status, reason=reason,
-                             updated_at=datetime.now(timezone.utc)))
+                     .values(status=status, reason=reason, updated_at=now))
+        if status == "approved" and supersede:    # chosen: the other candidates are done
+            cloud = conn.execute(select(plans.c.cloud).where(plans.c.id == plan_id)).scalar()
+            conn.execute(update(plans).where(plans.c.cloud == cloud, plans.c.id != plan_id,
+                                             plans.c.status == "proposed")
+                         .values(status="superseded", updated_at=now,
+                                 reason=f"superseded: plan {plan_id} was approved"))
     return current

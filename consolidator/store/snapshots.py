@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import Engine, Table, func, select
 
+from consolidator.demand import DemandSample, cpu_demand
 from consolidator.energy import Reading
 from consolidator.model import Cluster, Host, Instance, ServerGroup
 from consolidator.store.db import resolve_id, translate_errors
@@ -166,6 +167,34 @@ def usage_history(engine: Engine, cloud: str, *, before: datetime, limit: int
             if usage:
                 history.setdefault(instance_id, []).append(usage)
     return history
+
+
+def demand_samples(engine: Engine, cloud: str, *, since: datetime) -> list[DemandSample]:
+    """The cloud's CPU demand in each snapshot with usage statistics taken since `since`, and
+    in the newest such snapshot taken before it (the demand at the start)."""
+    with_usage = (select(snapshot_instances.c.snapshot_id)
+                  .where(snapshot_instances.c.usage.is_not(None)).distinct())
+    base = select(snapshots.c.id, snapshots.c.taken_at).where(
+        snapshots.c.cloud == cloud, snapshots.c.id.in_(with_usage.scalar_subquery()))
+    with translate_errors(engine), engine.connect() as conn:
+        chosen = list(conn.execute(base.where(snapshots.c.taken_at >= since)))
+        chosen += list(conn.execute(base.where(snapshots.c.taken_at < since)
+                                    .order_by(snapshots.c.taken_at.desc()).limit(1)))
+        ids = [row.id for row in chosen]
+        means: dict[str, list[float]] = {i: [] for i in ids}
+        for sid, usage in conn.execute(
+                select(snapshot_instances.c.snapshot_id, snapshot_instances.c.usage)
+                .where(snapshot_instances.c.snapshot_id.in_(ids))):
+            if usage and "cpu_mean" in usage:
+                means[sid].append(float(usage["cpu_mean"]))
+        vcpus: dict[str, list[int]] = {i: [] for i in ids}
+        for sid, count, power in conn.execute(
+                select(snapshot_hosts.c.snapshot_id, snapshot_hosts.c.vcpus,
+                       snapshot_hosts.c.power).where(snapshot_hosts.c.snapshot_id.in_(ids))):
+            if power != "off":
+                vcpus[sid].append(count)
+    return sorted((DemandSample(row.taken_at, cpu_demand(means[row.id], vcpus[row.id]))
+                   for row in chosen), key=lambda s: s.taken_at)
 
 
 def power_history(engine: Engine, cloud: str, *, before: datetime, limit: int

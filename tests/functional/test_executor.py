@@ -66,10 +66,11 @@ class Bed:
         set_status(self.engine, plan.id, "approved")
         return load_plan(self.engine, plan.id)
 
-    def executor(self, **settings: float) -> Executor:
+    def executor(self, bmc: dict | None = None, **settings: float) -> Executor:
         path = self.cloud.write_bmc_yaml(self.tmp / "bmc.yaml")
         doc = yaml.safe_load(path.read_text())
         doc.setdefault("defaults", {})["timeout"] = 5
+        doc["defaults"].update(bmc or {})
         path.write_text(yaml.safe_dump(doc))
         path.chmod(0o600)
         configs = load_bmc_file(path)

@@ -28,8 +28,9 @@ def test_plan_store_round_trip_and_states(db_url: str, bundled_scenario: Path) -
     first = save_plan(engine, draft, cloud="alto", snapshot_id=snapshot_id).id
     stored = load_plan(engine, first[:8])
     assert stored.draft == draft and stored.status == "proposed"
-    second = save_plan(engine, draft, cloud="alto", snapshot_id=snapshot_id).id
-    assert load_plan(engine, first).status == "superseded"
+    newer = save_snapshot(engine, cluster, cloud="alto", source="test").info.id
+    second = save_plan(engine, draft, cloud="alto", snapshot_id=newer).id
+    assert load_plan(engine, first).status == "superseded"   # made from an older snapshot
     other = save_plan(engine, draft, cloud="elsewhere", snapshot_id=snapshot_id).id
     assert load_plan(engine, second).status == "proposed"   # other clouds are not touched
     set_status(engine, second, "approved")
@@ -71,9 +72,11 @@ def test_plan_command_review_approve_cancel(tmp_path: Path, bundled_scenario: Pa
                            "--format", "json", db_url=db_url).out)
     listed = json.loads(run("plans", "list", "--format", "json", db_url=db_url).out)
     assert {p["id"]: p["status"] for p in listed} == {again["id"]: "proposed",
-                                                      plan["id"]: "superseded"}
+                                                      plan["id"]: "proposed"}
     approved = run("plan", "approve", again["id"], db_url=db_url)
     assert approved.code == 0 and "consolidator apply" in approved.out
+    assert json.loads(run("plan", "show", plan["id"], "--format", "json",
+                          db_url=db_url).out)["status"] == "superseded"
     assert run("plan", "cancel", again["id"], db_url=db_url).code == 0
     refused = run("plan", "approve", again["id"], db_url=db_url)
     assert refused.code == 1 and "was cancelled: it cannot become approved" in refused.err

@@ -17,10 +17,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "consolidator"
 CORE = {"algorithms", "rankings", "render", "simulate", "model", "constraints", "checker",
         "planner", "plan", "journal_entry", "zones", "padding", "scenario", "registry",
         "scenario_cache", "front", "errors", "config", "report", "rollback", "energy",
-        "energy_objective", "wording"}
+        "energy_objective", "move_queue", "move_runner", "progress", "demand", "fit",
+        "options", "wording"}
 ADAPTERS = {"cloud", "inventory", "nova", "placement", "power_off", "telemetry", "metrics",
-            "realnova",
-            "executor", "power",
+            "realnova", "simulated",
+            "executor", "resume", "power",
             "store", "fake"}
 APP = {"app"}
 TOP = {"cli", "daemon", "demo", "__main__", "__init__"}

@@ -5,6 +5,13 @@ taking about 0.1 s of simulated time, so the CPU time measured here is the execu
 (polling, verification, journal writes). No BMCs: the hosts emptied are left on.
 
     python tools/bench/executor.py [--migrations 1000] [--concurrency 1,4,16,64]
+                                   [--poll-interval S] [--scenario FILE]
+
+With --scenario (e.g. consolidator/data/alto-cloud.yaml, the demo's cloud) it applies a
+firstfit plan of that cloud instead of the generated one (--migrations is then ignored).
+
+Without --poll-interval the executor polls with its defaults ([executor] poll_first and
+poll_interval), as an operator's apply does.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +44,8 @@ def scenario(migrations: int) -> dict:
             "settings": {"migration_bandwidth_mb_s": 1024.0}}
 
 
-def run_once(concurrency: int, migrations: int) -> list[object]:
+def run_once(concurrency: int, migrations: int, poll: float | None,
+             source: Path | None = None) -> list[object]:
     from consolidator.app.apply import PlanRun
     from consolidator.app.context import AppContext
     from consolidator.app.planning import PlanRequest, make_plan
@@ -48,7 +58,8 @@ def run_once(concurrency: int, migrations: int) -> list[object]:
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "s.json"
-        dump_document(scenario(migrations), path)
+        doc = yaml.safe_load(source.read_text()) if source else scenario(migrations)
+        dump_document(doc, path)
         clouds = Path(tmp) / "clouds.yaml"
         server = subprocess.Popen([sys.executable, "-m", "consolidator", "fake-cloud", "serve",
                                    "--scenario", str(path), "--write-clouds-yaml", str(clouds),
@@ -60,9 +71,11 @@ def run_once(concurrency: int, migrations: int) -> list[object]:
             engine = make_engine(f"sqlite:///{tmp}/b.db")
             upgrade(engine)
             conn = connect("bench")
-            config = Config(values={("planner", "max_migrations_per_host"): 10,
-                                    ("executor", "max_parallel"): concurrency,
-                                    ("executor", "poll_interval"): 0.05})
+            values: dict = {("planner", "max_migrations_per_host"): 10,
+                            ("executor", "max_parallel"): concurrency}
+            if poll is not None:
+                values["executor", "poll_interval"] = poll
+            config = Config(values=values)
             ctx = AppContext.of(config=config, engine=engine, connect=lambda: conn,
                                 power=lambda _host: None)
             snap, _ = record_snapshot(ctx)
@@ -86,11 +99,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--migrations", type=int, default=1000)
     parser.add_argument("--concurrency", default="1,4,16,64")
+    parser.add_argument("--scenario", type=Path, default=None,
+                        help="a scenario file to apply a plan of instead")
+    parser.add_argument("--poll-interval", type=float, default=None,
+                        help="[executor] poll_interval (default: the config's default)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from consolidator.render import table
 
-    rows = [run_once(int(c), args.migrations) for c in args.concurrency.split(",")]
+    rows = [run_once(int(c), args.migrations, args.poll_interval, args.scenario)
+            for c in args.concurrency.split(",")]
     print(table(["CONCURRENCY", "MIGRATED", "FAILED", "WALL S", "MIGRATIONS/S",
                  "EXECUTOR CPU S"], rows))
 
