@@ -19,6 +19,7 @@ import numpy as np
 from consolidator.constraints import Rules, host_excluded, pin_reason, trait_problem, unit_problem
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
+from consolidator.wording import plural
 
 EPS = 1e-6
 
@@ -110,7 +111,8 @@ def check_plan(cluster: Cluster, moves: Sequence[MoveLike], power_off: Sequence[
         if name not in hosts:
             problems.append(f"power-off host {name} is not in the cluster")
         elif population.get(name, 0):
-            problems.append(f"power-off host {name} still holds {population[name]} instances")
+            problems.append(f"power-off host {name} still holds "
+                            f"{plural(population[name], 'instance')}")
         elif host_excluded(name, rules.excluded_hosts):
             problems.append(f"power-off host {name} is excluded by config")
     return problems

@@ -8,6 +8,7 @@ exceptions become CloudError with one line naming the cloud and the cause.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -56,7 +57,25 @@ def connect(cloud: str | None, **overrides: Any) -> Connection:
         raise CloudError(f"cloud {name!r}: {_first_line(exc)} "
                          f"(check clouds.yaml, OS_CLIENT_CONFIG_FILE or --cloud)") from None
     except ks_exc.ClientException as exc:
-        raise CloudError(f"cloud {cloud!r}: {_first_line(exc)}") from None
+        raise CloudError(f"cloud {cloud or '(default)'!r}: {_first_line(exc)}") from None
+
+
+_URL = re.compile(r"https?://\S+?(?=:\s|\s|$)")
+_CAUSE = re.compile(r"\[Errno -?\d+\] ([^\"')]+)|(timed out|Name or service not known)")
+
+
+def connect_cause(exc: BaseException) -> str:
+    """'connection refused', 'timed out', ...: why a connection failed, in a few words."""
+    cause = _CAUSE.search(str(exc))
+    return (cause.group(1) or cause.group(2)).strip().lower() if cause else "no answer"
+
+
+def unreachable(label: str, exc: BaseException) -> str:
+    """One short line for a cloud that does not answer: the URL, the cause, what to check."""
+    url = _URL.search(str(exc))
+    where = url.group(0)[:80] if url else "its auth URL"
+    return (f"cloud {label!r}: cannot connect to {where} ({connect_cause(exc)}): check "
+            f"auth_url in the clouds.yaml entry {label!r}")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -84,12 +103,11 @@ def cloud_errors(conn: Connection, doing: str) -> Iterator[None]:
     except ks_exc.Unauthorized:
         raise CloudError(f"cloud {label!r}: authentication failed while {doing}: "
                          f"check the username, password and project in clouds.yaml") from None
+    except (ks_exc.ConnectFailure, ks_exc.ConnectionError) as exc:
+        raise CloudError(unreachable(label, exc)) from None
     except ks_exc.DiscoveryFailure as exc:
         raise CloudError(f"cloud {label!r}: cannot reach or discover the auth URL while "
                          f"{doing}: {_first_line(exc)}") from None
-    except (ks_exc.ConnectFailure, ks_exc.ConnectionError) as exc:
-        raise CloudError(f"cloud {label!r}: cannot connect while {doing}: "
-                         f"{_first_line(exc)}") from None
     except ks_exc.EndpointNotFound as exc:
         raise CloudError(f"cloud {label!r}: no endpoint while {doing}: "
                          f"{_first_line(exc)}") from None
@@ -124,7 +142,7 @@ def get_json(proxy: Any, url: str, *, microversion: str | None = None,
         try:
             response = proxy.get(url, microversion=microversion)
         except (ks_exc.ConnectFailure, ks_exc.ConnectionError) as exc:
-            raise TransientCloudError(f"GET {url}: {_first_line(exc)}") from None
+            raise TransientCloudError(f"GET {url}: {connect_cause(exc)}") from None
         status = response.status_code
         if status == 401 and not seen_401[0]:
             seen_401[0] = True

@@ -17,6 +17,7 @@ import numpy as np
 from consolidator.algorithms.base import Problem, Ranker
 from consolidator.errors import ConfigError
 from consolidator.model import Cluster, Host, Instance
+from consolidator.wording import plural
 
 FALSE_WORDS = {"false", "no", "0", "off", "low", "unimportant"}
 TRUE_WORDS = {"true", "yes", "1", "on", "high", "important"}
@@ -212,7 +213,8 @@ def build_problem(cluster: Cluster, rules: Rules | None = None, *, spare: int = 
     mean, std, measured = usage_arrays(cluster, usage)
     unmeasured = len(cluster.instances) - measured
     if usage.confidence is not None or (measured and unmeasured):
-        notes.append(f"CPU usage statistics: {measured} instances from telemetry, {unmeasured} "
+        notes.append(f"CPU usage statistics: "
+                     f"{plural(measured, 'instance')} from telemetry, {unmeasured} "
                      f"from the flavor fallback (mean {usage.fallback_mean:.0%} of vCPUs, "
                      f"coefficient of variation {usage.fallback_cov:g})")
     cpu_limit = None

@@ -36,6 +36,7 @@ from consolidator.executor import Outcome
 from consolidator.model import Cluster
 from consolidator.padding import parse_windows, spare_target
 from consolidator.rollback import OUR_REASON
+from consolidator.wording import plural
 
 LOG = logging.getLogger(__name__)
 
@@ -121,9 +122,9 @@ class Daemon:
                 return CycleResult(skipped="another daemon holds the lease")
             holder = executor_holder(self.ctx, self.cloud_name)
             if holder is not None:
-                LOG.warning("cycle skipped: an apply or a rollback is running (%s holds the "
-                            "executor lease); planning now would start from a half-migrated "
-                            "cloud", holder)
+                LOG.info("cycle skipped: an apply or a rollback is running (%s holds the "
+                         "executor lease); planning now would start from a half-migrated "
+                         "cloud", holder)
                 return CycleResult(skipped=f"an apply or a rollback is running ({holder} "
                                            f"holds the executor lease)")
             result = self._cycle()
@@ -135,9 +136,9 @@ class Daemon:
         finally:
             self.busy.release()
         result.duration_s = time.monotonic() - started
-        LOG.info("cycle done in %.1f s: plan %s, %d migrations planned, spare target %d",
-                 result.duration_s, result.plan_id, result.migrations_planned,
-                 result.spare_target)
+        LOG.info("cycle done in %.1f s: plan %s, %s planned, spare target %d",
+                 result.duration_s, result.plan_id,
+                 plural(result.migrations_planned, "migration"), result.spare_target)
         if self.metrics is not None:
             self._observe(result)
         return result
@@ -160,10 +161,10 @@ class Daemon:
                 approve(self.ctx, plan.id, reason="auto_apply")
                 result.outcome = self._execute(plan.id)
             else:
-                LOG.warning("plan %s proposed (%d migrations, %d hosts to power off): review "
-                            "it with 'consolidator plan show %s' and approve it with "
-                            "'consolidator plan approve %s'", plan.id, len(draft.migrations),
-                            len(draft.power_off), plan.id, plan.id)
+                LOG.info("plan %s proposed (%s, %s to power off): review it with "
+                         "'consolidator plan show %s' and approve it with 'consolidator plan "
+                         "approve %s'", plan.id, plural(len(draft.migrations), "migration"),
+                         plural(len(draft.power_off), "host"), plan.id, plan.id)
         self._check_cancelled()
         result.powered_on, live = self._ramp(result.spare_target, spares_only=True)
         if result.powered_on:  # the read before the ramp no longer holds
@@ -186,7 +187,7 @@ class Daemon:
     def _resume_interrupted(self) -> None:
         """Finish plans a crash left running, before anything else."""
         for plan_id in running_plans(self.ctx, self.cloud_name):
-            LOG.warning("resuming plan %s, which was left running", plan_id)
+            LOG.info("resuming plan %s, which was left running", plan_id)
             self._execute(plan_id, resume=True)
 
     # -- power-on: the morning ramp and the capacity watch -----------------------------
@@ -218,9 +219,9 @@ class Daemon:
         want = hosts_to_power_on(live, target, spares_only=spares_only)
         if not want or self.stop.is_set():
             return [], live
-        LOG.warning("powering on %s: %s", ", ".join(want),
-                    "fewer spare hosts are up than the padding" if spares_only
-                    else "the free capacity of the powered hosts is below the padding")
+        LOG.info("powering on %s: %s", ", ".join(want),
+                 "fewer spare hosts are up than the padding" if spares_only
+                 else "the free capacity of the powered hosts is below the padding")
         plan = power_on_plan(self.ctx, inventory, want, target)
         outcome = self._execute(plan.id)
         return outcome.powered_on, live
@@ -258,8 +259,8 @@ class Daemon:
                               trigger.timezone))
 
         def shutdown(signum: int, _frame: object) -> None:
-            LOG.warning("%s: starting nothing new; finishing the running actions",
-                        signal.Signals(signum).name)
+            LOG.info("%s: starting nothing new; finishing the running actions",
+                     signal.Signals(signum).name)
             self.stop.set()
             if self.run is not None:
                 self.run.stop()
@@ -267,15 +268,15 @@ class Daemon:
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, shutdown)
-        LOG.warning("daemon %s started: schedule %r, lease %s", self.holder,
-                    self.config.get("daemon", "schedule"), self.lease)
+        LOG.info("daemon %s started: schedule %r, lease %s", self.holder,
+                 self.config.get("daemon", "schedule"), self.lease)
         try:
             scheduler.start()
         finally:
             with self.busy:  # wait for a running cycle to finish or journal its actions
                 pass
             self.resign()
-            LOG.warning("daemon %s stopped", self.holder)
+            LOG.info("daemon %s stopped", self.holder)
 
     def heartbeat(self) -> None:
         """Renew or take the lease, and log when this daemon becomes active or standby; a
@@ -289,8 +290,8 @@ class Daemon:
             self.cancel(f"lost the daemon lease ({why})")
         self._active = now
         if now != was:
-            LOG.warning("daemon %s is now %s", self.holder,
-                        "the active daemon" if now else "standby (another holds the lease)")
+            LOG.info("daemon %s is now %s", self.holder,
+                     "the active daemon" if now else "standby (another holds the lease)")
 
 
 def _log_line(line: str) -> None:

@@ -40,6 +40,7 @@ from consolidator.render import kv, table
 from consolidator.render.hosts import live_hosts, snapshot_hosts
 from consolidator.render.plan import render_plan
 from consolidator.store.snapshots import Snapshot
+from consolidator.wording import agree, plural, state_phrase
 
 Echo = Callable[[str], None]
 
@@ -213,8 +214,8 @@ def _show_cloud(served: Served, echo: Echo) -> None:
     doc = served.scenario
     bmcs = load_bmc_file(served.bmc_yaml)
     echo(f"fake Keystone, Nova and Placement at {served.auth_url} (child process "
-         f"{served.process.pid}), serving {len(doc['hosts'])} hosts and "
-         f"{len(doc['instances'])} instances shaped like paper 004's cloud")
+         f"{served.process.pid}), serving {plural(len(doc['hosts']), 'host')} and "
+         f"{plural(len(doc['instances']), 'instance')} shaped like paper 004's cloud")
     echo(table(["HOST", "BMC", "LISTENS AT"],
                [[b.host, b.driver, _where(b)] for b in bmcs.values()], align="lll"))
     wanted = {h["name"] for h in doc["hosts"] if h.get("bmc")}
@@ -245,14 +246,14 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
 
     with story.step("Snapshot the cloud"):
         snap, _ = record_snapshot(app)
-        echo(f"snapshot {snap.info.id}: {snap.info.host_count} hosts and "
-             f"{snap.info.instance_count} instances read through openstacksdk")
+        echo(f"snapshot {snap.info.id}: {plural(snap.info.host_count, 'host')} and "
+             f"{plural(snap.info.instance_count, 'instance')} read through openstacksdk")
         echo(snapshot_hosts(snap.cluster))
         check(snap.info.host_count == len(served.scenario["hosts"]),
-              f"read {snap.info.host_count} hosts, the scenario has "
+              f"read {plural(snap.info.host_count, 'host')}, the scenario has "
               f"{len(served.scenario['hosts'])}")
         check(snap.info.instance_count == len(served.scenario["instances"]),
-              f"read {snap.info.instance_count} instances, the scenario has "
+              f"read {plural(snap.info.instance_count, 'instance')}, the scenario has "
               f"{len(served.scenario['instances'])}")
 
     with story.step("Plan"):
@@ -261,15 +262,15 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         plan_id, draft = plan.id, plan.draft
         echo(render_plan(plan, snap.cluster, approve_hint=False))
         check(bool(draft.migrations) and bool(draft.power_off),
-              f"plan {plan_id} frees no host ({len(draft.migrations)} migrations, "
-              f"{len(draft.power_off)} hosts to power off)")
+              f"plan {plan_id} frees no host ({plural(len(draft.migrations), 'migration')}, "
+              f"{plural(len(draft.power_off), 'host')} to power off)")
 
     with story.step("Approve the plan"):
         approve(app, plan_id, reason="approved by the demo")
         status = show_plan(app, plan_id)[0].status
-        echo(f"plan {plan_id} is {status} (an operator runs: consolidator plan approve "
+        echo(f"plan {plan_id} {state_phrase(status)} (an operator runs: consolidator plan approve "
              f"{plan_id})")
-        check(status == "approved", f"plan {plan_id} is {status}, not approved")
+        check(status == "approved", f"plan {plan_id} {state_phrase(status)}, not approved")
 
     with story.step("Apply: live-migrate, disable and power off the emptied hosts"):
         outcome = apply_plan(app, plan_id)
@@ -291,7 +292,7 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
                          driver.power_state()])
         echo(table(["HOST", "DRIVER", "BMC", "POWER"], rows, align="llll"))
         drivers = sorted({r[1] for r in rows})
-        echo(f"{len(rows)} hosts powered off through {' and '.join(drivers)}")
+        echo(f"{plural(len(rows), 'host')} powered off through {' and '.join(drivers)}")
         off = [r[0] for r in rows if r[3] != "off"]
         check(not off, f"the BMC of {', '.join(off)} does not report power off")
 
@@ -299,7 +300,7 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         hours = 24
         echo(kv([("hosts on", f"{draft.hosts_before} -> {draft.hosts_after} "
                               f"(lower bound {draft.lower_bound})"),
-                 ("powered off", f"{len(outcome.powered_off)} hosts at "
+                 ("powered off", f"{plural(len(outcome.powered_off), 'host')} at "
                                  f"{draft.idle_watts:.0f} W idle each"),
                  ("saving", f"{draft.watts_saved:.0f} W = "
                             f"{draft.watts_saved * hours / 1000:.1f} kWh a day = "
@@ -314,7 +315,7 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
             check(row["power"] == want, f"{host} is {row['power']}, expected {want}")
             if want == "off":
                 check(row["instances"] == 0 and row["service"].startswith("disabled"),
-                      f"{host} is off but has {row['instances']} instances and "
+                      f"{host} is off but has {plural(row['instances'], 'instance')} and "
                       f"service {row['service']}")
 
     with story.step("Roll back to the snapshot"):
@@ -351,12 +352,14 @@ def _final_check(app: AppContext, snap: Snapshot, echo: Echo) -> None:
             f"not {i.host}" for i in snap.cluster.instances
             if i.id not in where or where[i.id].host != i.host
             or where[i.id].status != i.status]
-    check(not away, f"{len(away)} instances are not back: {'; '.join(away[:3])}")
-    echo(f"all {len(snap.cluster.instances)} instances are on the host the snapshot recorded "
+    check(not away, f"{plural(len(away), 'instance')} "
+                    f"{agree(len(away), 'is', 'are')} not back: {'; '.join(away[:3])}")
+    echo(f"all {plural(len(snap.cluster.instances), 'instance')} are on the host the "
+         f"snapshot recorded "
          f"them on, in the state it recorded")
     down = _hosts_not_on(live, app.power_lookup())
     check(not down, f"hosts not back on and enabled: {'; '.join(down)}")
-    echo(f"all {len(live.hosts)} hosts are powered on (asked of their BMCs), their "
+    echo(f"all {plural(len(live.hosts), 'host')} are powered on (asked of their BMCs), their "
          f"nova-compute enabled and up")
     again = prepare_rollback(app, snap.info.id)
     check(again.plan_id is None, "a second rollback still finds something to do")

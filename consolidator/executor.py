@@ -52,6 +52,7 @@ from consolidator.store.leases import (
 )
 from consolidator.store.plans import set_status
 from consolidator.store.snapshots import demand_samples
+from consolidator.wording import plural
 
 if TYPE_CHECKING:
     from consolidator.power.base import PowerDriver
@@ -256,7 +257,7 @@ class Executor:
             waves[move.wave].append(move)
         for wave in sorted(waves):
             ready = self._precheck(plan, waves[wave], outcome)
-            self.report(f"wave {wave}: {len(ready)} migrations "
+            self.report(f"wave {wave}: {plural(len(ready), 'migration')} "
                         f"({finished}/{len(plan.draft.migrations)} done so far)")
             for move in ready:
                 self.report(f"  would migrate {move.instance_name} "
@@ -618,7 +619,7 @@ def _summary(outcome: Outcome) -> str:
     if outcome.skipped:
         parts.append(f"{len(outcome.skipped)} skipped")
     if outcome.left_on:
-        parts.append(f"{len(outcome.left_on)} hosts left on")
+        parts.append(f"{plural(len(outcome.left_on), 'host')} left on")
     if outcome.stopped:
         parts.append(f"stopped: {outcome.stopped}")
     return ", ".join(parts)

@@ -34,6 +34,7 @@ from consolidator.constraints import build_problem
 from consolidator.model import Cluster
 from consolidator.plan import PlanDraft
 from consolidator.planner import PlanSettings, draft_from_packing
+from consolidator.wording import plural
 
 #: The name of the migration-minimising choice of hosts, as a point's algorithm.
 FEWEST = "fewest-migrations"
@@ -122,11 +123,11 @@ class Budget:
         """The limits in words."""
         parts = []
         if self.max_migrations is not None:
-            parts.append(f"at most {self.max_migrations} migrations")
+            parts.append(f"at most {plural(self.max_migrations, 'migration')}")
         if self.max_moved_gib is not None:
             parts.append(f"at most {self.max_moved_gib:g} GiB moved")
         if self.target_hosts is not None:
-            parts.append(f"{self.target_hosts} hosts left on")
+            parts.append(f"{plural(self.target_hosts, 'host')} left on")
         return ", ".join(parts) or "no budget"
 
     def to_json(self) -> dict[str, object]:
@@ -282,7 +283,7 @@ class FrontBuilder:
         for count in counts if counts is not None else spaced(total, POINTS_PER_RUN):
             chosen = packing if count >= total else prefix_packing(self.problem, packing, count)
             how = "its whole run" if count >= total else "no migration" if count == 0 else \
-                f"the first {count} of the {total} hosts it empties"
+                f"the first {count} of the {plural(total, 'host')} it empties"
             points.append(self.point(chosen, algorithm, how))
         return points
 
@@ -418,7 +419,8 @@ def _fitting_prefix(builder: FrontBuilder, algorithm: str, packing: Packing,
     count = builder.affordable(emptied, budget)
     while count > 0:
         found = builder.estimate(prefix_packing(problem, packing, count), algorithm,
-                                 f"the first {count} of the {len(emptied)} hosts it empties")
+                                 f"the first {count} of the "
+                                 f"{plural(len(emptied), 'host')} it empties")
         if budget.fits(found):
             return [found]
         count -= 1
@@ -427,15 +429,15 @@ def _fitting_prefix(builder: FrontBuilder, algorithm: str, packing: Packing,
 
 def _why(chosen: FrontPoint, candidates: Sequence[Candidate], budget: Budget) -> str:
     """One sentence: which plan won, against what, within which budget."""
-    others = "; ".join(f"{p.algorithm} ({p.how}): about {p.hosts_after} hosts on, "
-                       f"{p.migrations} migrations, {p.moved_gib:.0f} GiB"
+    others = "; ".join(f"{p.algorithm} ({p.how}): about {plural(p.hosts_after, 'host')} on, "
+                       f"{plural(p.migrations, 'migration')}, {p.moved_gib:.0f} GiB"
                        + ("" if budget.fits(p) else " [over budget]")
                        for p in candidates)
     goal = "reaches the target with the fewest migrations" \
         if budget.target_hosts is not None and chosen.hosts_after <= budget.target_hosts \
         else "frees the most hosts"
     return (f"{chosen.algorithm} ({chosen.how}) {goal} within {budget.describe()}: "
-            f"{chosen.hosts_after} hosts on, {chosen.migrations} migrations, "
+            f"{plural(chosen.hosts_after, 'host')} on, {plural(chosen.migrations, 'migration')}, "
             f"{chosen.moved_gib:.0f} GiB moved. Also tried: {others or 'nothing else'}")
 
 

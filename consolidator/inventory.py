@@ -29,6 +29,7 @@ from consolidator.cloud import (
 from consolidator.errors import CloudError
 from consolidator.model import CLASSIC_CLASSES, Cluster, Host, Instance, ServerGroup, natural_key
 from consolidator.placement import ProviderTree, read_trees
+from consolidator.wording import agree, plural
 
 LOG = logging.getLogger(__name__)
 
@@ -262,14 +263,16 @@ def _instances(servers: list[dict[str, Any]], hosts: list[Host],
             project_id=server.get("tenant_id") or server.get("project_id") or "",
             flavor=flavor, flavor_extra_specs=specs, resources=resources))
     if from_flavor:
-        notes.append(f"{from_flavor} servers hold no Placement allocation: their demand comes "
-                     f"from their flavors")
+        notes.append(f"{plural(from_flavor, 'server')} "
+                     f"{agree(from_flavor, 'holds', 'hold')} no Placement allocation: "
+                     f"their demand comes from their flavors")
     if allocations is None and out:
         notes.append("demand comes from the flavors (no Placement): resources:CLASS extra "
                      "specs and hw:cpu_policy=dedicated (PCPU) are honoured")
     if skipped_hostless:
-        notes.append(f"{skipped_hostless} servers hold no host (shelved offloaded or never "
-                     f"scheduled) and are left out")
+        notes.append(f"{plural(skipped_hostless, 'server')} "
+                     f"{agree(skipped_hostless, 'holds', 'hold')} no host (shelved offloaded "
+                     f"or never scheduled) and are left out")
     if skipped_unknown:
         notes.append(f"servers on unknown compute hosts are left out: "
                      f"{', '.join(sorted(skipped_unknown))}")

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from consolidator.errors import ConsolidatorError
+from consolidator.wording import state_phrase
 
 #: The idle draw of a compute host measured in paper 004.
 DEFAULT_IDLE_WATTS = 270.0
@@ -147,4 +148,5 @@ def check_transition(plan_id: str, current: str, status: str) -> None:
         hint = (": stop its apply with Ctrl-C (SIGINT) or SIGTERM, then 'consolidator apply "
                 f"--resume {plan_id}' finishes it" if current == "running"
                 and status == "cancelled" else "")
-        raise PlanStateError(f"plan {plan_id} is {current}: it cannot become {status}{hint}")
+        raise PlanStateError(f"plan {plan_id} {state_phrase(current)}: it cannot become "
+                             f"{status}{hint}")

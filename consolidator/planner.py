@@ -22,6 +22,7 @@ from consolidator.errors import ConsolidatorError
 from consolidator.fit import too_large
 from consolidator.model import Cluster
 from consolidator.plan import DEFAULT_IDLE_WATTS, Move, PlanDraft
+from consolidator.wording import plural
 
 
 class PlanError(ConsolidatorError):
@@ -234,7 +235,7 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
         if not batch:
             waiting = [i for q in queues.values() for i, _ in q]
             names = ", ".join(cluster.instances[i].name for i in waiting[:3])
-            raise PlanError(f"no safe order for the remaining {len(waiting)} migrations "
+            raise PlanError(f"no safe order for the remaining {plural(len(waiting), 'migration')} "
                             f"({names}...): each waits for room that another one holds")
         for item, src, dst in batch:
             used[src] = [u - d for u, d in zip(used[src], demand[item], strict=True)]

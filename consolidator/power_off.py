@@ -24,6 +24,7 @@ from consolidator.model import Host
 from consolidator.nova import Nova
 from consolidator.power.base import ForceWithheld, read_power, wait_for_state
 from consolidator.store import journal
+from consolidator.wording import agree, plural
 
 if TYPE_CHECKING:
     from consolidator.power.base import PowerDriver
@@ -54,7 +55,8 @@ class GuardedPowerOff:
         migration keeps its instance on the source until the end), any Placement usage."""
         servers = self.nova.servers_on(host.compute_host)
         if servers:
-            return f"{len(servers)} servers are still on it"
+            return (f"{plural(len(servers), 'server')} {agree(len(servers), 'is', 'are')} "
+                    "still on it")
         migrations = self.nova.unfinished_migrations(host.compute_host)
         if migrations:
             m = migrations[0]

@@ -9,6 +9,8 @@ Measured energy uses the draw the BMCs reported at each snapshot instead (a host
 reading counts at the idle watts); it is absent (null) when no snapshot has readings.
 The hosts on are a step function: each snapshot's count holds until the next snapshot, and
 the last one until the end of the period. "No policy" keeps every host of each snapshot on.
+The cloud is not contacted: the report says when its newest snapshot was taken. Cycles are
+the plans that ran (running, succeeded or failed), not those proposed and never applied.
 Per day and per year are the covered hours scaled to 24 h and to 365 days.
 
 JSON shape (``consolidator report --format json``); times are ISO 8601 in UTC::
@@ -16,6 +18,7 @@ JSON shape (``consolidator report --format json``); times are ISO 8601 in UTC::
     {"cloud": "alto",
      "period": {"from": "...", "to": "...", "days": 1.0},
      "idle_watts": 270.0,
+     "latest_snapshot": "...", "read_at": "...",
      "hosts_on": [{"time": "...", "hosts_on": 8, "hosts_total": 11, "spare": 2,
                    "instances": 150}],
      "cycles": [{"time": "...", "plan_id": "...", "algorithm": "zoned-bestfit",
@@ -106,6 +109,8 @@ class Report:
     points: tuple[HostsPoint, ...]
     cycles: tuple[Cycle, ...]
     energy: Energy
+    latest_snapshot: datetime | None = None   # the cloud's newest snapshot, in or after the period
+    read_at: datetime | None = None           # when the report was read from the database
 
 
 def hosts_point(time: datetime, cluster: Cluster, readings: Sequence[Reading] = ()
@@ -171,13 +176,20 @@ def _measured(points: Sequence[HostsPoint], kwh: float, scale: float) -> dict[st
     return {"kwh_measured": kwh, "kwh_per_day_measured": kwh * scale * 24}
 
 
+#: The plan states of a plan that ran: only these are cycles of the report.
+RAN = ("running", "succeeded", "failed")
+
+
 def build(cloud: str, start: datetime, end: datetime, idle_watts: float,
-          points: Iterable[HostsPoint], cycles: Iterable[Cycle]) -> Report:
-    """The report of a period: the points and cycles inside it, and their energy."""
+          points: Iterable[HostsPoint], cycles: Iterable[Cycle], *,
+          latest_snapshot: datetime | None = None, read_at: datetime | None = None) -> Report:
+    """The report of a period: the points and the plans that ran inside it, and their energy."""
     inside = tuple(sorted((p for p in points if start <= p.time <= end), key=lambda p: p.time))
-    kept = tuple(sorted((c for c in cycles if start <= c.time <= end), key=lambda c: c.time))
+    kept = tuple(sorted((c for c in cycles if start <= c.time <= end and c.status in RAN),
+                        key=lambda c: c.time))
     return Report(cloud=cloud, start=start, end=end, idle_watts=idle_watts, points=inside,
-                  cycles=kept, energy=energy(inside, end, idle_watts))
+                  cycles=kept, energy=energy(inside, end, idle_watts),
+                  latest_snapshot=latest_snapshot, read_at=read_at)
 
 
 def to_json(report: Report) -> dict[str, Any]:
@@ -189,6 +201,7 @@ def to_json(report: Report) -> dict[str, Any]:
             "period": {"from": report.start.isoformat(), "to": report.end.isoformat(),
                        "days": (report.end - report.start).total_seconds() / 86400},
             "idle_watts": report.idle_watts,
+            "latest_snapshot": _iso(report.latest_snapshot), "read_at": _iso(report.read_at),
             "hosts_on": [stamped(p) for p in report.points],
             "cycles": [stamped(c) for c in report.cycles],
             "energy": {k: round(v, 3) if v is not None else None
@@ -201,3 +214,7 @@ def hourly(points: Sequence[HostsPoint]) -> list[HostsPoint]:
     for point in sorted(points, key=lambda p: p.time):
         by_hour[point.time.replace(minute=0, second=0, microsecond=0)] = point
     return list(by_hour.values())
+
+
+def _iso(time: datetime | None) -> str | None:
+    return time.isoformat() if time is not None else None

@@ -11,6 +11,7 @@ from consolidator.model import Host
 from consolidator.nova import Nova, ServerState
 from consolidator.plan import StoredPlan
 from consolidator.store import journal
+from consolidator.wording import plural
 
 
 def settle(nova: Nova, server_id: str, *, timeout: float, poll: float,
@@ -50,5 +51,5 @@ def reconcile(engine: Engine, nova: Nova, hosts: Mapping[str, Host], plan: Store
         if server is not None and server.status == "ACTIVE" and \
                 server.compute_host == hosts[move.destination].compute_host:
             done.add(move.instance_id)
-    report(f"resume: {len(done)} of {len(moves)} migrations already done")
+    report(f"resume: {len(done)} of {plural(len(moves), 'migration')} already done")
     return done

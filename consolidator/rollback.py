@@ -21,6 +21,7 @@ from consolidator.constraints import Rules
 from consolidator.model import Cluster
 from consolidator.plan import Move, PlanDraft
 from consolidator.planner import plan_waves
+from consolidator.wording import agree, plural
 
 #: The reason prefix consolidator writes when it disables a host.
 OUR_REASON = "consolidator:"
@@ -64,11 +65,12 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
     target_host = {i.id: i.host for i in target.instances}
     deleted = [i.name for i in target.instances if i.id not in future.instance_index]
     if deleted:
-        notes.append(f"{len(deleted)} instances of the snapshot no longer exist: "
+        notes.append(f"{plural(len(deleted), 'instance')} of the snapshot no longer exist: "
                      f"{', '.join(deleted[:10])}{' ...' if len(deleted) > 10 else ''}")
     created = [i.name for i in future.instances if i.id not in target_host]
     if created:
-        notes.append(f"{len(created)} instances created since the snapshot stay where they are")
+        notes.append(f"{plural(len(created), 'instance')} created since the snapshot "
+                     f"{agree(len(created), 'stays', 'stay')} where they are")
     index = future.host_index
     moves, stuck, barred = [], [], []
     for row, inst in enumerate(future.instances):
@@ -91,8 +93,10 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
         moves = _fitting(future, moves, leftover)
     waves = plan_waves(future, moves, per_host_limit, leftover)
     if leftover:
-        notes.append(f"partial: {len(leftover)} instances do not fit back and stay where they "
-                     f"are: {', '.join(future.instances[i].name for i, _, _ in leftover[:10])}")
+        n = len(leftover)
+        notes.append(f"partial: {plural(n, 'instance')} {agree(n, 'does', 'do')} not fit back "
+                     f"and {agree(n, 'stays where it is', 'stay where they are')}: "
+                     f"{', '.join(future.instances[i].name for i, _, _ in leftover[:10])}")
     migrations = tuple(Move(future.instances[i].id, future.instances[i].name,
                             future.hosts[s].name, future.hosts[d].name, w)
                        for i, s, d, w in waves)

@@ -40,6 +40,7 @@ from consolidator.algorithms.base import Packing, Problem, register
 from consolidator.algorithms.hvp_pack import MARGIN, Strategy, VPInstance, meta_hvp, strategies
 from consolidator.algorithms.state import PackingState
 from consolidator.errors import UsageError
+from consolidator.wording import plural
 
 #: A packing witness: hosts emptied in order, instances moved, their target hosts, heuristic.
 Witness = tuple[np.ndarray, np.ndarray, np.ndarray, str]
@@ -217,7 +218,7 @@ def hvp(problem: Problem) -> Packing:
         witness, bound, used = ZoneSearch(problem, state, zone, tried, scale).search()
         k = 0 if witness is None else len(witness[0])
         how = "" if witness is None else f"; last packed by {witness[3]}, hosts by {used}"
-        notes.append(f"{label}, zone {zone_names[zone]}: {k} hosts emptied, volume bound "
+        notes.append(f"{label}, zone {zone_names[zone]}: {plural(k, 'host')} emptied, volume bound "
                      f"{bound}{how}")
         if witness is not None and k:
             witnesses.append(witness)

@@ -48,6 +48,7 @@ from consolidator.algorithms.base import Packing, Problem, register
 from consolidator.algorithms.mpv3d import EPS, Bin, Boxes, Pool, fill_bin, h1, h2
 from consolidator.algorithms.repair import guided_whole_hosts
 from consolidator.errors import UsageError
+from consolidator.wording import agree, plural
 
 #: The paper's bin: 8 vCPU units x 8 memory units x importance capacity 6.
 PAPER_BIN = (8, 8, 6)
@@ -278,14 +279,16 @@ def solve_zone(problem: Problem, packer: Packer, zone: Zone, heuristics: tuple[s
         return
     target[zone.items] = trial[zone.items]
     names = [h.name for h in problem.cluster.hosts]
-    notes.append(f"importance-3d: zone {zone.name}: {heuristic.upper()} packs {before} hosts "
-                 f"into {hosts_after} with {migrations} migrations")
+    notes.append(f"importance-3d: zone {zone.name}: {heuristic.upper()} packs "
+                 f"{plural(before, 'host')} "
+                 f"into {hosts_after} with {plural(migrations, 'migration')}")
     if stuck:
         shown = ", ".join(f"{problem.cluster.instances[i].name} ({names[problem.placement[i]]}"
                           f" -> {names[target[i]]})" for i in stuck[:5])
         more = f" and {len(stuck) - 5} more" if len(stuck) > 5 else ""
-        notes.append(f"importance-3d: zone {zone.name}: {len(stuck)} moves leave hosts that "
-                     f"stay on, to make room; they cannot be reverted: {shown}{more}")
+        notes.append(f"importance-3d: zone {zone.name}: "
+                     f"{plural(len(stuck), 'move')} {agree(len(stuck), 'leaves', 'leave')} "
+                     f"hosts that stay on, to make room; they cannot be reverted: {shown}{more}")
 
 
 @register("importance-3d",

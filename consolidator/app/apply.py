@@ -15,6 +15,7 @@ from consolidator.plan import StoredPlan
 from consolidator.progress import ProgressListener
 from consolidator.store.plans import load_plan, resolve_plan_id, set_status
 from consolidator.store.snapshots import load_snapshot
+from consolidator.wording import state_phrase
 
 
 class PlanRun:
@@ -63,8 +64,8 @@ def check_applicable(ctx: AppContext, plan_ref: str, *, yes: bool, dry_run: bool
                          f"apply it with --cloud {plan.cloud}")
     if resume:
         if plan.status not in ("running", "failed"):
-            raise UsageError(f"plan {plan.id} is {plan.status}: only a running or failed plan "
-                             f"can be resumed")
+            raise UsageError(f"plan {plan.id} {state_phrase(plan.status)}: only a running or "
+                             f"failed plan can be resumed")
     elif plan.status == "proposed":
         if not yes and not dry_run:
             raise UsageError(f"plan {plan.id} is proposed, not approved: run 'consolidator plan "
@@ -73,7 +74,7 @@ def check_applicable(ctx: AppContext, plan_ref: str, *, yes: bool, dry_run: bool
             set_status(engine, plan.id, "approved", reason="approved by apply --yes")
     elif plan.status != "approved":
         hint = " (resume it with --resume)" if plan.status in ("running", "failed") else ""
-        raise UsageError(f"plan {plan.id} is {plan.status}: it cannot be applied{hint}")
+        raise UsageError(f"plan {plan.id} {state_phrase(plan.status)}: it cannot be applied{hint}")
     return plan
 
 

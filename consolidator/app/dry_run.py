@@ -14,6 +14,7 @@ from consolidator.simulated import SimulatedNova, simulated_power
 from consolidator.store.leases import LeaseHeldError, current, holder_is_dead
 from consolidator.store.plans import load_plan, set_status
 from consolidator.store.scratch import scratch_copy
+from consolidator.wording import plural
 
 if TYPE_CHECKING:
     from consolidator.executor import Outcome, PowerLookup
@@ -63,11 +64,11 @@ def verdict(plan_id: str, outcome: Outcome, *, rollback: bool = False) -> str:
     """What a dry run found, in one line: the real run would succeed, or why not."""
     what = f"{'rollback ' if rollback else ''}plan {plan_id}"
     if outcome.ok:
-        return (f"dry run: {what} would succeed ({len(outcome.migrated)} migrations, "
+        return (f"dry run: {what} would succeed ({plural(len(outcome.migrated), 'migration')}, "
                 f"{len(outcome.powered_on)} powered on, {len(outcome.powered_off)} powered "
                 f"off); nothing was changed or stored")
     first = next(iter({**outcome.failed, **outcome.skipped, **outcome.left_on}.items()),
                  ("", outcome.stopped))
     return (f"dry run: {what} would not finish: {len(outcome.skipped)} skipped, "
-            f"{len(outcome.failed)} failed, {len(outcome.left_on)} hosts left on "
+            f"{len(outcome.failed)} failed, {plural(len(outcome.left_on), 'host')} left on "
             f"(first: {first[0]}: {first[1]}); nothing was changed or stored")

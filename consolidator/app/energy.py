@@ -15,6 +15,7 @@ from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.plan import PlanDraft
 from consolidator.store.snapshots import Snapshot, power_history
+from consolidator.wording import plural
 
 #: BMCs read at once when a snapshot is taken.
 MAX_READERS = 16
@@ -50,8 +51,8 @@ def read_power(ctx: AppContext, cluster: Cluster) -> tuple[Reading, ...]:
         Reading(host=name, watts=w, load=loads[name],
                 source=str(getattr(getattr(driver, "config", None), "driver", "bmc")))
         for (name, driver), w in zip(drivers, watts, strict=True) if w is not None)
-    ctx.report(f"read the power draw of {len(readings)} of {len(drivers)} hosts with a BMC "
-               f"in {time.monotonic() - started:.1f} s "
+    ctx.report(f"read the power draw of {len(readings)} of "
+               f"{plural(len(drivers), 'host')} with a BMC in {time.monotonic() - started:.1f} s "
                f"({sum(r.watts for r in readings):.0f} W in all)")
     return readings
 

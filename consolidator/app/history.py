@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 
 from consolidator import report
 from consolidator.app.context import AppContext
@@ -22,7 +22,8 @@ def build_report(ctx: AppContext, cloud: str | None, start: datetime, end: datet
     """The report of one cloud (the only one with snapshots if None) over a period."""
     engine = ctx.engine()
     name = cloud or _only_cloud(ctx)
-    if not list_snapshots(engine, cloud=name, limit=1):
+    newest = list_snapshots(engine, cloud=name, limit=1)
+    if not newest:
         known = sorted({s.cloud for s in list_snapshots(engine, limit=_ALL)})
         raise UsageError(f"no snapshots of cloud {name!r}"
                          + (f": the clouds with snapshots are {', '.join(known)}" if known
@@ -32,7 +33,8 @@ def build_report(ctx: AppContext, cloud: str | None, start: datetime, end: datet
     points = [report.hosts_point(snap.info.taken_at, snap.cluster, snap.readings)
               for snap in (load_snapshot(engine, i.id) for i in infos)]
     return report.build(name, start, end, idle_watts(ctx.config), points,
-                        _cycles(ctx, name, start, end))
+                        _cycles(ctx, name, start, end), latest_snapshot=newest[0].taken_at,
+                        read_at=datetime.now(timezone.utc))
 
 
 def _only_cloud(ctx: AppContext) -> str:

@@ -17,6 +17,7 @@ from consolidator.store.snapshots import (
     load_snapshot,
     save_snapshot,
 )
+from consolidator.wording import plural
 
 if TYPE_CHECKING:
     from consolidator.inventory import Inventory
@@ -40,8 +41,9 @@ def read_cloud(ctx: AppContext, cloud: str | None = None, *, conn: Any = None) -
 
     usage = fetch_usage(source)
     return replace(inventory, cluster=with_usage(inventory.cluster, usage),
-                   notes=inventory.notes + (f"CPU usage statistics for {len(usage)} "
-                                            f"instances from {source.url}",))
+                   notes=inventory.notes + (f"CPU usage statistics for "
+                                            f"{plural(len(usage), 'instance')} from "
+                                            f"{source.url}",))
 
 
 def record_snapshot(ctx: AppContext, *, source_suffix: str = "") -> tuple[Snapshot, Inventory]:
@@ -51,7 +53,8 @@ def record_snapshot(ctx: AppContext, *, source_suffix: str = "") -> tuple[Snapsh
     started = time.monotonic()
     inventory = read_cloud(ctx, conn=conn)
     cluster = inventory.cluster
-    ctx.report(f"read {len(cluster.hosts)} hosts, {len(cluster.instances)} instances and "
+    ctx.report(f"read {plural(len(cluster.hosts), 'host')}, "
+               f"{plural(len(cluster.instances), 'instance')} and "
                f"{len(cluster.server_groups)} server groups in "
                f"{time.monotonic() - started:.1f} s (compute API {inventory.microversion}, "
                f"capacity from {inventory.capacity_source})")

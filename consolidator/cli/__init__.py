@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 import traceback
 
@@ -10,6 +9,7 @@ import click
 
 from consolidator.app.context import AppContext
 from consolidator.cli.context import report_to_stderr
+from consolidator.cli.logs import configure_logging
 from consolidator.errors import ConsolidatorError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -89,11 +89,7 @@ def cli(ctx: click.Context, config_file: str | None, db_url: str | None, cloud: 
 
     Typical use: snapshot the cloud, plan, review, approve, apply; roll back to any snapshot.
     """
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if verbose < 2:
-        logging.getLogger("alembic").setLevel(logging.WARNING)
+    configure_logging(verbose)
     app = AppContext(config_file=config_file, db_url=db_url, cloud=cloud, verbose=verbose,
                      report=report_to_stderr)
     _ = app.config  # validate the config file up front, whatever the command reads

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -17,7 +18,7 @@ from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.cli.progress import live_progress
 from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
-from consolidator.render import table
+from consolidator.render.outcome import final_line, summary_table
 from consolidator.render.plan import render_plan
 from consolidator.store.leases import LeaseHeldError
 
@@ -38,24 +39,23 @@ def stop_on_signals(run: PlanRun) -> Iterator[None]:
 
 
 def run_and_summarise(app: AppContext, plan_id: str, *, max_parallel: int | None,
-                      dry_run: bool, resume: bool, on_timeout: str | None = None) -> Outcome:
+                      dry_run: bool, resume: bool, on_timeout: str | None = None,
+                      kind: str = "plan") -> Outcome:
     """Run a stored plan under the signal handlers and print its summary."""
+    started = time.monotonic()
     with live_progress(app) as progress:
         run = PlanRun(app, plan_id, max_parallel=max_parallel, dry_run=dry_run,
                       on_timeout=on_timeout, progress=progress)
         with stop_on_signals(run):
             outcome = run.run(resume=resume)
-    click.echo(table(["", "COUNT"], [
-        ["migrated", len(outcome.migrated)], ["failed", len(outcome.failed)],
-        ["skipped", len(outcome.skipped)], ["powered on", len(outcome.powered_on)],
-        ["powered off", len(outcome.powered_off)], ["hosts left on", len(outcome.left_on)]],
-        align="lr"))
+    click.echo(summary_table(outcome))
     for name, why in list(outcome.failed.items()) + list(outcome.skipped.items()):
         click.echo(f"  {name}: {why}")
     for host, why in outcome.left_on.items():
         click.echo(f"  {host} left on: {why}")
     for host, why in run.plan.draft.left_on.items():
         click.echo(f"  {host} left on as planned: {why}")
+    click.echo(final_line(kind, plan_id, outcome, time.monotonic() - started, dry_run=dry_run))
     return outcome
 
 
@@ -128,7 +128,7 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
     if resume:
         plan = interrupted_rollback(app, snapshot_id)
         outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel,
-                                    dry_run=dry_run, resume=True)
+                                    dry_run=dry_run, resume=True, kind="rollback plan")
         if dry_run:
             dry_run_verdict(plan.id, outcome, rollback=True)
         if not outcome.ok:
@@ -150,7 +150,7 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
     approve(app, plan.id, reason=f"rollback to snapshot {target.info.id}")
     try:
         outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel, dry_run=dry_run,
-                                    resume=False)
+                                    resume=False, kind="rollback plan")
     except LeaseHeldError:
         # nothing ran: leave no approved rollback plan behind
         cancel(app, plan.id, reason="refused: another executor holds the cloud's lease")

@@ -10,6 +10,13 @@ from consolidator.app.context import AppContext
 from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.daemon import Daemon, cron_trigger
 from consolidator.errors import ConsolidatorError
+from consolidator.wording import plural
+
+
+def host_line(counts: dict[str, int]) -> str:
+    """'3 active, 1 spare, 2 powered off': a cycle's host counts."""
+    return (f"{counts.get('active', 0)} active, {counts.get('spare', 0)} spare, "
+            f"{counts.get('powered_off', 0)} powered off")
 
 
 def _metrics(app: AppContext):  # noqa: ANN202 - Metrics or None
@@ -51,8 +58,10 @@ def daemon_cmd(app: AppContext, once: bool, bmc_file: str | None) -> None:
         return
     outcome = result.outcome
     click.echo(f"cycle done in {result.duration_s:.1f} s: snapshot {result.snapshot_id}, plan "
-               f"{result.plan_id} ({result.migrations_planned} migrations planned), spare "
-               f"target {result.spare_target}, hosts {result.hosts}")
+               f"{result.plan_id} ("
+               f"{plural(result.migrations_planned, 'migration')} planned), spare "
+               f"target {result.spare_target}")
+    click.echo(f"hosts: {host_line(result.hosts)}")
     if outcome is not None:
         click.echo(f"applied: {len(outcome.migrated)} migrated, {len(outcome.powered_off)} "
                    f"powered off, {len(outcome.failed)} failed")

@@ -65,7 +65,8 @@ def hosts_power(app: AppContext, action: str, host: str, yes: bool, force: bool,
 
 @click.command("journal")
 @click.option("--plan", "plan_id", metavar="ID", help="Only this plan's actions.")
-@click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Show the last N journal rows.", metavar="N")
 @FORMAT
 @pass_app
 def journal_cmd(app: AppContext, plan_id: str | None, limit: int, fmt: str) -> None:

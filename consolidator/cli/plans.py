@@ -21,7 +21,8 @@ from consolidator.plan import STATES, StoredPlan
 from consolidator.rankings import RANKINGS
 from consolidator.render import table
 from consolidator.render.compare import render_comparison
-from consolidator.render.plan import render_plan
+from consolidator.render.plan import MAX_LISTED, render_plan
+from consolidator.wording import plural
 
 
 def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -73,7 +74,9 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
               help="Show, per algorithm, the plans no other beats on hosts left on, "
                    "migrations and GiB moved (table and chart); store nothing.")
 @BMC_FILE
-@FORMAT
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "id"]), default="table",
+              show_default=True, help="Output format; id prints only the new plan's id, as "
+                                      "'snapshot' does: PLAN=$(consolidator plan ... --format id).")
 @click.pass_context
 def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                snapshot_ref: str | None, scenario: str | None, spare: int | None, light: bool,
@@ -119,8 +122,11 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     elapsed = time.monotonic() - started
     if fmt == "json":
         click.echo(json.dumps(stored.to_json(), indent=2))
+    elif fmt == "id":
+        click.echo(stored.id)
     else:
         click.echo(render_plan(stored, snap.cluster))
+    if fmt != "json":
         click.echo(f"(planned in {elapsed:.2f} s)", err=True)
     if check_live:
         _check_live(app, stored, snap.cluster)
@@ -140,27 +146,31 @@ def _show_front(app: AppContext, snap: Any, request: PlanRequest, fmt: str) -> N
 def _check_live(app: AppContext, stored: StoredPlan, cluster: Cluster) -> None:
     refused = check_live(app, stored, cluster)
     if not refused:
-        click.echo(f"live check: Placement takes all {len(stored.draft.migrations)} "
-                   f"migrations of plan {stored.id}", err=True)
+        click.echo(f"live check: Placement takes all "
+                   f"{plural(len(stored.draft.migrations), 'migration')} of plan {stored.id}",
+                   err=True)
         return
     for name, why in refused.items():
         click.echo(f"  refused: {name}: {why}", err=True)
     raise ConsolidatorError(f"live check: Placement would refuse {len(refused)} of the "
-                            f"{len(stored.draft.migrations)} migrations of plan {stored.id} "
+                            f"{plural(len(stored.draft.migrations), 'migration')} "
+                            f"of plan {stored.id} "
                             f"(listed above): re-plan from a fresh snapshot")
 
 
 @plan_group.command("show")
 @click.argument("plan_id")
+@click.option("--all", "full", is_flag=True,
+              help=f"List every migration (without it, the first {MAX_LISTED}).")
 @FORMAT
 @pass_app
-def plan_show(app: AppContext, plan_id: str, fmt: str) -> None:
+def plan_show(app: AppContext, plan_id: str, full: bool, fmt: str) -> None:
     """Show a stored plan against the snapshot it was made from."""
     stored, cluster = show_plan(app, plan_id)
     if fmt == "json":
         click.echo(json.dumps(stored.to_json(), indent=2))
         return
-    click.echo(render_plan(stored, cluster))
+    click.echo(render_plan(stored, cluster, full=full))
 
 
 @plan_group.command("approve")
@@ -189,7 +199,8 @@ def plans_group() -> None:
 @plans_group.command("list")
 @click.option("--status", type=click.Choice(list(STATES)),
               help="Only plans in this state.")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Show at most N plans, the newest first.", metavar="N")
 @FORMAT
 @pass_app
 def plans_list(app: AppContext, status: str | None, limit: int, fmt: str) -> None:
@@ -210,7 +221,8 @@ def plans_list(app: AppContext, status: str | None, limit: int, fmt: str) -> Non
                       "MIGRATIONS", "LOWER BOUND"],
                      [[r.id, r.cloud, r.status, asked_row(r),
                        r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                       f"{r.hosts_before} -> {r.hosts_after}", r.migrations, r.lower_bound]
+                       f"{r.hosts_before} -> {r.hosts_after}", r.migrations,
+                       None if r.algorithm == "rollback" else r.lower_bound]
                       for r in rows]))
 
 

@@ -29,6 +29,7 @@ from consolidator.realnova.wsgi import (
     project_app,
 )
 from consolidator.scenario import load_scenario
+from consolidator.wording import plural
 
 LOG = logging.getLogger(__name__)
 #: Scenario settings this backend honours (the project's fake has more; they are ignored).
@@ -102,7 +103,8 @@ class RealNovaServer:
             if host.power == "off":
                 self.book.set_power(host.name, False)
         self.timings["boot_s"] = time.monotonic() - t1
-        self.echo(f"{len(ids)} servers ACTIVE on their hosts in {self.timings['boot_s']:.1f} s")
+        self.echo(f"{plural(len(ids), 'server')} ACTIVE on their hosts in "
+                  f"{self.timings['boot_s']:.1f} s")
         self._serve()
         self._write_files()
         self.timings["total_s"] = time.monotonic() - t0

@@ -9,6 +9,7 @@ import numpy as np
 from consolidator.model import Cluster
 from consolidator.plan import PlanDraft, StoredPlan
 from consolidator.render import bar, kv, table
+from consolidator.wording import plural
 
 #: Migrations listed in the table view before it says how many more there are.
 MAX_LISTED = 60
@@ -27,15 +28,17 @@ def usage_after(cluster: Cluster, plan: StoredPlan) -> tuple[np.ndarray, np.ndar
     return used, np.bincount(host_of, minlength=len(cluster.hosts))
 
 
-def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True) -> str:
-    """The table view of a plan against the snapshot it was made from."""
+def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True,
+                full: bool = False) -> str:
+    """The table view of a plan against the snapshot it was made from (full: every move)."""
     d = plan.draft
     after, population = usage_after(cluster, plan)
-    off, spare = set(d.power_off), set(d.spare_hosts)
+    off, spare, on = set(d.power_off), set(d.spare_hosts), set(d.power_on)
     capacity = cluster.capacity
     rows = []
     for h, host in enumerate(cluster.hosts):
         action = "power off" if host.name in off else "spare" if host.name in spare else (
+            "power on" if host.name in on else
             "left on: no BMC" if host.name in d.left_on else
             "off already" if host.power == "off" else "")
         rows.append([host.name, _use(cluster.usage[h, 0], after[h, 0], capacity[h, 0]),
@@ -50,23 +53,36 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
     if d.choice:
         out.append(f"chosen: {d.choice.get('why', '')}")
         out.append("")
-    out.append(_waves(d.migrations))
+    out.append(_waves(d.migrations, plan.id, full))
     out.append("")
-    hours = 24
-    out.append(kv([
-        ("hosts", f"{d.hosts_before} -> {d.hosts_after} (lower bound {d.lower_bound})"),
-        ("migrations", f"{len(d.migrations)} (lower bound {d.migrations_lower_bound} "
-                       f"for the {len(off) + len(spare)} hosts freed)"),
-        ("power off", ", ".join(d.power_off) or "nothing"),
-        ("spare hosts", ", ".join(d.spare_hosts) or f"none (asked for {d.spare})"),
-        ("estimated saving", f"{d.watts_saved:.0f} W = {d.watts_saved * hours / 1000:.1f} kWh "
-                             f"a day ({energy_basis(d)})"),
-    ]))
+    out.append(_rollback_summary(d) if d.algorithm == "rollback" else _summary(d, off, spare))
     if d.notes:
         out += ["", "notes:"] + [f"  - {n}" for n in d.notes]
     if plan.status == "proposed" and approve_hint:
         out += ["", f"approve with: consolidator plan approve {plan.id}"]
     return "\n".join(out)
+
+
+def _summary(d: PlanDraft, off: set[str], spare: set[str]) -> str:
+    hours = 24
+    return kv([
+        ("hosts", f"{d.hosts_before} -> {d.hosts_after} (lower bound {d.lower_bound})"),
+        ("migrations", f"{len(d.migrations)} (lower bound {d.migrations_lower_bound} "
+                       f"for the {plural(len(off) + len(spare), 'host')} freed)"),
+        ("power off", ", ".join(d.power_off) or "nothing"),
+        ("spare hosts", ", ".join(d.spare_hosts) or f"none (asked for {d.spare})"),
+        ("estimated saving", f"{d.watts_saved:.0f} W = {d.watts_saved * hours / 1000:.1f} kWh "
+                             f"a day ({energy_basis(d)})"),
+    ])
+
+
+def _rollback_summary(d: PlanDraft) -> str:
+    """A rollback has no bound to meet and saves nothing: what it powers on and moves back."""
+    target = d.options.get("target_snapshot")
+    return kv([("hosts on", f"{d.hosts_before} -> {d.hosts_after}"),
+               ("power on", ", ".join(d.power_on) or "nothing"),
+               ("migrations", f"{len(d.migrations)}"
+                              + (f" back to their hosts in snapshot {target}" if target else ""))])
 
 
 def energy_basis(d: PlanDraft) -> str:
@@ -89,24 +105,27 @@ def _use(before: float, after: float, cap: float) -> str:
     return f"{bar(b, 10)} {b:4.0%} -> {bar(a, 10)} {a:4.0%}"
 
 
-def _waves(migrations: tuple) -> str:
+def _waves(migrations: tuple, plan_id: str, full: bool) -> str:
+    """Every wave's count; its moves up to MAX_LISTED in all (every one if full)."""
     if not migrations:
         return "migrations: none"
     by_wave: dict[int, list] = defaultdict(list)
     for m in migrations:
         by_wave[m.wave].append(m)
-    lines = [f"migrations: {len(migrations)} in {len(by_wave)} waves "
+    lines = [f"migrations: {len(migrations)} in {plural(len(by_wave), 'wave')} "
              f"(a wave starts when the one before it is done)"]
-    listed = 0
+    room = len(migrations) if full else MAX_LISTED
     for wave in sorted(by_wave):
         moves = by_wave[wave]
         sources = Counter(m.source for m in moves)
-        lines.append(f"  wave {wave}: {len(moves)} migrations from {len(sources)} hosts")
-        for m in moves:
-            if listed >= MAX_LISTED:
-                break
-            lines.append(f"    {m.instance_name:<24} {m.source} -> {m.destination}")
-            listed += 1
-    if listed < len(migrations):
-        lines.append(f"  ... and {len(migrations) - listed} more (--format json lists all)")
+        lines.append(f"  wave {wave}: {plural(len(moves), 'migration')} "
+                     f"from {plural(len(sources), 'host')}")
+        shown = moves[:room]
+        lines += [f"    {m.instance_name:<24} {m.source} -> {m.destination}" for m in shown]
+        if len(shown) < len(moves):
+            lines.append(f"    ... {len(moves) - len(shown)} more in wave {wave}")
+        room -= len(shown)
+    if not full and len(migrations) > MAX_LISTED:
+        lines.append(f"  ({MAX_LISTED} of {plural(len(migrations), 'migration')} listed: "
+                     f"'consolidator plan show {plan_id} --all' lists them all)")
     return "\n".join(lines)

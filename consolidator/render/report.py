@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from consolidator.render import count_bar, kv, table
 from consolidator.report import HostsPoint, Report, hourly
+from consolidator.wording import duration, plural
 
 
 def render_text(report: Report) -> str:
     """The report for the terminal: the chart of hosts on, the cycles and the energy table."""
     fmt = "%Y-%m-%d %H:%M"
     out = [f"cloud {report.cloud}: {report.start.strftime(fmt)} to {report.end.strftime(fmt)} "
-           f"UTC", "", "Hosts powered on ('#' on, '.' off), the last snapshot of each hour:"]
+           f"UTC", _age(report), "",
+           "Hosts powered on ('#' on, '.' off), the last snapshot of each hour:"]
     rows = hourly(report.points)
     widest = max((p.hosts_total for p in rows), default=0)
     out.append(table(["TIME (UTC)", "HOSTS", "ON", "SPARE", "INSTANCES", "MEASURED"],
@@ -18,14 +20,14 @@ def render_text(report: Report) -> str:
                        f"{p.hosts_on}/{p.hosts_total}", p.spare, p.instances, _measured(p)]
                       for p in rows],
                      align="llrrrr") if rows else "  no snapshots in this period")
-    out += ["", "Cycles (one plan each):"]
+    out += ["", "Cycles (the plans that ran):"]
     out.append(table(["TIME (UTC)", "PLAN", "ALGORITHM", "STATUS", "PLANNED", "MIGRATED",
                       "FAILED", "POWERED OFF", "POWERED ON"],
                      [[c.time.strftime(fmt), c.plan_id[:8], c.algorithm, c.status,
                        c.migrations_planned, c.migrations_done, c.migrations_failed,
                        f"{c.hosts_powered_off}/{c.power_off_planned}", c.hosts_powered_on]
                       for c in report.cycles], align="llllrrrrr")
-               if report.cycles else "  no plans in this period")
+               if report.cycles else "  no plan ran in this period")
     e = report.energy
     out += ["", f"Estimated energy ({report.idle_watts:g} W per host on, {e.hours:.1f} h "
                 f"covered by snapshots):",
@@ -44,7 +46,20 @@ def render_text(report: Report) -> str:
     return "\n".join(out)
 
 
+def _age(report: Report) -> str:
+    """How old the data are: the report reads the database, never the live cloud."""
+    if report.latest_snapshot is None:
+        return "from the database only: the cloud is not contacted"
+    taken = report.latest_snapshot.strftime("%Y-%m-%d %H:%M UTC")
+    ago = ""
+    if report.read_at is not None:
+        seconds = max((report.read_at - report.latest_snapshot).total_seconds(), 0.0)
+        ago = f", {duration(seconds)} ago"
+    return (f"from the database: the newest snapshot is from {taken}{ago}; "
+            f"'consolidator snapshot' records the current state")
+
+
 def _measured(point: HostsPoint) -> str:
     if point.measured_watts is None:
         return "-"
-    return f"{point.measured_watts:.0f} W ({point.measured_hosts} hosts)"
+    return f"{point.measured_watts:.0f} W ({plural(point.measured_hosts, 'host')})"

@@ -79,7 +79,7 @@ def test_plan_command_review_approve_cancel(tmp_path: Path, bundled_scenario: Pa
                           db_url=db_url).out)["status"] == "superseded"
     assert run("plan", "cancel", again["id"], db_url=db_url).code == 0
     refused = run("plan", "approve", again["id"], db_url=db_url)
-    assert refused.code == 1 and "is cancelled: it cannot become approved" in refused.err
+    assert refused.code == 1 and "was cancelled: it cannot become approved" in refused.err
     assert len(refused.err.strip().splitlines()) == 1
 
 

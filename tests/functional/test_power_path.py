@@ -44,7 +44,7 @@ def test_hosts_power_off_refuses_a_host_with_an_active_instance(fqdn: Operator) 
     for name in ("c1.example.org", "c1"):
         refused = fqdn("hosts", "power", "off", name, "--yes", "--force")
         assert refused.code == 1, refused.out + refused.err
-        assert "refusing to power off c1.example.org: 1 servers are still on it" in refused.err
+        assert "refusing to power off c1.example.org: 1 server is still on it" in refused.err
     assert fqdn.where()["power:c1.example.org"] == "on"
     unknown = fqdn("hosts", "power", "off", "c9", "--yes", "--force")
     assert unknown.code == 2 and "no compute host is named 'c9'" in unknown.err

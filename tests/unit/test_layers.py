@@ -18,7 +18,7 @@ CORE = {"algorithms", "rankings", "render", "simulate", "model", "constraints", 
         "planner", "plan", "journal_entry", "zones", "padding", "scenario", "registry",
         "scenario_cache", "front", "errors", "config", "report", "rollback", "energy",
         "energy_objective", "move_queue", "move_runner", "progress", "demand", "fit",
-        "options"}
+        "options", "wording"}
 ADAPTERS = {"cloud", "inventory", "nova", "placement", "power_off", "telemetry", "metrics",
             "realnova", "simulated",
             "executor", "resume", "power",

@@ -168,4 +168,4 @@ def test_rollback_partial_moves_back_what_fits() -> None:
         rollback_draft(target, live)
     draft = rollback_draft(target, live, partial=True)
     assert len(draft.migrations) == 1 and draft.migrations[0].destination == "a"
-    assert any("partial: 1 instances do not fit back" in n for n in draft.notes)
+    assert any("partial: 1 instance does not fit back" in n for n in draft.notes)

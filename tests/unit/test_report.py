@@ -109,7 +109,7 @@ def test_build_keeps_the_period_and_renders_table_and_json() -> None:
     text = render_text(report)
     assert "2024-05-01 05:00  " + bar(6, 11, 11) + "  6/11" in text
     assert "2024-05-01 06:00  " + bar(8, 11, 11) + "  8/11" in text
-    assert "no plans in this period" in text and "16556" in text
+    assert "no plan ran in this period" in text and "16556" in text
 
 
 def test_hourly_keeps_the_last_snapshot_of_each_hour() -> None:

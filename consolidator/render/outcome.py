@@ -1,0 +1,55 @@
+"""The end of a run: the summary table, the reasons, and one line that says how it ended."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from consolidator.render import table
+from consolidator.wording import duration, plural
+
+
+class Outcome(Protocol):
+    """What the executor's Outcome offers (the render layer imports no adapter)."""
+
+    migrated: Sequence[object]
+    failed: Mapping[str, str]
+    skipped: Mapping[str, str]
+    powered_off: Sequence[str]
+    powered_on: Sequence[str]
+    left_on: Mapping[str, str]
+    interrupted: bool
+
+    @property
+    def ok(self) -> bool:
+        """Whether everything the plan asked for was done."""
+
+
+def summary_table(outcome: Outcome) -> str:
+    """What the run did, one count per row, with column headers."""
+    return table(["RESULT", "COUNT"], [
+        ["migrated", len(outcome.migrated)], ["failed", len(outcome.failed)],
+        ["skipped", len(outcome.skipped)], ["powered on", len(outcome.powered_on)],
+        ["powered off", len(outcome.powered_off)], ["hosts left on", len(outcome.left_on)]],
+        align="lr")
+
+
+def final_line(kind: str, plan_id: str, outcome: Outcome, seconds: float, *,
+               dry_run: bool = False) -> str:
+    """'plan 1a2b3c4d succeeded: 46 migrations, 6 hosts powered off in 3 min 12 s'."""
+    done = [plural(len(outcome.migrated), "migration")]
+    if outcome.powered_on:
+        done.append(f"{plural(len(outcome.powered_on), 'host')} powered on")
+    if outcome.powered_off or not outcome.powered_on:
+        done.append(f"{plural(len(outcome.powered_off), 'host')} powered off")
+    if dry_run:
+        return (f"dry run of {kind} {plan_id} done: it would make "
+                f"{', '.join(done)}; nothing was changed")
+    ended = "succeeded" if outcome.ok else "was interrupted" if outcome.interrupted else "failed"
+    problems = [plural(len(outcome.failed), "failed migration")] if outcome.failed else []
+    if outcome.skipped:
+        problems.append(f"{len(outcome.skipped)} skipped")
+    if outcome.left_on:
+        problems.append(f"{plural(len(outcome.left_on), 'host')} left on")
+    tail = f" ({', '.join(problems)})" if problems else ""
+    return f"{kind} {plan_id} {ended}: {', '.join(done)} in {duration(seconds)}{tail}"

@@ -1,0 +1,65 @@
+"""A long plan stays readable: every wave's count, one truncation that says how to see all."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from consolidator.plan import Move, PlanDraft, StoredPlan
+from consolidator.render.plan import MAX_LISTED, render_plan
+from tests.unit.builders import cluster, hosts, vm
+
+NOW = datetime(2024, 5, 1, tzinfo=timezone.utc)
+WAVES = (40, 50, 30)    # 120 migrations, more than MAX_LISTED
+
+
+def long_plan(status: str = "proposed", algorithm: str = "firstfit",
+              power_on: tuple[str, ...] = ()) -> tuple[StoredPlan, object]:
+    """40 sources of 3 instances each; their moves go in three waves to four targets."""
+    names = [f"s{n:02d}" for n in range(40)] + ["t0", "t1", "t2", "t3"]
+    vms = [vm(f"vm-{n:03d}", f"s{n // 3:02d}") for n in range(sum(WAVES))]
+    c = cluster(hosts(*[(name, 64, 262144) for name in names]), vms)
+    moves, n = [], 0
+    for wave, count in enumerate(WAVES, start=1):
+        for _ in range(count):
+            moves.append(Move(vms[n].id, vms[n].name, vms[n].host, f"t{n % 4}", wave))
+            n += 1
+    draft = PlanDraft(algorithm=algorithm, ranking=None, migrations=tuple(moves),
+                      power_off=() if power_on else tuple(names[:40]), power_on=power_on,
+                      hosts_before=44, hosts_after=4 if not power_on else 44,
+                      lower_bound=0 if power_on else 2, migrations_lower_bound=len(moves),
+                      spare=0)
+    return StoredPlan(id="1a2b3c4d-0000", cloud="lab", snapshot_id="snap", status=status,
+                      created_at=NOW, updated_at=NOW, reason=None, draft=draft), c
+
+
+def listed_moves(text: str) -> int:
+    return len(re.findall(r"^    vm-\d+ ", text, flags=re.M))
+
+
+def test_a_long_plan_gives_every_waves_count_and_says_how_to_see_all() -> None:
+    plan, c = long_plan()
+    text = render_plan(plan, c)
+    for wave, count in enumerate(WAVES, start=1):
+        assert re.search(rf"^  wave {wave}: {count} migrations from \d+ hosts", text, re.M), wave
+    assert listed_moves(text) == MAX_LISTED
+    hints = [line for line in text.splitlines() if "--all" in line]
+    assert hints == [f"  ({MAX_LISTED} of {sum(WAVES)} migrations listed: "
+                     f"'consolidator plan show {plan.id} --all' lists them all)"]
+    cut = [line for line in text.splitlines() if re.match(r"^    \.\.\. \d+ more", line)]
+    assert sum(int(line.split()[1]) for line in cut) == sum(WAVES) - MAX_LISTED
+
+
+def test_all_lists_every_migration() -> None:
+    plan, c = long_plan()
+    text = render_plan(plan, c, full=True)
+    assert listed_moves(text) == sum(WAVES) and "--all" not in text and "more" not in text
+
+
+def test_a_rollback_plan_shows_no_bounds_or_saving() -> None:
+    """A rollback has no lower bound to meet and saves nothing: it says what it brings back."""
+    plan, c = long_plan(algorithm="rollback", power_on=("t2", "t3"))
+    text = render_plan(plan, c, approve_hint=False)
+    assert "lower bound" not in text and "estimated saving" not in text
+    assert "spare hosts" not in text
+    assert re.search(r"^power on: +t2, t3$", text, re.M)
