@@ -206,3 +206,27 @@ def test_two_applies_at_once(slower: Operator) -> None:
     finally:
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, out + err
+
+
+def test_a_rollback_plan_shows_running_while_it_runs(slow: Operator) -> None:
+    """Issue 15: a rollback plan reads 'running' in 'plans list' while it moves instances
+    back, and 'succeeded' once it is done, like any plan."""
+    snap = slow("snapshot").out.strip()
+    plan = slow.plan()
+    assert slow("apply", plan["id"]).code == 0
+    engine = make_engine(slow.db_url)
+    proc = slow.popen("rollback", snap, "--yes", "--max-parallel", "1")
+
+    def rollback_plan() -> dict | None:
+        listed = json.loads(slow("plans", "list", "--format", "json").out)
+        return next((p for p in listed if p["algorithm"] == "rollback"), None)
+
+    wait_for(lambda: (found := rollback_plan()) is not None and any(
+        e.state == journal.SUCCEEDED for e in journal.entries(engine, plan_id=found["id"])
+        if e.action == "migrate"))
+    during = rollback_plan()
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, out + err
+    assert during is not None and during["status"] == "running", during
+    assert rollback_plan()["status"] == "succeeded"
+    assert f"rollback plan {during['id']} succeeded" in out + err
