@@ -58,7 +58,7 @@ def test_work_arriving_during_the_grace_period_stops_the_forced_power_off(
     landing.join(timeout=10)
     assert "c5" not in outcome.powered_off
     assert "not forced off" in outcome.left_on["c5"]
-    assert "servers are still on it" in outcome.left_on["c5"]
+    assert "1 server is still on it" in outcome.left_on["c5"]
     # Its graceful shutdown still took it down: it was powered on again and enabled.
     assert bed.cloud.power("c5") == "on"
     assert bed.cloud.server_host(next(i.id for i in bed.cloud.cluster().instances
