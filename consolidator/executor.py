@@ -73,7 +73,6 @@ class ExecutorSettings:
     poll_first: float = 0.1
     power_timeout: float = 600.0
     lease_ttl: float = 60.0
-    dry_run: bool = False
     #: What to do with a live migration that outlives migration_timeout: "abort" it through
     #: Nova, or "force-complete" it.
     on_timeout: str = "abort"
@@ -113,8 +112,7 @@ class Executor:
         self.engine, self.nova, self.cloud = engine, nova, cloud
         self.cluster, self.settings, self.power, self.report = cluster, settings, power, report
         self.hosts = {h.name: h for h in cluster.hosts}
-        self.guarded = GuardedPowerOff(engine, nova, cloud, report, settings.power_timeout,
-                                         dry_run=settings.dry_run)
+        self.guarded = GuardedPowerOff(engine, nova, cloud, report, settings.power_timeout)
         self.stop = threading.Event()
         #: Who hears of each running migration's progress (None: nobody; nothing is read).
         self.progress: ProgressListener | None = None
@@ -135,9 +133,7 @@ class Executor:
         heartbeat.start()
         outcome = Outcome()
         try:
-            if not self.settings.dry_run:
-                set_status(self.engine, plan.id, "running",
-                           reason="resumed" if resume else "started")
+            set_status(self.engine, plan.id, "running", reason="resumed" if resume else "started")
             done = self._reconcile(plan) if resume else set()
             self._power_on(plan, outcome)
             self._run_waves(plan, done, outcome)
@@ -156,8 +152,7 @@ class Executor:
             outcome.stopped = self._lost_reason()
             self.report(f"stopped: {outcome.stopped}; the plan is left as it is")
             return outcome
-        if not self.settings.dry_run:
-            self._finish(plan, outcome)
+        self._finish(plan, outcome)
         return outcome
 
     def _heartbeat(self, guard: Guard) -> None:
@@ -218,10 +213,6 @@ class Executor:
         for move in plan.draft.migrations:
             if move.instance_id in done:
                 outcome.migrated.append(move)
-        todo = [m for m in plan.draft.migrations if m.instance_id not in done]
-        if self.settings.dry_run:
-            self._dry_run_waves(plan, todo, len(outcome.migrated), outcome)
-            return
 
         def finished(move: Move, error: str | None) -> None:
             if error is None:
@@ -248,20 +239,6 @@ class Executor:
             max_parallel=self.settings.max_parallel,
             max_per_destination=self.settings.max_per_destination,
             total=len(plan.draft.migrations), finished=len(outcome.migrated))
-
-    def _dry_run_waves(self, plan: StoredPlan, todo: list[Move], finished: int,
-                       outcome: Outcome) -> None:
-        """Say what each wave would migrate, after its pre-checks."""
-        waves: dict[int, list[Move]] = defaultdict(list)
-        for move in todo:
-            waves[move.wave].append(move)
-        for wave in sorted(waves):
-            ready = self._precheck(plan, waves[wave], outcome)
-            self.report(f"wave {wave}: {plural(len(ready), 'migration')} "
-                        f"({finished}/{len(plan.draft.migrations)} done so far)")
-            for move in ready:
-                self.report(f"  would migrate {move.instance_name} "
-                            f"{move.source} -> {move.destination}")
 
     def _block(self, host: str, why: str) -> None:
         with self._lock:
@@ -480,9 +457,6 @@ class Executor:
             if driver is None:
                 return self._note(plan, "power_on", name, journal.SKIPPED,
                                   "no BMC is configured for it in the BMC file")
-            if self.settings.dry_run:
-                self.report(f"  would power on {name} and enable its nova-compute")
-                return None
             try:
                 entry = self._begin(plan, "power_on", name, {"bmc_read": state})
             except LeaseLostError:
@@ -500,7 +474,7 @@ class Executor:
             journal.finish(self.engine, entry, journal.SUCCEEDED,
                            f"the BMC reads {read}; nova-compute up")
             powered.append(True)
-        if service.get("status") == "enabled" or self.settings.dry_run:
+        if service.get("status") == "enabled":
             return None
         try:
             entry = self._begin(plan, "enable", name, {})
@@ -577,9 +551,8 @@ class Executor:
 
     def _note(self, plan: StoredPlan, action: str, target: str, state: str,
               result: str) -> str:
-        if not self.settings.dry_run:
-            journal.record(self.engine, cloud=self.cloud, plan_id=plan.id, action=action,
-                           target=target, state=state, result=result)
+        journal.record(self.engine, cloud=self.cloud, plan_id=plan.id, action=action,
+                       target=target, state=state, result=result)
         self.report(f"  {target}: {result}")
         return result
 

@@ -44,7 +44,6 @@ class GuardedPowerOff:
     cloud: str
     report: Reporter
     timeout: float
-    dry_run: bool = False
     #: The actor's lease: every journal row before a destructive call checks it in the same
     #: transaction (LeaseLostError, and no call, when it is no longer current).
     guard: Guard | None = None
@@ -76,9 +75,6 @@ class GuardedPowerOff:
         problem = self.not_empty(host)
         if problem is not None:
             return self._note(plan_id, host, journal.SKIPPED, problem)
-        if self.dry_run:
-            self.report(f"  would disable nova-compute on {host.name} and power it off")
-            return None
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="disable",
                               target=host.name, params={"reason": reason}, guard=self.guard)
         try:
@@ -171,9 +167,8 @@ class GuardedPowerOff:
             journal.finish(self.engine, entry, journal.FAILED, str(exc))
 
     def _note(self, plan_id: str | None, host: Host, state: str, result: str) -> str:
-        if not self.dry_run:
-            journal.record(self.engine, cloud=self.cloud, plan_id=plan_id, action="power_off",
-                           target=host.name, state=state, result=result)
+        journal.record(self.engine, cloud=self.cloud, plan_id=plan_id, action="power_off",
+                       target=host.name, state=state, result=result)
         self.report(f"  {host.name}: {result}")
         return result
 

@@ -64,8 +64,7 @@ def algorithm_options(config: Config, algorithm: str, cluster: Cluster,
 
 
 def executor_settings(config: Config, *, max_parallel: int | None = None,
-                      dry_run: bool = False, on_timeout: str | None = None
-                      ) -> ExecutorSettings:
+                      on_timeout: str | None = None) -> ExecutorSettings:
     """The [executor] settings, with the command line's overrides."""
     from consolidator.executor import ExecutorSettings
 
@@ -75,7 +74,7 @@ def executor_settings(config: Config, *, max_parallel: int | None = None,
         poll_interval=config.get("executor", "poll_interval"),
         poll_first=config.get("executor", "poll_first"),
         power_timeout=config.get("executor", "power_timeout"),
-        lease_ttl=config.get("executor", "lease_ttl"), dry_run=dry_run,
+        lease_ttl=config.get("executor", "lease_ttl"),
         on_timeout=on_timeout or config.get("executor", "on_timeout"),
         max_per_destination=config.get("executor", "max_parallel_per_destination"),
         low_demand_window=config.get("power", "low_demand_window"),

@@ -233,16 +233,6 @@ def test_rollback_after_a_partly_failed_plan(bed: Bed) -> None:
     bed.assert_safe()
 
 
-def test_dry_run_changes_nothing(bed: Bed) -> None:
-    plan = bed.plan()
-    outcome = bed.run(plan, dry_run=True)
-    assert outcome.migrated == [] and outcome.powered_off == []
-    assert load_plan(bed.engine, plan.id).status == "approved"
-    assert journal.entries(bed.engine, plan_id=plan.id) == []
-    for inst in bed.cloud.cluster().instances:
-        assert inst.host == bed.cloud.server_host(inst.id)
-
-
 @pytest.mark.parametrize("on_timeout", ["abort", "force-complete"])
 def test_a_migration_that_outlives_its_timeout_is_aborted_or_forced(bed: Bed,
                                                                      on_timeout: str) -> None:
