@@ -36,7 +36,7 @@ from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.move_queue import MoveQueue
 from consolidator.move_runner import MoveCallbacks, run_moves
-from consolidator.nova import FINAL_MIGRATION_STATUSES, Nova, up_since
+from consolidator.nova import FINAL_MIGRATION_STATUSES, Nova, up_after
 from consolidator.plan import Move, StoredPlan
 from consolidator.power.base import read_power
 from consolidator.power_off import GuardedPowerOff
@@ -462,12 +462,11 @@ class Executor:
             except LeaseLostError:
                 return self._lost_reason()
             self.report(f"  power on {name}")
-            since = time.time()
             try:
                 read = driver.power_on(timeout=self.settings.power_timeout)
                 if service.get("forced_down"):
                     self.nova.force_down(host.compute_host, False)
-                self._await_service_up(host.compute_host, since)
+                self._await_service_up(host.compute_host)
             except ConsolidatorError as exc:
                 journal.finish(self.engine, entry, journal.FAILED, str(exc))
                 return str(exc)
@@ -488,11 +487,14 @@ class Executor:
         journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled")
         return None
 
-    def _await_service_up(self, compute_host: str, since: float = 0.0) -> None:
-        """Wait for nova-compute to report up with a heartbeat newer than `since` (a service
-        that still reads up from before a power cut proves nothing)."""
+    def _await_service_up(self, compute_host: str) -> None:
+        """Wait for nova-compute to report up in a service record updated after this call
+        began (its next heartbeat). A service that still reads up from before a power cut
+        proves nothing, and neither does a record our own call (clearing forced_down) just
+        updated: Nova judges up from the last heartbeat, not from that update."""
         deadline = time.monotonic() + self.settings.power_timeout
-        while not up_since(self.nova.services().get(compute_host) or {}, since):
+        seen = (self.nova.services().get(compute_host) or {}).get("updated_at")
+        while not up_after(self.nova.services().get(compute_host) or {}, seen):
             if time.monotonic() > deadline:
                 raise ConsolidatorError(f"nova-compute on {compute_host} did not come up "
                                         f"within {self.settings.power_timeout:.0f} s")

@@ -44,20 +44,22 @@ class ServerState:
     task_state: str | None
 
 
-def up_since(service: dict[str, Any], since: float) -> bool:
-    """Whether a service reads up with its last heartbeat (updated_at) at or after `since`."""
+def up_after(service: dict[str, Any], seen: str | None) -> bool:
+    """Whether a service reads up in a record updated since Nova showed it as `seen` (its
+    updated_at then; Nova's own clock, so no clock of ours is compared with it)."""
     if service.get("state") != "up":
         return False
-    stamp = service.get("updated_at")
-    if not since or not stamp:
-        return True
+    now, then = _stamp(service.get("updated_at")), _stamp(seen)
+    return now is None or then is None or now > then
+
+
+def _stamp(value: object) -> datetime | None:
+    """A Nova timestamp as an aware datetime (naive ones are UTC), or None."""
     try:
-        when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+        when = datetime.fromisoformat(str(value).replace("Z", "+00:00")) if value else None
     except ValueError:
-        return True
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.timestamp() >= since - 1.0
+        return None
+    return when if when is None or when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 class Nova:

@@ -121,11 +121,17 @@ class SimulatedNova:
     # -- services ------------------------------------------------------------------------
 
     def services(self) -> dict[str, dict[str, Any]]:
-        """The nova-compute services by host, read once."""
+        """The nova-compute services by host, read once; one that is up heartbeats, so its
+        record reads as updated just now."""
         with self._lock:
             if self._services is None:
                 self._services = self.real.services()
-            return copy.deepcopy(self._services)
+            services = copy.deepcopy(self._services)
+        now = datetime.now(timezone.utc).isoformat()
+        for service in services.values():
+            if service.get("state") == "up" and not service.get("forced_down"):
+                service["updated_at"] = now
+        return services
 
     def _service(self, compute_host: str) -> dict[str, Any]:
         self.services()

@@ -8,7 +8,7 @@ from typing import Any
 from consolidator.fake.nova import Nova
 from consolidator.fake.nova_common import host_ip, is_true, page
 from consolidator.fake.server import HTTPError, Request, Response, Router
-from consolidator.fake.state import CREATED, HostRecord, MigrationRecord
+from consolidator.fake.state import CREATED, HostRecord, MigrationRecord, utc_now
 from consolidator.model import stable_uuid
 
 #: The control-plane services every Nova lists besides nova-compute.
@@ -140,10 +140,15 @@ class NovaAdmin:
 
     def service_view(self, req: Request, rec: HostRecord, now: float) -> dict[str, Any]:
         """A nova-compute service."""
+        state = self.state.service_state(rec, now)
+        # A running nova-compute reports every report_interval, and each report updates its
+        # service record: the record of one that is up and powered was updated just now.
+        heartbeat = state == "up" and rec.power == "on"
         view = {"id": self._service_id(req, rec), "binary": "nova-compute",
                 "host": rec.compute_host, "zone": rec.model.availability_zone,
-                "status": rec.status, "state": self.state.service_state(rec, now),
-                "updated_at": rec.updated_at, "disabled_reason": rec.disabled_reason}
+                "status": rec.status, "state": state,
+                "updated_at": utc_now() if heartbeat else rec.updated_at,
+                "disabled_reason": rec.disabled_reason}
         if req.microversion >= (2, 11):
             view["forced_down"] = rec.forced_down
         return view
