@@ -13,12 +13,9 @@ from typing import Any
 
 import yaml
 
-from consolidator import scenario_cache
+from consolidator import scenario_cache, yaml_loader
 from consolidator.errors import ModelError, ScenarioError
 from consolidator.model import Cluster, Host, Instance, ServerGroup, stable_uuid
-
-#: PyYAML's C parser where it is installed (about ten times faster), else the pure one.
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 #: Top-level keys other than hosts/instances/server_groups, kept for the fake cloud.
 EXTRA_KEYS = ("name", "faults", "settings")
@@ -78,10 +75,10 @@ def read_document(path: str | Path) -> dict[str, Any]:
 
 
 def _load_yaml(text: str) -> Any:
-    """YAML text parsed with the C parser, or from the cache of parsed scenarios."""
+    """YAML text parsed from libyaml's events, or read from the cache of parsed scenarios."""
     doc = scenario_cache.cached(text)
     if doc is None:
-        doc = yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 - a safe loader
+        doc = yaml_loader.load(text)
         scenario_cache.store(text, doc)
     return doc
 
