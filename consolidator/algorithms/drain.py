@@ -18,8 +18,9 @@ Only the instances of h are added to the plan's migrations: the others moved alr
 another destination, so every source of the plan is still a host emptied whole, sources
 receive nothing, and the migrations still run in any order. The result is checked against
 every resource column, the zone and the hard anti-affinity groups, and rolled back if it
-fails; it is skipped under the chance constraint (capacity model ucac). Deterministic: no
-randomness, no clock, a fixed number of hosts tried.
+fails. It is skipped under the chance constraint (capacity model ucac) and when a ranking
+chooses the targets (the repack would override its choices). Soft policies are not
+consulted. Deterministic: no randomness, no clock, a fixed number of hosts tried.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ def drain_more(state: PackingState, zone: int, scale: np.ndarray, stop_at: int =
     """Empty kept hosts of the zone one at a time until stop_at hosts of the zone remain in
     use or no host among the MAX_TRIES cheapest empties; the hosts emptied, in order."""
     problem = state.problem
-    if problem.confidence is not None:
-        return []
+    if problem.confidence is not None or problem.ranking is not None:
+        return []                       # the chance constraint, or targets a ranking chose
     emptied: list[int] = []
     while len(kept(state, zone)) > stop_at:
         for host in candidates(state, zone)[:MAX_TRIES]:
@@ -138,12 +139,15 @@ def fill(room: np.ndarray, shapes: np.ndarray, count: np.ndarray) -> np.ndarray 
             if chosen < 0:
                 break
             d = vectors[chosen]
+            m = min([counts[chosen]] + [int((free[r] + EPS) // d[r]) for r in columns if d[r] > 0]
+                    + [int(want[r] // d[r]) for r in columns if d[r] > 0 and want[r] > 0])
+            m = max(m // 2, 1)          # copies at once: half of what its share still wants
             for r in columns:
-                free[r] -= d[r]
-                want[r] -= d[r]
-                rest[r] -= d[r]
-            taken[b, chosen] += 1
-            counts[chosen] -= 1
+                free[r] -= m * d[r]
+                want[r] -= m * d[r]
+                rest[r] -= m * d[r]
+            taken[b, chosen] += m
+            counts[chosen] -= m
             if not counts[chosen]:
                 active.remove(chosen)
     return taken if not active else None
