@@ -12,7 +12,9 @@ the most binding room first, each bin takes the shapes that bring what it has ta
 to its share of what is left to place: its share of the binding resource's room, applied to
 every column (so a bin does not fill its binding column with items that leave the others
 stranded, nor the reverse). Within a shape, an instance stays on the bin it was packed to
-when it can.
+when it can. Moving instances in hard anti-affinity groups stay where the packing put them;
+the drained host's grouped instances that land beside a member of their group swap with an
+ungrouped instance of the same demand elsewhere.
 
 Only the instances of h are added to the plan's migrations: the others moved already and get
 another destination, so every source of the plan is still a host emptied whole, sources
@@ -75,8 +77,11 @@ def repack(state: PackingState, zone: int, host: int, scale: np.ndarray) -> bool
     bins = kept(state, zone)
     bins = bins[bins != host]
     on_host = state.host_of == host
-    items = np.flatnonzero(((state.host_of != p.placement) & np.isin(state.host_of, bins))
-                           | on_host)
+    grouped = np.zeros(p.n_instances, dtype=bool)
+    for rows in p.anti_affinity:
+        grouped[rows] = True                # stay where the packing put them, unless on host
+    items = np.flatnonzero(((state.host_of != p.placement) & np.isin(state.host_of, bins)
+                            & ~grouped) | on_host)
     if not bins.size or not p.movable[items].all():
         return False
     room = state.free[bins].copy()
@@ -95,6 +100,7 @@ def repack(state: PackingState, zone: int, host: int, scale: np.ndarray) -> bool
     for item, target in zip(items.tolist(), assign(state.host_of[items], inverse.ravel(), bins,
                                                    taken).tolist(), strict=True):
         state.move(item, target)
+    separate(state, items[grouped[items]], items[~grouped[items]])
     if sound(state, bins):
         return True
     state.rollback(start)
@@ -169,6 +175,26 @@ def assign(hosts: np.ndarray, shape: np.ndarray, bins: np.ndarray, taken: np.nda
     queue = sorted(((s, b) for (b, s), n in slot.items() for _ in range(n)))
     target[order] = [b for _s, b in queue]
     return target
+
+
+def separate(state: PackingState, grouped: np.ndarray, plain: np.ndarray) -> None:
+    """Swap each grouped instance that shares a host with a member of its hard
+    anti-affinity group with a plain instance of the same demand on a host free of the
+    group (the same demand both ways, so no capacity changes)."""
+    p = state.problem
+    for item in grouped.tolist():
+        others = np.concatenate([rows[rows != item] for rows in p.anti_affinity
+                                 if item in rows.tolist()])
+        taken = set(state.host_of[others].tolist())
+        if int(state.host_of[item]) not in taken:
+            continue
+        same = plain[np.all(p.demand[plain] == p.demand[item], axis=1)]
+        for other in same.tolist():
+            there = int(state.host_of[other])
+            if there not in taken:
+                state.move(other, int(state.host_of[item]))
+                state.move(item, there)
+                break
 
 
 def sound(state: PackingState, bins: np.ndarray) -> bool:

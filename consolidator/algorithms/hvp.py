@@ -20,6 +20,8 @@ independent problems and their best k add up):
 4. Local refinement (beyond the paper, which has no host choice): k+1, k+2, ... are tried
    with the least populated hosts and then with the least loaded hosts (which free more
    room), until both fail; heuristics are not monotone, and this recovers a host now and then.
+5. While the hosts in use exceed the lower bound, one more host is emptied by repacking the
+   instances already moving together with its own (drain.py, beyond the paper).
 
 Beyond the paper as well: a bin is a host's residual capacity after the instances that stay,
 hosts already empty receive nothing (filling them would not lower the host count), and hard
@@ -235,8 +237,8 @@ def hvp(problem: Problem) -> Packing:
 
 def drain_hosts(state: PackingState, zones: list[int], scale: np.ndarray,
                 notes: list[str]) -> list[int]:
-    """Empty more hosts with ejection chains (drain.py), zone by zone, while the hosts in
-    use exceed the lower bound; a note says how many."""
+    """Empty more hosts by repacking the moving instances (drain.py), zone by zone, while
+    the hosts in use exceed the lower bound; a note says how many."""
     problem = state.problem
     bound = host_lower_bound(problem) - problem.spare
     emptied: list[int] = []
@@ -248,5 +250,6 @@ def drain_hosts(state: PackingState, zones: list[int], scale: np.ndarray,
                                        & (problem.host_zone == zone)))
         emptied += drain_more(state, zone, scale, stop_at=in_zone - (busy - bound))
     if emptied:
-        notes.append(f"ejection chains emptied {plural(len(emptied), 'more host')}")
+        notes.append(f"the repack of the moving instances emptied "
+                     f"{plural(len(emptied), 'more host')}")
     return emptied

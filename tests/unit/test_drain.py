@@ -43,3 +43,24 @@ def test_fill_places_every_item_or_says_none() -> None:
     assert taken is not None and taken.sum(axis=0).tolist() == [4]
     assert np.all(taken @ shapes <= room)
     assert fill(room, shapes, np.array([5])) is None
+
+
+def test_the_repack_keeps_hard_anti_affinity() -> None:
+    """On the 200-host mixed cluster the repack empties one more host; with that host's
+    instances made one hard anti-affinity group, the repack still empties it, no two members
+    share a host, and the plan passes the checker."""
+    doc = generate(200, per_host=9.2, seed=1, fill=0.6, models=FOUR_SIZES)
+    problem = build_problem(parse_scenario(doc).cluster, options={"light": True})
+    first = hvp(problem)
+    assert any("repack" in note for note in first.notes)
+    drained = problem.cluster.hosts[first.emptied[-1]].name
+    doc["server_groups"] = [{"name": "apart", "policy": "anti-affinity",
+                             "members": [i["name"] for i in doc["instances"]
+                                         if i["host"] == drained]}]
+    problem = build_problem(parse_scenario(doc).cluster, options={"light": True})
+    packing = hvp(problem)
+    check(problem, packing)                     # members on distinct hosts, among the rest
+    assert len(np.unique(packing.target)) <= host_lower_bound(problem) + 1
+    assert any("repack" in note for note in packing.notes)
+    draft_from_packing(problem, packing, algorithm="hvp", ranking=None,
+                       settings=PlanSettings())
