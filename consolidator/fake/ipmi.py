@@ -135,10 +135,14 @@ class FakeIpmiBmc(pyghmi_bmc.Bmc):
         self.port = self.serversocket.getsockname()[1]
 
     def sessionless_data(self, data: Any, sockaddr: Any) -> None:
-        """Drop packets while unreachable; open RMCP+ sessions with _Session."""
+        """Drop packets while unreachable, and logins under bmc_drops_logins; open RMCP+
+        sessions with _Session."""
         if self.fake_power.unreachable(self.host_name):
             return
         raw = bytearray(data)
+        if (len(raw) > 5 and _starts_over(raw, established=False)
+                and self.fake_power.drops_login(self.host_name)):
+            return  # a login request left unanswered, as by a BMC under load
         if (len(raw) >= 22 and raw[0] == 6 and raw[2:4] == b"\xff\x07" and raw[4] == 6
                 and raw[5] == 16):
             _Session(self.authdata, self.kg, sockaddr, self.serversocket, raw[16:],

@@ -88,3 +88,34 @@ def test_log_has_no_traceback(served: ServedCloud) -> None:
     _read_concurrently(_configs(served), 3)
     log = Path(served.clouds_yaml).with_name("served.log").read_text()
     assert "Traceback" not in log
+
+
+def test_a_power_request_whose_login_got_no_answer_is_sent_on_a_fresh_login(
+        served: ServedCloud) -> None:
+    """The BMC leaves one whole login unanswered (pyghmi sends 4 login requests before it
+    gives up): the driver logs in again and the power request goes through, once."""
+    host = HOSTS[0]
+    config = dataclasses.replace(_configs(served)[host], read_attempts=2, read_backoff=0)
+    driver = driver_for(config)
+    assert driver.power_state() == "on"
+    served.add_fault({"type": "bmc_drops_logins", "host": host, "count": 4})
+    try:
+        driver._request("off")  # type: ignore[attr-defined]  # the request alone, no read
+        assert served.state()["hosts"][host]["power"] == "off"
+        assert served.state()["faults"] == []  # the first login used every dropped request
+    finally:
+        served.clear_faults()
+        driver.power_on(timeout=30)
+
+
+def test_a_power_request_is_not_retried_without_attempts_left(served: ServedCloud) -> None:
+    """With read_attempts 1, the unanswered login fails the request in one line."""
+    host = HOSTS[1]
+    config = dataclasses.replace(_configs(served)[host], read_attempts=1)
+    served.add_fault({"type": "bmc_drops_logins", "host": host, "count": 4})
+    try:
+        with pytest.raises(PowerError, match="no reply to the session login"):
+            driver_for(config)._request("off")  # type: ignore[attr-defined]
+        assert served.state()["hosts"][host]["power"] == "on"
+    finally:
+        served.clear_faults()
