@@ -111,6 +111,10 @@ class BmcPower:
         """Whether a bmc_busy fault names this host (a power read it answers uses one shot)."""
         return self.faults.bmc_shot("bmc_busy", host)
 
+    def drops_login(self, host: str) -> bool:
+        """Whether a bmc_drops_logins fault names this host (a login it ignores uses a shot)."""
+        return self.faults.bmc_shot("bmc_drops_logins", host)
+
     def credentials_ok(self, host: str, username: str, password: str) -> bool:
         """Whether this host's BMC accepts these credentials now."""
         return (not self.auth_fails(host) and username == self.username

@@ -20,6 +20,7 @@ FAULT_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "bmc_auth_fails": (frozenset({"host"}), frozenset()),
     "bmc_unreachable": (frozenset({"host"}), frozenset()),
     "bmc_busy": (frozenset({"host"}), frozenset({"count"})),
+    "bmc_drops_logins": (frozenset({"host", "count"}), frozenset()),
     "bmc_no_power_reading": (frozenset({"host"}), frozenset()),
 }
 

@@ -8,6 +8,7 @@ they cannot serve, with the RMCP+ status codes a real BMC sends, so clients fail
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
@@ -22,6 +23,8 @@ from pyghmi.ipmi.private import session as ipmisession
 from consolidator.fake.bmc import BmcPower
 from consolidator.model import stable_uuid
 
+log = logging.getLogger(__name__)
+
 #: RMCP+ status codes (IPMI 2.0, table 13-15).
 NO_CIPHER_SUITE_MATCH = 0x11
 UNAUTHORIZED_NAME = 0x0D
@@ -30,6 +33,8 @@ NODE_BUSY = 0xC0
 #: DCMI Get Power Reading (netfn 0x2C, command 0x02, group extension 0xDC).
 DCMI_NETFN, DCMI_GET_POWER_READING, DCMI_GROUP = 0x2C, 0x02, 0xDC
 INVALID_COMMAND = 0xC1
+#: The RMCP+ payload type of an Open Session Request.
+OPEN_SESSION_REQUEST = 0x10
 #: The only algorithms pyghmi's server implements: RAKP-HMAC-SHA1, HMAC-SHA1-96, AES-CBC-128.
 SUPPORTED = {12: 1, 20: 1, 28: 1}
 
@@ -70,11 +75,52 @@ class _Session(serversession.ServerSession):
         self.send_payload(payload, constants.payload_types["rakp2"], retry=False)
 
     def process_pktqueue(self) -> None:
-        """Drop every packet while the BMC is unreachable."""
-        if self.bmc.fake_power.unreachable(self.bmc.host_name):
-            self.pktqueue.clear()
-            return
-        super().process_pktqueue()
+        """Handle this session's packets; drop every packet while the BMC is unreachable.
+
+        pyghmi's own routing here breaks when one client talks to several BMCs at once: a
+        new login to one BMC forgets that client's sessions with every BMC, and a packet
+        already queued for one of those then raises (ServerSession has no sessionless_data),
+        which ended the thread serving every BMC. Here a packet goes to the session the
+        table holds for its client and this BMC, or else to the BMC itself.
+        """
+        while self.pktqueue:
+            pkt = self.pktqueue.popleft()
+            if self.bmc.fake_power.unreachable(self.bmc.host_name):
+                continue
+            data = bytearray(pkt[0])
+            if not (len(data) > 5 and data[0] == 6 and data[2:4] == b"\xff\x07"):
+                continue
+            current = _sessions(pkt[1]).get(self.bmc.port)
+            if current is not self:
+                (current or self.bmc).pktqueue.append(pkt)
+                (current or self.bmc).process_pktqueue()
+            elif _starts_over(data, established=bool(self.sessionid)):
+                self.close_server_session()  # the client logs in again: a new conversation
+                self.bmc.sessionless_data(data, pkt[1])
+            else:
+                self._handle_ipmi_packet(data, sockaddr=pkt[1], qent=pkt)
+
+    def close_server_session(self) -> None:
+        """Forget this session (Close Session, or its client starting over). Only its own
+        entry goes: the client's entry stays (maybe empty), since pyghmi's I/O thread reads
+        it without a lock."""
+        sessions = _sessions(self.sockaddr)
+        if sessions.get(self.bmc.port) is self:
+            del sessions[self.bmc.port]
+
+
+def _sessions(clientaddr: Any) -> dict[int, Any]:
+    """The server sessions of one client address, by BMC port (empty if none)."""
+    return ipmisession.Session.bmc_handlers.get(clientaddr) or {}
+
+
+def _starts_over(data: bytearray, *, established: bool) -> bool:
+    """A packet that begins a client's login: IPMI 1.5 framing with sequence number and
+    session id 0 (Get Channel Authentication Capabilities), or an RMCP+ Open Session
+    Request once the session is established (before, it is the client's cipher fallback)."""
+    if data[4] == 6:
+        return established and data[5] & 0x3F == OPEN_SESSION_REQUEST
+    return data[4] in (0, 2) and len(data) >= 13 and not any(data[5:13])
 
 
 class FakeIpmiBmc(pyghmi_bmc.Bmc):
@@ -89,10 +135,14 @@ class FakeIpmiBmc(pyghmi_bmc.Bmc):
         self.port = self.serversocket.getsockname()[1]
 
     def sessionless_data(self, data: Any, sockaddr: Any) -> None:
-        """Drop packets while unreachable; open RMCP+ sessions with _Session."""
+        """Drop packets while unreachable, and logins under bmc_drops_logins; open RMCP+
+        sessions with _Session."""
         if self.fake_power.unreachable(self.host_name):
             return
         raw = bytearray(data)
+        if (len(raw) > 5 and _starts_over(raw, established=False)
+                and self.fake_power.drops_login(self.host_name)):
+            return  # a login request left unanswered, as by a BMC under load
         if (len(raw) >= 22 and raw[0] == 6 and raw[2:4] == b"\xff\x07" and raw[4] == 6
                 and raw[5] == 16):
             _Session(self.authdata, self.kg, sockaddr, self.serversocket, raw[16:],
@@ -191,7 +241,10 @@ class IpmiBmcs:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            ipmisession.Session.wait_for_rsp(timeout=0.2)
+            try:
+                ipmisession.Session.wait_for_rsp(timeout=0.2)
+            except Exception:  # noqa: BLE001 - one bad packet must not silence every BMC
+                log.exception("emulated IPMI BMCs: a packet failed (still serving)")
 
     def stop(self) -> None:
         """Stop the loop and close the sockets."""

@@ -284,15 +284,16 @@ def driver_for(config: BmcConfig) -> PowerDriver:
     return POWER_DRIVERS.get(config.driver)(config)
 
 
-def retry_reads(config: BmcConfig, read: Callable[[], T]) -> T:
+def retry_reads(config: BmcConfig, read: Callable[[], T], *,
+                retry_on: type[TransientPowerError] = TransientPowerError) -> T:
     """read(), tried config.read_attempts times while it fails transiently (backoff doubling).
 
-    Only a TransientPowerError is retried: a refused password or a missing system fails at
+    Only a retry_on error is retried: a refused password or a missing system fails at
     once. The last failure is re-raised as one PowerError line saying how often it was tried.
     """
     attempts = config.read_attempts
     retrying = tenacity.Retrying(
-        retry=tenacity.retry_if_exception_type(TransientPowerError),
+        retry=tenacity.retry_if_exception_type(retry_on),
         stop=tenacity.stop_after_attempt(attempts),
         wait=tenacity.wait_exponential(multiplier=config.read_backoff, min=0,
                                        max=MAX_READ_BACKOFF_S),
@@ -302,10 +303,10 @@ def retry_reads(config: BmcConfig, read: Callable[[], T]) -> T:
         reraise=True)
     try:
         return retrying(read)
-    except TransientPowerError as exc:
+    except retry_on as exc:
         if attempts == 1:
             raise
-        raise TransientPowerError(f"{exc} (tried {attempts} times)") from None
+        raise type(exc)(f"{exc} (tried {attempts} times)") from None
 
 
 def read_power(driver: PowerDriver) -> str:

@@ -15,6 +15,7 @@ from consolidator.power.base import (
     BeforeForce,
     BmcConfig,
     PowerError,
+    TransientPowerError,
     power_off_sequence,
     power_on_sequence,
     retry_reads,
@@ -29,6 +30,20 @@ _SILENT_MARKERS = ("timeout", "no longer connected", "timed out")
 #: Completion codes a BMC sends when it cannot answer now (IPMI 2.0 table 5-2): node busy,
 #: timeout while processing, response could not be provided (pyghmi gives their text).
 _BUSY_MARKERS = ("node busy", "timeout while processing", "could not be provided")
+
+
+
+class LoginFailed(TransientPowerError):
+    """The RMCP+ session login got no answer (or a busy one): no command reached the BMC,
+    so even a power action may be tried again."""
+
+
+class _NotLoggedIn(Exception):
+    """Raised in the worker: Command() (the session login) failed; wraps pyghmi's error."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
 
 _locks: dict[tuple[str, int], threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -126,8 +141,11 @@ class IpmiDriver:
         if isinstance(error, PowerError):
             raise error
         if error is not None:
-            raise self.config.error(f"{what}: {_cause(error)}",
-                                    transient=_transient(error)) from None
+            failure = self.config.error(f"{what}: {_cause(error)}",
+                                        transient=_transient(error))
+            if isinstance(error, _NotLoggedIn) and isinstance(failure, TransientPowerError):
+                raise LoginFailed(str(failure)) from None
+            raise failure from None
         return box["value"]
 
     def _session(self, use: Callable[[Any], T]) -> T:
@@ -137,9 +155,13 @@ class IpmiDriver:
         """
         from pyghmi.ipmi import command
 
-        cmd = command.Command(bmc=self.config.address, userid=self.config.username.encode(),
-                              password=self.config.password.encode(), port=self.port,
-                              keepalive=False)
+        try:
+            cmd = command.Command(bmc=self.config.address,
+                                  userid=self.config.username.encode(),
+                                  password=self.config.password.encode(), port=self.port,
+                                  keepalive=False)
+        except Exception as exc:  # noqa: BLE001 - pyghmi raises several kinds; kept inside
+            raise _NotLoggedIn(exc) from exc
         try:
             return use(cmd)
         finally:
@@ -163,9 +185,11 @@ class IpmiDriver:
         return self._watchdog("power reading", call)
 
     def _request(self, state: str) -> None:
-        """Send one chassis control request (no waiting here)."""
-        self._watchdog(f"power {state}", lambda: self._session(
-            lambda cmd: cmd.set_power(state, wait=False)))
+        """Send one chassis control request (no waiting here). Tried again, within
+        read_attempts, only while the session login goes unanswered: the request itself
+        is never sent twice."""
+        retry_reads(self.config, lambda: self._watchdog(f"power {state}", lambda: self._session(
+            lambda cmd: cmd.set_power(state, wait=False))), retry_on=LoginFailed)
 
     def power_on(self, *, timeout: float = 300.0) -> str:
         """Power on; returns 'on' once the BMC reports it."""
