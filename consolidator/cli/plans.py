@@ -37,6 +37,25 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
     return options
 
 
+def _finite(_ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """Refuse nan, which every comparison with a budget would let through."""
+    if value is not None and value != value:
+        raise click.BadParameter("nan is not a number of GiB", param=param)
+    return value
+
+
+def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
+                     budget: dict[str, object]) -> None:
+    """--front picks no point and stores no plan: refuse what it would silently ignore."""
+    given = [f"--{name.replace('_', '-')}" for name, value in budget.items()
+             if value is not None]
+    given += [flag for flag, on in (("--format id", fmt == "id"), ("--check-live", check_live),
+                                    ("--objective energy", objective == "energy")) if on]
+    if given:
+        raise click.UsageError(f"--front shows every trade-off and stores no plan: drop "
+                               f"{' and '.join(given)}, or drop --front to make that plan")
+
+
 @click.group("plan", invoke_without_command=True)
 @click.option("-a", "--algorithm", metavar="NAME",
               help="Packing algorithm (see 'consolidator algorithms'), or auto: the fast ones, "
@@ -66,7 +85,7 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
                    "before each wave, and list the moves it would refuse (exit 1 if any).")
 @click.option("--max-migrations", type=click.IntRange(min=0), metavar="N",
               help="Budget: at most N migrations [default: [planner] max_migrations].")
-@click.option("--max-moved-gib", type=click.FloatRange(min=0), metavar="G",
+@click.option("--max-moved-gib", type=click.FloatRange(min=0), metavar="G", callback=_finite,
               help="Budget: the migrations move at most G GiB of instance memory.")
 @click.option("--target-hosts", type=click.IntRange(min=0), metavar="K",
               help="Budget: reach K hosts left on with the fewest migrations.")
@@ -105,6 +124,10 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                           target_hosts=target_hosts,
                           objective=objective)
     validate_request(app, request)
+    if show_front:
+        _front_conflicts(fmt, objective, check_live,
+                         {"max_migrations": max_migrations, "max_moved_gib": max_moved_gib,
+                          "target_hosts": target_hosts})
     if snapshot_ref and scenario:
         raise click.UsageError("give --snapshot or --scenario, not both")
     app.engine()

@@ -78,3 +78,30 @@ def test_a_budget_with_the_energy_objective_is_a_usage_error(tmp_path: Path) -> 
                "--max-migrations", "5", db_url=db_url)
     assert made.code == 2
     assert "work with --objective hosts" in made.err and "Traceback" not in made.err
+
+
+def test_options_that_mean_nothing_with_the_front_are_usage_errors(tmp_path: Path) -> None:
+    """--front stores no plan and picks no point: a budget, --format id, --check-live or the
+    energy objective given with it would be silently ignored, so each is refused."""
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    scenario = str(scenario_file(tmp_path))
+    for extra, named in ((["--max-migrations", "10"], "--max-migrations"),
+                         (["--max-moved-gib", "50"], "--max-moved-gib"),
+                         (["--target-hosts", "5"], "--target-hosts"),
+                         (["--format", "id"], "--format id"),
+                         (["--check-live"], "--check-live"),
+                         (["--objective", "energy"], "--objective energy")):
+        made = run("plan", "--scenario", scenario, "--front", *extra, db_url=db_url)
+        assert made.code == 2, (extra, made.out)
+        assert named in made.err and "--front" in made.err, made.err
+        assert "Traceback" not in made.err and made.out == ""
+
+
+def test_a_budget_that_is_not_a_number_is_a_usage_error(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    made = run("plan", "--scenario", str(scenario_file(tmp_path)), "--max-moved-gib", "nan",
+               db_url=db_url)
+    assert made.code == 2, made.out + made.err
+    assert "--max-moved-gib" in made.err and "unexpected error" not in made.err
