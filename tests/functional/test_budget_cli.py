@@ -105,3 +105,21 @@ def test_a_budget_that_is_not_a_number_is_a_usage_error(tmp_path: Path) -> None:
                db_url=db_url)
     assert made.code == 2, made.out + made.err
     assert "--max-moved-gib" in made.err and "unexpected error" not in made.err
+
+
+def test_plans_list_and_compare_show_the_budget_and_auto_that_were_asked(
+        tmp_path: Path) -> None:
+    """The ASKED column is the command-line words that ask for the plan: a budgeted auto
+    plan reads 'auto --max-migrations N', not only the algorithm that won."""
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    scenario = str(scenario_file(tmp_path))
+    made = json.loads(run("plan", "--scenario", scenario, "--max-migrations", "20",
+                          "--max-moved-gib", "64.5", "--format", "json", db_url=db_url).out)
+    won = made["choice"]["algorithm"]
+    listed = json.loads(run("plans", "list", "--format", "json", db_url=db_url).out)
+    asked = listed[0]["asked"]
+    assert asked.startswith("auto --max-migrations 20 --max-moved-gib 64.5"), asked
+    assert won in asked
+    compared = run("plans", "compare", made["id"], db_url=db_url)
+    assert compared.code == 0 and "auto --max-migrations 20 --max-moved-gib 64.5" in compared.out
