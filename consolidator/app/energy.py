@@ -73,6 +73,14 @@ def idle_estimates(ctx: AppContext, snapshot: Snapshot) -> dict[str, IdleEstimat
                          idle_watts(ctx.config))
 
 
+def watts_off(ctx: AppContext, snapshot: Snapshot, hosts: list[str]) -> float:
+    """The idle draw the hosts would have if on, as plans estimate it (readings up to the
+    snapshot, else [energy] idle_watts): the watts saved by keeping them off."""
+    estimates = idle_estimates(ctx, snapshot)
+    fallback = idle_watts(ctx.config)
+    return sum(estimates[h].watts if h in estimates else fallback for h in hosts)
+
+
 def plan_for_objective(ctx: AppContext, snapshot: Snapshot, cluster: Cluster, algorithm: str,
                        objective: str, hosts_planner: Any = None, **plan_args: Any) -> PlanDraft:
     """The checked plan for the objective (hosts: the algorithm's own, or hosts_planner's
