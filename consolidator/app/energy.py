@@ -51,9 +51,14 @@ def read_power(ctx: AppContext, cluster: Cluster) -> tuple[Reading, ...]:
         Reading(host=name, watts=w, load=loads[name],
                 source=str(getattr(getattr(driver, "config", None), "driver", "bmc")))
         for (name, driver), w in zip(drivers, watts, strict=True) if w is not None)
+    up = {h.name for h in cluster.hosts if h.state == "up"}    # surely on: a real gap
+    missing = sorted({name for name, _ in drivers} & up - {r.host for r in readings})
+    fallback = (f"; no reading from {', '.join(missing)}: plans count them at their earlier "
+                f"readings, else [energy] idle_watts ({idle_watts(ctx.config):g} W)"
+                if missing else "")
     ctx.report(f"read the power draw of {len(readings)} of "
                f"{plural(len(drivers), 'host')} with a BMC in {time.monotonic() - started:.1f} s "
-               f"({sum(r.watts for r in readings):.0f} W in all)")
+               f"({sum(r.watts for r in readings):.0f} W in all){fallback}")
     return readings
 
 
