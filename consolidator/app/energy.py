@@ -10,7 +10,14 @@ from typing import Any
 
 from consolidator.app.context import AppContext
 from consolidator.app.settings import idle_watts
-from consolidator.energy import IdleEstimate, Reading, cluster_loads, estimate_idle, saving
+from consolidator.energy import (
+    CONFIGURED,
+    IdleEstimate,
+    Reading,
+    cluster_loads,
+    estimate_idle,
+    saving,
+)
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.plan import PlanDraft
@@ -101,4 +108,9 @@ def plan_for_objective(ctx: AppContext, snapshot: Snapshot, cluster: Cluster, al
     else:
         draft = (hosts_planner or plan_cluster)(cluster, algorithm, **plan_args)
     spent = saving(draft.power_off, estimates, idle_watts(ctx.config))
+    if objective == "energy" and all(e.basis == CONFIGURED for e in estimates.values()):
+        draft = replace(draft, notes=(*draft.notes, (
+            f"objective energy: no host has a power reading, so every host counts at "
+            f"[energy] idle_watts ({idle_watts(ctx.config):g} W) and hosts are told apart by "
+            f"size alone; take a snapshot of the live cloud with its BMC file to measure them")))
     return replace(draft, host_watts=dict(spent.per_host), watts_basis=dict(spent.basis))

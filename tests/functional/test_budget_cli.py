@@ -123,3 +123,18 @@ def test_plans_list_and_compare_show_the_budget_and_auto_that_were_asked(
     assert won in asked
     compared = run("plans", "compare", made["id"], db_url=db_url)
     assert compared.code == 0 and "auto --max-migrations 20 --max-moved-gib 64.5" in compared.out
+
+
+def test_the_energy_objective_without_any_reading_says_so(tmp_path: Path) -> None:
+    """A scenario has no BMC readings: every host counts at [energy] idle_watts, so the energy
+    objective cannot tell the generations apart; the plan must say that, not claim it kept
+    the hosts that draw least."""
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    made = run("plan", "--scenario", str(scenario_file(tmp_path)), "--objective", "energy",
+               "--format", "json", db_url=db_url)
+    assert made.code == 0, made.err
+    plan = json.loads(made.out)
+    assert plan["energy"]["measured"] == []
+    notes = [n for n in plan["notes"] if "no host has a power reading" in n]
+    assert notes and "270 W" in notes[0], plan["notes"]
