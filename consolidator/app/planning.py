@@ -80,7 +80,13 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pla
     if objective == "energy":
         check_energy_request(request)
         algorithm = FAST_ALGORITHMS[0] if i.algorithm == AUTO else i.algorithm
-        return plan_for_objective(ctx, snapshot, i.cluster, algorithm, objective, **args)
+        draft = plan_for_objective(ctx, snapshot, i.cluster, algorithm, objective, **args)
+        most = ctx.config.get("planner", "max_migrations")
+        if most and len(draft.migrations) > most:
+            draft = replace(draft, notes=(*draft.notes, (
+                f"[planner] max_migrations = {most} does not apply with --objective energy: "
+                f"{len(draft.migrations)} migrations")))
+        return draft
     if i.algorithm == AUTO or not budget.unlimited:
         return plan_for_objective(ctx, snapshot, i.cluster, i.algorithm, objective,
                                   hosts_planner=partial(plan_within_budget, budget=budget),

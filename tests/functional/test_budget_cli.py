@@ -138,3 +138,27 @@ def test_the_energy_objective_without_any_reading_says_so(tmp_path: Path) -> Non
     assert plan["energy"]["measured"] == []
     notes = [n for n in plan["notes"] if "no host has a power reading" in n]
     assert notes and "270 W" in notes[0], plan["notes"]
+
+
+def test_a_configured_budget_is_never_ignored_silently_by_the_energy_objective(
+        tmp_path: Path) -> None:
+    """[planner] max_migrations beside [planner] objective = energy is refused when the config
+    is loaded (the daemon would exceed it every hour); beside --objective energy on the
+    command line, the plan says the budget does not apply."""
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    scenario = str(scenario_file(tmp_path))
+    both = tmp_path / "both.conf"
+    both.write_text("[planner]\nobjective = energy\nmax_migrations = 30\n")
+    made = run("--config", str(both), "plan", "--scenario", scenario, db_url=db_url)
+    assert made.code != 0 and made.out == ""
+    assert "max_migrations = 30" in made.err and "objective = energy" in made.err, made.err
+    assert "Traceback" not in made.err
+    budget = tmp_path / "budget.conf"
+    budget.write_text("[planner]\nmax_migrations = 30\n")
+    made = run("--config", str(budget), "plan", "--scenario", scenario, "--objective",
+               "energy", "--format", "json", db_url=db_url)
+    assert made.code == 0, made.err
+    plan = json.loads(made.out)
+    assert len(plan["migrations"]) > 30             # the energy plan needs more than that
+    assert any("max_migrations = 30 does not apply" in n for n in plan["notes"]), plan["notes"]
