@@ -91,7 +91,8 @@ def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
               help="Budget: reach K hosts left on with the fewest migrations.")
 @click.option("--front", "show_front", is_flag=True,
               help="Show, per algorithm, the plans no other beats on hosts left on, "
-                   "migrations and GiB moved (table and chart); store nothing.")
+                   "migrations and GiB moved (table and chart), and the snapshot they "
+                   "come from; store no plan.")
 @BMC_FILE
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "id"]), default="table",
               show_default=True, help="Output format; id prints only the new plan's id, as "
@@ -161,9 +162,12 @@ def _show_front(app: AppContext, snap: Any, request: PlanRequest, fmt: str) -> N
 
     points = front_of(app, snap, request)
     if fmt == "json":
-        click.echo(json.dumps(front_json(points), indent=2))
+        click.echo(json.dumps({"snapshot": snap.info.id, **front_json(points)}, indent=2))
     else:
-        click.echo(front_table(points) + "\n\n" + front_chart(points))
+        click.echo(front_table(points) + "\n\n" + front_chart(points) + "\n\n"
+                   f"snapshot {snap.info.id}; plan a point from it with: consolidator plan "
+                   f"--snapshot {snap.info.id} --max-migrations N (or --max-moved-gib G, "
+                   f"--target-hosts K)")
 
 
 def _check_live(app: AppContext, stored: StoredPlan, cluster: Cluster) -> None:

@@ -162,3 +162,17 @@ def test_a_configured_budget_is_never_ignored_silently_by_the_energy_objective(
     plan = json.loads(made.out)
     assert len(plan["migrations"]) > 30             # the energy plan needs more than that
     assert any("max_migrations = 30 does not apply" in n for n in plan["notes"]), plan["notes"]
+
+
+def test_the_front_names_the_snapshot_its_points_can_be_planned_from(tmp_path: Path) -> None:
+    """--front stores no plan, but it reads (and, from a scenario or the live cloud, records)
+    a snapshot: it names it, so that a point is planned from the same state."""
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    scenario = str(scenario_file(tmp_path))
+    data = json.loads(run("plan", "--scenario", scenario, "--front", "--format", "json",
+                          db_url=db_url).out)
+    snapshots = json.loads(run("snapshots", "list", "--format", "json", db_url=db_url).out)
+    assert data["snapshot"] == snapshots[0]["id"]
+    text = run("plan", "--snapshot", data["snapshot"], "--front", db_url=db_url).out
+    assert f"consolidator plan --snapshot {data['snapshot']} --max-migrations N" in text
