@@ -14,7 +14,7 @@ from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, check_live, make_plan, validate_request
 from consolidator.app.plans import asked_row, change_status, list_plans, show_plan
 from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
-from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
+from consolidator.cli.context import BMC_FILE, FORMAT, FiniteRange, pass_app
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.plan import STATES, StoredPlan
@@ -35,13 +35,6 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
         options[key.strip()] = (True if lowered == "true" else False if lowered == "false"
                                 else value.strip())
     return options
-
-
-def _finite(_ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    """Refuse nan, which every comparison with a budget would let through."""
-    if value is not None and value != value:
-        raise click.BadParameter("nan is not a number of GiB", param=param)
-    return value
 
 
 def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
@@ -71,7 +64,7 @@ def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
 @click.option("--capacity-model", type=click.Choice(["placement", "ucac"]),
               help="ucac: also keep CPU usage within each host's cores at --confidence "
                    "(paper 003) [default: [planner] capacity_model].")
-@click.option("--confidence", type=click.FloatRange(0.5, 1.0, max_open=True),
+@click.option("--confidence", type=FiniteRange(0.5, 1.0, max_open=True),
               help="Confidence alpha for ucac [default: [planner] confidence, 0.999].")
 @click.option("-o", "--option", "raw_options", multiple=True, metavar="KEY=VALUE",
               help="Algorithm or ranking option, e.g. bin=8x8x6, assign=false, "
@@ -85,7 +78,7 @@ def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
                    "before each wave, and list the moves it would refuse (exit 1 if any).")
 @click.option("--max-migrations", type=click.IntRange(min=0), metavar="N",
               help="Budget: at most N migrations [default: [planner] max_migrations].")
-@click.option("--max-moved-gib", type=click.FloatRange(min=0), metavar="G", callback=_finite,
+@click.option("--max-moved-gib", type=FiniteRange(min=0), metavar="G",
               help="Budget: the migrations move at most G GiB of instance memory.")
 @click.option("--target-hosts", type=click.IntRange(min=0), metavar="K",
               help="Budget: reach K hosts left on with the fewest migrations.")
