@@ -77,10 +77,11 @@ def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
               help="Then ask the live cloud's Placement about every move, as apply will "
                    "before each wave, and list the moves it would refuse (exit 1 if any).")
 @click.option("--max-migrations", type=click.IntRange(min=0), metavar="N",
-              help="Budget: at most N migrations [default: [planner] max_migrations].")
+              help="Budget: at most N migrations; 0 allows none [default: [planner] "
+                   "max_migrations, where 0 means unlimited].")
 @click.option("--max-moved-gib", type=FiniteRange(min=0), metavar="G",
               help="Budget: the migrations move at most G GiB of instance memory.")
-@click.option("--target-hosts", type=click.IntRange(min=0), metavar="K",
+@click.option("--target-hosts", type=click.IntRange(min=1), metavar="K",
               help="Budget: reach K hosts left on with the fewest migrations.")
 @click.option("--front", "show_front", is_flag=True,
               help="Show, per algorithm, the plans no other beats on hosts left on, "

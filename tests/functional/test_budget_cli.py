@@ -176,3 +176,14 @@ def test_the_front_names_the_snapshot_its_points_can_be_planned_from(tmp_path: P
     assert data["snapshot"] == snapshots[0]["id"]
     text = run("plan", "--snapshot", data["snapshot"], "--front", db_url=db_url).out
     assert f"consolidator plan --snapshot {data['snapshot']} --max-migrations N" in text
+
+
+def test_zero_hosts_left_on_is_not_a_target(tmp_path: Path) -> None:
+    """--target-hosts 0 cannot be reached while any instance runs: a usage error, not a plan
+    whose 'chosen:' line claims it kept within '0 hosts left on'."""
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    made = run("plan", "--scenario", str(scenario_file(tmp_path)), "--target-hosts", "0",
+               db_url=db_url)
+    assert made.code == 2 and "--target-hosts" in made.err, made.out + made.err
+    assert json.loads(run("plans", "list", "--format", "json", db_url=db_url).out) == []
