@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from consolidator.algorithms.base import Ranker, get_algorithm
+from consolidator.algorithms.base import ALGORITHMS, Ranker
 from consolidator.app.budget import (
     AUTO,
     FAST_ALGORITHMS,
@@ -19,6 +19,7 @@ from consolidator.app.context import AppContext
 from consolidator.app.energy import plan_for_objective
 from consolidator.app.settings import algorithm_options, settings_from_config
 from consolidator.constraints import UsageModel
+from consolidator.errors import UsageError
 from consolidator.model import Cluster
 from consolidator.options import check_options
 from consolidator.plan import Move, PlanDraft, StoredPlan
@@ -49,8 +50,9 @@ def validate_request(ctx: AppContext, request: PlanRequest) -> None:
     """Fail early, in one line, on an unknown algorithm or ranking or a bad ranking option."""
     config = ctx.config
     algorithm = request.algorithm or config.get("planner", "algorithm")
-    if algorithm != AUTO:
-        get_algorithm(algorithm)
+    if algorithm != AUTO and algorithm not in ALGORITHMS.names():
+        raise UsageError(f"unknown algorithm {algorithm!r}: choose one of "
+                         f"{', '.join(sorted([AUTO, *ALGORITHMS.names()]))}")
     ranking = request.ranking if request.ranking is not None \
         else config.get("planner", "ranking")
     check_options(algorithm, ranking or None, request.options or {})

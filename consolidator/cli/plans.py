@@ -264,7 +264,11 @@ def plans_compare(app: AppContext, plan_ids: tuple[str, ...], fmt: str) -> None:
 def algorithms_cmd() -> None:
     """List the packing algorithms and rankings, each with its paper."""
     click.echo(table(["ALGORITHM", "WHAT IT DOES", "PAPER"],
-                     [[e.name, e.summary, e.source] for e in ALGORITHMS]))
+                     [[e.name, e.summary, e.source] for e in ALGORITHMS] + [
+                         ["auto", "the default: zoned-bestfit and hvp --light, keeping the plan "
+                          "that frees the most hosts within the budget", ""],
+                         ["fewest-migrations", "what a budgeted plan may read: the k least "
+                          "populated hosts emptied by METAHVPLIGHT (not an -a choice)", "002"]]))
     click.echo()
     click.echo(table(["RANKING", "WHAT IT DOES", "PAPER"],
                      [[e.name, e.summary, e.source] for e in RANKINGS]))

@@ -187,3 +187,15 @@ def test_zero_hosts_left_on_is_not_a_target(tmp_path: Path) -> None:
                db_url=db_url)
     assert made.code == 2 and "--target-hosts" in made.err, made.out + made.err
     assert json.loads(run("plans", "list", "--format", "json", db_url=db_url).out) == []
+
+
+def test_auto_and_fewest_migrations_are_named_where_algorithms_are_listed(
+        tmp_path: Path) -> None:
+    """auto is plan's default and fewest-migrations is what a budgeted plan may read: both
+    are explained by 'consolidator algorithms', and an unknown -a lists auto too."""
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert run("db", "upgrade", db_url=db_url).code == 0
+    listing = run("algorithms").out
+    assert "\nauto " in listing and "\nfewest-migrations " in listing, listing
+    bad = run("plan", "-a", "nope", "--scenario", str(scenario_file(tmp_path)), db_url=db_url)
+    assert bad.code == 2 and "choose one of auto, firstfit" in bad.err, bad.err
