@@ -31,7 +31,7 @@ from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.plans import approve, plan_counts, power_on_plan, running_plans
 from consolidator.app.rollback import bmc_power
 from consolidator.app.settings import cron_trigger
-from consolidator.app.snapshots import read_cloud, record_snapshot
+from consolidator.app.snapshots import last_readings, read_cloud, record_snapshot
 from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
 from consolidator.model import Cluster, Host
@@ -81,6 +81,12 @@ class Daemon:
         self.run: PlanRun | None = None
         self.cancelled = threading.Event()     # set when the lease is lost during a cycle
         self.cancel_reason = ""
+        if metrics is not None:    # what the database holds, until the first cycle
+            try:
+                metrics.observe_power(last_readings(ctx))
+                metrics.set_plans(plan_counts(ctx))
+            except ConsolidatorError as exc:
+                LOG.warning("metrics start empty: %s", exc)
 
     # -- leadership --------------------------------------------------------------------
 

@@ -92,6 +92,17 @@ def get_snapshot(ctx: AppContext, ref: str) -> Snapshot:
     return load_snapshot(ctx.engine(), ref)
 
 
+def last_readings(ctx: AppContext) -> dict[str, float]:
+    """host -> watts of the newest snapshot of the context's cloud (without a cloud name,
+    of any cloud but a scenario's) that has power readings; empty if none."""
+    for info in list_snapshots(ctx.engine(), cloud=ctx.cloud_name or None, limit=20):
+        if not info.cloud.startswith("scenario:"):
+            readings = load_snapshot(ctx.engine(), info.id).readings
+            if readings:
+                return {r.host: r.watts for r in readings}
+    return {}
+
+
 def snapshot_list(ctx: AppContext, *, limit: int) -> list[SnapshotInfo]:
     """The newest snapshots' headers, newest first."""
     return list_snapshots(ctx.engine(), cloud=None, limit=limit)

@@ -250,6 +250,23 @@ def test_cycle_metrics(bed: tuple, tmp_path: Path) -> None:
     assert text.count("consolidator_host_power_watts{host=") == 5
 
 
+def test_a_restarted_daemon_exports_the_last_snapshot_before_its_first_cycle(
+        bed: tuple, tmp_path: Path) -> None:
+    """A daemon restarted between hourly cycles serves the power and plans the database
+    already holds, not 0 W and no plans until its first cycle."""
+    from consolidator.metrics import Metrics
+
+    cloud, engine = bed
+    first = make_daemon(cloud, engine, tmp_path)
+    with time_machine.travel(NIGHT, tick=True):
+        first.cycle()
+    restarted = Daemon(first.ctx, metrics=Metrics())
+    text = restarted.metrics.exposition().decode()
+    assert "consolidator_power_hosts_measured 5.0" in text
+    assert text.count("consolidator_host_power_watts{host=") == 5
+    assert 'consolidator_plans{status="succeeded"} 1.0' in text
+
+
 def test_daemon_snapshots_carry_the_usage_statistics(tmp_path: Path) -> None:
     """The daemon reads the cloud as 'snapshot' does: with [telemetry], its snapshots hold
     every instance's CPU usage, so capacity_model = ucac has data to work with."""
