@@ -33,6 +33,31 @@ def _driver(lookup: Any, name: str, compute_host: str) -> Any:
     return lookup(name) or (lookup(compute_host) if compute_host != name else None)
 
 
+def settle_power(ctx: AppContext, cluster: Cluster) -> Cluster:
+    """The cluster with the power of each host Nova reports down (power 'unknown') as its
+    BMC reads it, on or off: the BMC, not Nova, says whether a host is on. Hosts without a
+    BMC, or whose BMC cannot be read, stay unknown."""
+    from consolidator.power.base import POWER_OFF, POWER_ON
+    from consolidator.power.base import read_power as read_state
+
+    unknown = [h for h in cluster.hosts if h.power == "unknown"]
+    try:
+        lookup = ctx.read_only_power_lookup() if unknown else None
+    except ConsolidatorError:
+        return cluster
+    drivers = [(h.name, d) for h in unknown
+               for d in [_driver(lookup, h.name, h.compute_host or h.name)] if d is not None]
+    if not drivers:
+        return cluster
+    with ThreadPoolExecutor(max_workers=min(MAX_READERS, len(drivers))) as pool:
+        states = dict(zip((name for name, _ in drivers),
+                          pool.map(lambda pair: read_state(pair[1]), drivers), strict=True))
+    hosts = tuple(replace(h, power=states[h.name])
+                  if states.get(h.name) in (POWER_ON, POWER_OFF) else h for h in cluster.hosts)
+    return Cluster(hosts=hosts, instances=cluster.instances,
+                   server_groups=cluster.server_groups)
+
+
 def read_power(ctx: AppContext, cluster: Cluster) -> tuple[Reading, ...]:
     """The draw of every powered host with a BMC, read at once ([energy] read_power); a host
     whose BMC has no reading or fails is left out (and counted at [energy] idle_watts)."""

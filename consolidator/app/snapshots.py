@@ -67,11 +67,12 @@ def record_snapshot(ctx: AppContext, *, source_suffix: str = "") -> tuple[Snapsh
 def store_inventory(ctx: AppContext, inventory: Inventory, *, source_suffix: str = ""
                     ) -> Snapshot:
     """Store an inventory already read as a snapshot of this context's cloud."""
-    from consolidator.app.energy import read_power
+    from consolidator.app.energy import read_power, settle_power
 
     label = inventory.cloud
-    readings = read_power(ctx, inventory.cluster)
-    return save_snapshot(ctx.engine(), inventory.cluster, cloud=label,
+    cluster = settle_power(ctx, inventory.cluster)
+    readings = read_power(ctx, cluster)
+    return save_snapshot(ctx.engine(), cluster, cloud=label,
                          source=f"cloud:{label}{source_suffix}",
                          capacity_source=inventory.capacity_source, readings=readings)
 
