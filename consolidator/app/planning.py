@@ -27,6 +27,7 @@ from consolidator.planner import PlanSettings
 from consolidator.rankings import get_ranking
 from consolidator.store.plans import save_plan
 from consolidator.store.snapshots import Snapshot, usage_history
+from consolidator.wording import plural
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pla
         if most and len(draft.migrations) > most:
             draft = replace(draft, notes=(*draft.notes, (
                 f"[planner] max_migrations = {most} does not apply with --objective energy: "
-                f"{len(draft.migrations)} migrations")))
+                f"{plural(len(draft.migrations), 'migration')}")))
         return draft
     if i.algorithm == AUTO or not budget.unlimited:
         return plan_for_objective(ctx, snapshot, i.cluster, i.algorithm, objective,
