@@ -38,6 +38,8 @@ from consolidator.wording import plural
 
 #: The name of the migration-minimising choice of hosts, as a point's algorithm.
 FEWEST = "fewest-migrations"
+#: The registered algorithm whose packing a search's points are (a plan names it).
+MADE_BY = {FEWEST: "hvp"}
 #: The algorithms -a auto runs (each under a second at 1,000 hosts); with a budget, FEWEST
 #: as well. firstfit is left out: zoned-bestfit's plans dominate its plans on the mixed and
 #: identical clusters of tools/bench (fewer hosts for fewer migrations).
@@ -263,7 +265,8 @@ class FrontBuilder:
 
     def point(self, packing: Packing, algorithm: str, how: str) -> FrontPoint:
         """A packing made into a checked plan (the checker runs in draft_from_packing)."""
-        draft = draft_from_packing(self.problem, packing, algorithm=algorithm,
+        draft = draft_from_packing(self.problem, packing,
+                                   algorithm=MADE_BY.get(algorithm, algorithm),
                                    ranking=self.ranking, settings=self.settings,
                                    no_bmc=self.no_bmc)
         return FrontPoint(algorithm, how, draft, moved_gib(self.cluster, draft))
@@ -427,16 +430,25 @@ def _fitting_prefix(builder: FrontBuilder, algorithm: str, packing: Packing,
     return []
 
 
+def label(point: FrontPoint | Candidate) -> str:
+    """The algorithm and how it made the point: a search's points name the algorithm whose
+    packing they are, and the search."""
+    made_by = MADE_BY.get(point.algorithm)
+    if made_by is None:
+        return f"{point.algorithm} ({point.how})"
+    return f"{made_by} ({point.algorithm} point within the budget: {point.how})"
+
+
 def _why(chosen: FrontPoint, candidates: Sequence[Candidate], budget: Budget) -> str:
     """One sentence: which plan won, against what, within which budget."""
-    others = "; ".join(f"{p.algorithm} ({p.how}): about {plural(p.hosts_after, 'host')} on, "
+    others = "; ".join(f"{label(p)}: about {plural(p.hosts_after, 'host')} on, "
                        f"{plural(p.migrations, 'migration')}, {p.moved_gib:.0f} GiB"
                        + ("" if budget.fits(p) else " [over budget]")
                        for p in candidates)
     goal = "reaches the target with the fewest migrations" \
         if budget.target_hosts is not None and chosen.hosts_after <= budget.target_hosts \
         else "frees the most hosts"
-    return (f"{chosen.algorithm} ({chosen.how}) {goal} within {budget.describe()}: "
+    return (f"{label(chosen)} {goal} within {budget.describe()}: "
             f"{plural(chosen.hosts_after, 'host')} on, {plural(chosen.migrations, 'migration')}, "
             f"{chosen.moved_gib:.0f} GiB moved. Also tried: {others or 'nothing else'}")
 
@@ -450,7 +462,9 @@ def plan_within(builder: FrontBuilder, algorithm: str, budget: Budget) -> PlanDr
     budget, checked, with the choice recorded in draft.choice."""
     algorithms = FAST_ALGORITHMS if algorithm == AUTO else (algorithm,)
     chosen, why = best_within(builder, algorithms, budget, fast=algorithm == AUTO)
-    choice = {"asked": algorithm, "algorithm": chosen.algorithm, "how": chosen.how,
+    search = chosen.algorithm if chosen.algorithm in MADE_BY else None
+    choice = {"asked": algorithm, "algorithm": chosen.draft.algorithm, "search": search,
+              "how": chosen.how,
               "budget": budget.to_json(), "moved_gib": round(chosen.moved_gib, 1),
               "why": why}
     return replace(chosen.draft, choice=choice)

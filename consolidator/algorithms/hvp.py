@@ -20,6 +20,8 @@ independent problems and their best k add up):
 4. Local refinement (beyond the paper, which has no host choice): k+1, k+2, ... are tried
    with the least populated hosts and then with the least loaded hosts (which free more
    room), until both fail; heuristics are not monotone, and this recovers a host now and then.
+5. While the hosts in use exceed the lower bound, one more host is emptied by repacking the
+   instances already moving together with its own (drain.py, beyond the paper).
 
 Beyond the paper as well: a bin is a host's residual capacity after the instances that stay,
 hosts already empty receive nothing (filling them would not lower the host count), and hard
@@ -37,6 +39,8 @@ from typing import Any
 import numpy as np
 
 from consolidator.algorithms.base import Packing, Problem, register
+from consolidator.algorithms.bounds import host_lower_bound
+from consolidator.algorithms.drain import drain_more
 from consolidator.algorithms.hvp_pack import MARGIN, Strategy, VPInstance, meta_hvp, strategies
 from consolidator.algorithms.state import PackingState
 from consolidator.errors import UsageError
@@ -227,4 +231,25 @@ def hvp(problem: Problem) -> Packing:
         if not apply(state, witnesses, False):
             raise AssertionError("hvp: a packing witness failed its own feasibility check")
     emptied = [int(h) for w in witnesses for h in w[0]]
+    emptied += drain_hosts(state, sorted(zone_names), scale, notes)
     return state.packing(emptied, notes)
+
+
+def drain_hosts(state: PackingState, zones: list[int], scale: np.ndarray,
+                notes: list[str]) -> list[int]:
+    """Empty more hosts by repacking the moving instances (drain.py), zone by zone, while
+    the hosts in use exceed the lower bound; a note says how many."""
+    problem = state.problem
+    bound = host_lower_bound(problem) - problem.spare
+    emptied: list[int] = []
+    for zone in zones:
+        busy = int(np.count_nonzero(problem.powered & (state.population > 0)))
+        if busy <= bound:
+            break
+        in_zone = int(np.count_nonzero(problem.powered & (state.population > 0)
+                                       & (problem.host_zone == zone)))
+        emptied += drain_more(state, zone, scale, stop_at=in_zone - (busy - bound))
+    if emptied:
+        notes.append(f"the repack of the moving instances emptied "
+                     f"{plural(len(emptied), 'more host')}")
+    return emptied

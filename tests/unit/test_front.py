@@ -125,3 +125,15 @@ def test_a_target_is_reached_with_no_more_migrations_than_needed() -> None:
     reaching = [p.migrations for ps in points.values() for p in ps
                 if p.hosts_after <= target and p.algorithm == FEWEST]
     assert len(draft.migrations) <= min(reaching)
+
+
+def test_a_fewest_migrations_plan_names_the_algorithm_that_made_it() -> None:
+    """With a tight budget the fewest-migrations choice wins; the plan records hvp (whose
+    METAHVPLIGHT packed it), a registered algorithm, and says it was that choice."""
+    from consolidator.algorithms.base import get_algorithm
+    draft = plan_within(FrontBuilder(mixed(60, seed=5), PlanSettings()), AUTO,
+                        Budget(max_migrations=20))
+    assert get_algorithm(draft.algorithm).name == draft.algorithm == "hvp"
+    assert draft.choice["algorithm"] == draft.algorithm
+    assert draft.choice["search"] == FEWEST
+    assert draft.choice["why"].startswith(f"hvp ({FEWEST} point within the budget: ")

@@ -16,8 +16,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "consolidator"
 #: Layer of each top-level module or package of consolidator.
 CORE = {"algorithms", "rankings", "render", "simulate", "model", "constraints", "checker",
         "planner", "plan", "journal_entry", "zones", "padding", "scenario", "registry",
-        "scenario_cache", "front", "errors", "config", "report", "rollback", "energy",
-        "energy_objective", "move_queue", "move_runner", "progress", "demand", "fit",
+        "scenario_cache", "yaml_loader", "front", "errors", "config", "report", "rollback",
+        "energy", "energy_objective", "move_queue", "move_runner", "progress", "demand", "fit",
         "options", "wording"}
 ADAPTERS = {"cloud", "inventory", "nova", "placement", "power_off", "telemetry", "metrics",
             "realnova", "simulated",

@@ -128,7 +128,9 @@ def main() -> None:
                            f"{'yes' if held <= draft.lower_bound + 1 else 'NO'} "
                            f"(<= bound + 1)")
                 rows.append([name, len(cluster.instances),
-                             f"{label}: {draft.choice['algorithm']}", draft.hosts_after, held,
+                             f"{label}: {draft.choice['algorithm']}"
+                             + (f" ({draft.choice['search']})" if draft.choice.get("search")
+                                else ""), draft.hosts_after, held,
                              len(draft.migrations), round(draft.choice["moved_gib"]),
                              draft.lower_bound, verdict, round(seconds, 2)])
                 print(f"  done: {name}, {label}", file=sys.stderr)
