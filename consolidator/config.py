@@ -362,7 +362,18 @@ def config_from_sections(sections: dict[str, dict[str, str]],
                 values[(section, name)] = _parse(option, raw)
             except ConfigError as exc:
                 raise ConfigError(f"{where}{exc}") from None
+    _check_budget_objective(values, where)
     return Config(values=values, path=path, sections=free)
+
+
+def _check_budget_objective(values: dict[tuple[str, str], Any], where: str) -> None:
+    """A migration budget ranks plans by hosts freed: refuse it beside the energy objective,
+    which would exceed it (every daemon cycle) rather than keep it."""
+    most = values.get(("planner", "max_migrations"), 0)
+    if values.get(("planner", "objective")) == "energy" and most:
+        raise ConfigError(f"{where}[planner] max_migrations = {most} does not apply with "
+                          f"[planner] objective = energy: set max_migrations = 0 or "
+                          f"objective = hosts")
 
 
 def _validate_free(section: str, items: dict[str, str], where: str) -> None:

@@ -25,15 +25,16 @@ import numpy as np
 
 from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
+from consolidator.app.energy import watts_off
 from consolidator.app.leadership import Leadership, executor_holder
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.plans import approve, plan_counts, power_on_plan, running_plans
 from consolidator.app.rollback import bmc_power
-from consolidator.app.settings import cron_trigger, idle_watts
-from consolidator.app.snapshots import read_cloud, record_snapshot
+from consolidator.app.settings import cron_trigger
+from consolidator.app.snapshots import last_readings, read_cloud, record_snapshot
 from consolidator.errors import ConsolidatorError
 from consolidator.executor import Outcome
-from consolidator.model import Cluster
+from consolidator.model import Cluster, Host
 from consolidator.padding import parse_windows, spare_target
 from consolidator.rollback import OUR_REASON
 from consolidator.wording import plural
@@ -54,6 +55,7 @@ class CycleResult:
     duration_s: float = 0.0
     skipped: str = ""
     hosts: dict[str, int] = field(default_factory=dict)   # active, spare, powered_off
+    watts_saved: float = 0.0    # the powered-off hosts' idle draw, estimated as plans do
 
 
 class _Cancelled(Exception):
@@ -79,6 +81,12 @@ class Daemon:
         self.run: PlanRun | None = None
         self.cancelled = threading.Event()     # set when the lease is lost during a cycle
         self.cancel_reason = ""
+        if metrics is not None:    # what the database holds, until the first cycle
+            try:
+                metrics.observe_power(last_readings(ctx))
+                metrics.set_plans(plan_counts(ctx))
+            except ConsolidatorError as exc:
+                LOG.warning("metrics start empty: %s", exc)
 
     # -- leadership --------------------------------------------------------------------
 
@@ -170,6 +178,8 @@ class Daemon:
         if result.powered_on:  # the read before the ramp no longer holds
             live = read_cloud(self.ctx).cluster
         result.hosts = host_counts(live)
+        result.watts_saved = watts_off(self.ctx, snap, [h.name for h in live.hosts
+                                                        if not _is_up(h)])
         return result
 
     def _execute(self, plan_id: str, resume: bool = False) -> Outcome:
@@ -232,7 +242,7 @@ class Daemon:
         self.metrics.observe_cycle(
             duration_s=result.duration_s, hosts_active=hosts.get("active", 0),
             hosts_spare=hosts.get("spare", 0), hosts_off=hosts.get("powered_off", 0),
-            watts_saved=hosts.get("powered_off", 0) * idle_watts(self.config),
+            watts_saved=result.watts_saved,
             migrations_ok=len(outcome.migrated) if outcome else 0,
             migrations_failed=len(outcome.failed) if outcome else 0)
         self.metrics.set_plans(plan_counts(self.ctx))
@@ -301,15 +311,20 @@ def _log_line(line: str) -> None:
 def host_counts(cluster: Cluster) -> dict[str, int]:
     """Powered hosts with instances (active), powered empty usable ones (spare), and hosts
     down or off (powered_off)."""
-    up = np.array([h.state == "up" and h.power != "off" for h in cluster.hosts], dtype=bool)
+    up = np.array([_is_up(h) for h in cluster.hosts], dtype=bool)
     usable = np.array([h.usable for h in cluster.hosts], dtype=bool)
     empty = cluster.population == 0 if len(cluster.hosts) else np.zeros(0, dtype=bool)
     return {"active": int((up & ~empty).sum()), "spare": int((up & usable & empty).sum()),
             "powered_off": int((~up).sum())}
 
 
+def _is_up(host: Host) -> bool:
+    """Up in Nova and not off by its BMC: on."""
+    return host.state == "up" and host.power != "off"
+
+
 def _powered(cluster: Cluster) -> int:
-    return sum(h.state == "up" and h.power != "off" for h in cluster.hosts)
+    return sum(_is_up(h) for h in cluster.hosts)
 
 
 def ramp_candidates(cluster: Cluster) -> list[int]:

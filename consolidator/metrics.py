@@ -4,7 +4,8 @@ Exposed series:
   consolidator_hosts{state="active|spare|powered_off"}     hosts after the last cycle
   consolidator_plans{status="proposed|approved|..."}       stored plans by state
   consolidator_cycle_duration_seconds                     the last cycle's duration
-  consolidator_watts_saved                                estimated watts saved now
+  consolidator_watts_saved                                watts saved now: the powered-off
+                                                          hosts' idle draw, as plans estimate it
   consolidator_last_cycle_timestamp_seconds               when the last cycle ended
   consolidator_migrations_total{result="succeeded|failed"}  live migrations, since start
   consolidator_host_power_watts{host="..."}               each host's draw at the last
@@ -47,7 +48,8 @@ class Metrics:
         self.cycle_duration = Gauge("consolidator_cycle_duration_seconds",
                                     "Duration of the last cycle.", registry=reg)
         self.watts_saved = Gauge("consolidator_watts_saved",
-                                 "Estimated watts saved: idle watts per powered-off host.",
+                                 "Estimated watts saved: the idle draw of the powered-off "
+                                 "hosts (BMC readings, else [energy] idle_watts).",
                                  registry=reg)
         self.last_cycle = Gauge("consolidator_last_cycle_timestamp_seconds",
                                 "Unix time at which the last cycle ended.", registry=reg)

@@ -55,7 +55,7 @@ def compare_plans(ctx: AppContext, refs: list[str]) -> list[PlanFigures]:
         d = plan.draft
         rows.append(PlanFigures(
             id=plan.id, status=plan.status, algorithm=d.algorithm,
-            asked=asked_for(d.algorithm, d.ranking, d.options),
+            asked=asked_for(d.algorithm, d.ranking, d.options, d.choice),
             hosts_before=d.hosts_before, hosts_after=d.hosts_after,
             lower_bound=d.lower_bound, migrations=len(d.migrations),
             gib_moved=gib_moved(plan, cluster), watts_saved=watts_saved(ctx, plan, cluster)))

@@ -10,7 +10,14 @@ from typing import Any
 
 from consolidator.app.context import AppContext
 from consolidator.app.settings import idle_watts
-from consolidator.energy import IdleEstimate, Reading, cluster_loads, estimate_idle, saving
+from consolidator.energy import (
+    CONFIGURED,
+    IdleEstimate,
+    Reading,
+    cluster_loads,
+    estimate_idle,
+    saving,
+)
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.plan import PlanDraft
@@ -24,6 +31,31 @@ MAX_READERS = 16
 def _driver(lookup: Any, name: str, compute_host: str) -> Any:
     """The host's power driver (by hypervisor name, else nova-compute host), or None."""
     return lookup(name) or (lookup(compute_host) if compute_host != name else None)
+
+
+def settle_power(ctx: AppContext, cluster: Cluster) -> Cluster:
+    """The cluster with the power of each host Nova reports down (power 'unknown') as its
+    BMC reads it, on or off: the BMC, not Nova, says whether a host is on. Hosts without a
+    BMC, or whose BMC cannot be read, stay unknown."""
+    from consolidator.power.base import POWER_OFF, POWER_ON
+    from consolidator.power.base import read_power as read_state
+
+    unknown = [h for h in cluster.hosts if h.power == "unknown"]
+    try:
+        lookup = ctx.read_only_power_lookup() if unknown else None
+    except ConsolidatorError:
+        return cluster
+    drivers = [(h.name, d) for h in unknown
+               for d in [_driver(lookup, h.name, h.compute_host or h.name)] if d is not None]
+    if not drivers:
+        return cluster
+    with ThreadPoolExecutor(max_workers=min(MAX_READERS, len(drivers))) as pool:
+        states = dict(zip((name for name, _ in drivers),
+                          pool.map(lambda pair: read_state(pair[1]), drivers), strict=True))
+    hosts = tuple(replace(h, power=states[h.name])
+                  if states.get(h.name) in (POWER_ON, POWER_OFF) else h for h in cluster.hosts)
+    return Cluster(hosts=hosts, instances=cluster.instances,
+                   server_groups=cluster.server_groups)
 
 
 def read_power(ctx: AppContext, cluster: Cluster) -> tuple[Reading, ...]:
@@ -51,9 +83,14 @@ def read_power(ctx: AppContext, cluster: Cluster) -> tuple[Reading, ...]:
         Reading(host=name, watts=w, load=loads[name],
                 source=str(getattr(getattr(driver, "config", None), "driver", "bmc")))
         for (name, driver), w in zip(drivers, watts, strict=True) if w is not None)
+    up = {h.name for h in cluster.hosts if h.state == "up"}    # surely on: a real gap
+    missing = sorted({name for name, _ in drivers} & up - {r.host for r in readings})
+    fallback = (f"; no reading from {', '.join(missing)}: plans count them at their earlier "
+                f"readings, else [energy] idle_watts ({idle_watts(ctx.config):g} W)"
+                if missing else "")
     ctx.report(f"read the power draw of {len(readings)} of "
                f"{plural(len(drivers), 'host')} with a BMC in {time.monotonic() - started:.1f} s "
-               f"({sum(r.watts for r in readings):.0f} W in all)")
+               f"({sum(r.watts for r in readings):.0f} W in all){fallback}")
     return readings
 
 
@@ -73,6 +110,14 @@ def idle_estimates(ctx: AppContext, snapshot: Snapshot) -> dict[str, IdleEstimat
                          idle_watts(ctx.config))
 
 
+def watts_off(ctx: AppContext, snapshot: Snapshot, hosts: list[str]) -> float:
+    """The idle draw the hosts would have if on, as plans estimate it (readings up to the
+    snapshot, else [energy] idle_watts): the watts saved by keeping them off."""
+    estimates = idle_estimates(ctx, snapshot)
+    fallback = idle_watts(ctx.config)
+    return sum(estimates[h].watts if h in estimates else fallback for h in hosts)
+
+
 def plan_for_objective(ctx: AppContext, snapshot: Snapshot, cluster: Cluster, algorithm: str,
                        objective: str, hosts_planner: Any = None, **plan_args: Any) -> PlanDraft:
     """The checked plan for the objective (hosts: the algorithm's own, or hosts_planner's
@@ -88,4 +133,9 @@ def plan_for_objective(ctx: AppContext, snapshot: Snapshot, cluster: Cluster, al
     else:
         draft = (hosts_planner or plan_cluster)(cluster, algorithm, **plan_args)
     spent = saving(draft.power_off, estimates, idle_watts(ctx.config))
+    if objective == "energy" and all(e.basis == CONFIGURED for e in estimates.values()):
+        draft = replace(draft, notes=(*draft.notes, (
+            f"objective energy: no host has a power reading, so every host counts at "
+            f"[energy] idle_watts ({idle_watts(ctx.config):g} W) and hosts are told apart by "
+            f"size alone; take a snapshot of the live cloud with its BMC file to measure them")))
     return replace(draft, host_watts=dict(spent.per_host), watts_basis=dict(spent.basis))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from consolidator.algorithms.base import Ranker, get_algorithm
+from consolidator.algorithms.base import ALGORITHMS, Ranker
 from consolidator.app.budget import (
     AUTO,
     FAST_ALGORITHMS,
@@ -19,6 +19,7 @@ from consolidator.app.context import AppContext
 from consolidator.app.energy import plan_for_objective
 from consolidator.app.settings import algorithm_options, settings_from_config
 from consolidator.constraints import UsageModel
+from consolidator.errors import UsageError
 from consolidator.model import Cluster
 from consolidator.options import check_options
 from consolidator.plan import Move, PlanDraft, StoredPlan
@@ -26,6 +27,7 @@ from consolidator.planner import PlanSettings
 from consolidator.rankings import get_ranking
 from consolidator.store.plans import save_plan
 from consolidator.store.snapshots import Snapshot, usage_history
+from consolidator.wording import plural
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,9 @@ def validate_request(ctx: AppContext, request: PlanRequest) -> None:
     """Fail early, in one line, on an unknown algorithm or ranking or a bad ranking option."""
     config = ctx.config
     algorithm = request.algorithm or config.get("planner", "algorithm")
-    if algorithm != AUTO:
-        get_algorithm(algorithm)
+    if algorithm != AUTO and algorithm not in ALGORITHMS.names():
+        raise UsageError(f"unknown algorithm {algorithm!r}: choose one of "
+                         f"{', '.join(sorted([AUTO, *ALGORITHMS.names()]))}")
     ranking = request.ranking if request.ranking is not None \
         else config.get("planner", "ranking")
     check_options(algorithm, ranking or None, request.options or {})
@@ -80,7 +83,13 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pla
     if objective == "energy":
         check_energy_request(request)
         algorithm = FAST_ALGORITHMS[0] if i.algorithm == AUTO else i.algorithm
-        return plan_for_objective(ctx, snapshot, i.cluster, algorithm, objective, **args)
+        draft = plan_for_objective(ctx, snapshot, i.cluster, algorithm, objective, **args)
+        most = ctx.config.get("planner", "max_migrations")
+        if most and len(draft.migrations) > most:
+            draft = replace(draft, notes=(*draft.notes, (
+                f"[planner] max_migrations = {most} does not apply with --objective energy: "
+                f"{plural(len(draft.migrations), 'migration')}")))
+        return draft
     if i.algorithm == AUTO or not budget.unlimited:
         return plan_for_objective(ctx, snapshot, i.cluster, i.algorithm, objective,
                                   hosts_planner=partial(plan_within_budget, budget=budget),

@@ -32,7 +32,9 @@ def list_plans(ctx: AppContext, *, status: str | None, limit: int) -> list[Any]:
 
 def asked_row(row: Any) -> str:
     """What a listed plan was asked for: algorithm, ranking and options as flags."""
-    return asked_for(row.algorithm, row.ranking, (row.details or {}).get("options") or {})
+    details = row.details or {}
+    return asked_for(row.algorithm, row.ranking, details.get("options") or {},
+                     details.get("choice"))
 
 
 def change_status(ctx: AppContext, ref: str, status: str) -> str:

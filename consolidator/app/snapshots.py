@@ -67,11 +67,12 @@ def record_snapshot(ctx: AppContext, *, source_suffix: str = "") -> tuple[Snapsh
 def store_inventory(ctx: AppContext, inventory: Inventory, *, source_suffix: str = ""
                     ) -> Snapshot:
     """Store an inventory already read as a snapshot of this context's cloud."""
-    from consolidator.app.energy import read_power
+    from consolidator.app.energy import read_power, settle_power
 
     label = inventory.cloud
-    readings = read_power(ctx, inventory.cluster)
-    return save_snapshot(ctx.engine(), inventory.cluster, cloud=label,
+    cluster = settle_power(ctx, inventory.cluster)
+    readings = read_power(ctx, cluster)
+    return save_snapshot(ctx.engine(), cluster, cloud=label,
                          source=f"cloud:{label}{source_suffix}",
                          capacity_source=inventory.capacity_source, readings=readings)
 
@@ -90,6 +91,17 @@ def record_scenario(ctx: AppContext, path: str) -> Snapshot:
 def get_snapshot(ctx: AppContext, ref: str) -> Snapshot:
     """A stored snapshot, by id or unique prefix."""
     return load_snapshot(ctx.engine(), ref)
+
+
+def last_readings(ctx: AppContext) -> dict[str, float]:
+    """host -> watts of the newest snapshot of the context's cloud (without a cloud name,
+    of any cloud but a scenario's) that has power readings; empty if none."""
+    for info in list_snapshots(ctx.engine(), cloud=ctx.cloud_name or None, limit=20):
+        if not info.cloud.startswith("scenario:"):
+            readings = load_snapshot(ctx.engine(), info.id).readings
+            if readings:
+                return {r.host: r.watts for r in readings}
+    return {}
 
 
 def snapshot_list(ctx: AppContext, *, limit: int) -> list[SnapshotInfo]:

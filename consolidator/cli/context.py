@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import click
 
 from consolidator.app.context import AppContext
@@ -21,3 +24,14 @@ FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), d
 def report_to_stderr(line: str) -> None:
     """The CLI's reporter: progress lines go to stderr."""
     click.echo(line, err=True)
+
+
+class FiniteRange(click.FloatRange):
+    """A float range that also refuses nan (which passes every bound) and infinity."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value} is not a finite number", param, ctx)
+        return number

@@ -14,7 +14,7 @@ from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, check_live, make_plan, validate_request
 from consolidator.app.plans import asked_row, change_status, list_plans, show_plan
 from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
-from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
+from consolidator.cli.context import BMC_FILE, FORMAT, FiniteRange, pass_app
 from consolidator.errors import ConsolidatorError
 from consolidator.model import Cluster
 from consolidator.plan import STATES, StoredPlan
@@ -37,6 +37,18 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
     return options
 
 
+def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
+                     budget: dict[str, object]) -> None:
+    """--front picks no point and stores no plan: refuse what it would silently ignore."""
+    given = [f"--{name.replace('_', '-')}" for name, value in budget.items()
+             if value is not None]
+    given += [flag for flag, on in (("--format id", fmt == "id"), ("--check-live", check_live),
+                                    ("--objective energy", objective == "energy")) if on]
+    if given:
+        raise click.UsageError(f"--front shows every trade-off and stores no plan: drop "
+                               f"{' and '.join(given)}, or drop --front to make that plan")
+
+
 @click.group("plan", invoke_without_command=True)
 @click.option("-a", "--algorithm", metavar="NAME",
               help="Packing algorithm (see 'consolidator algorithms'), or auto: the fast ones, "
@@ -52,7 +64,7 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--capacity-model", type=click.Choice(["placement", "ucac"]),
               help="ucac: also keep CPU usage within each host's cores at --confidence "
                    "(paper 003) [default: [planner] capacity_model].")
-@click.option("--confidence", type=click.FloatRange(0.5, 1.0, max_open=True),
+@click.option("--confidence", type=FiniteRange(0.5, 1.0, max_open=True),
               help="Confidence alpha for ucac [default: [planner] confidence, 0.999].")
 @click.option("-o", "--option", "raw_options", multiple=True, metavar="KEY=VALUE",
               help="Algorithm or ranking option, e.g. bin=8x8x6, assign=false, "
@@ -65,14 +77,16 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
               help="Then ask the live cloud's Placement about every move, as apply will "
                    "before each wave, and list the moves it would refuse (exit 1 if any).")
 @click.option("--max-migrations", type=click.IntRange(min=0), metavar="N",
-              help="Budget: at most N migrations [default: [planner] max_migrations].")
-@click.option("--max-moved-gib", type=click.FloatRange(min=0), metavar="G",
+              help="Budget: at most N migrations; 0 allows none [default: [planner] "
+                   "max_migrations, where 0 means unlimited].")
+@click.option("--max-moved-gib", type=FiniteRange(min=0), metavar="G",
               help="Budget: the migrations move at most G GiB of instance memory.")
-@click.option("--target-hosts", type=click.IntRange(min=0), metavar="K",
+@click.option("--target-hosts", type=click.IntRange(min=1), metavar="K",
               help="Budget: reach K hosts left on with the fewest migrations.")
 @click.option("--front", "show_front", is_flag=True,
               help="Show, per algorithm, the plans no other beats on hosts left on, "
-                   "migrations and GiB moved (table and chart); store nothing.")
+                   "migrations and GiB moved (table and chart), and the snapshot they "
+                   "come from; store no plan.")
 @BMC_FILE
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "id"]), default="table",
               show_default=True, help="Output format; id prints only the new plan's id, as "
@@ -105,6 +119,10 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                           target_hosts=target_hosts,
                           objective=objective)
     validate_request(app, request)
+    if show_front:
+        _front_conflicts(fmt, objective, check_live,
+                         {"max_migrations": max_migrations, "max_moved_gib": max_moved_gib,
+                          "target_hosts": target_hosts})
     if snapshot_ref and scenario:
         raise click.UsageError("give --snapshot or --scenario, not both")
     app.engine()
@@ -138,9 +156,12 @@ def _show_front(app: AppContext, snap: Any, request: PlanRequest, fmt: str) -> N
 
     points = front_of(app, snap, request)
     if fmt == "json":
-        click.echo(json.dumps(front_json(points), indent=2))
+        click.echo(json.dumps({"snapshot": snap.info.id, **front_json(points)}, indent=2))
     else:
-        click.echo(front_table(points) + "\n\n" + front_chart(points))
+        click.echo(front_table(points) + "\n\n" + front_chart(points) + "\n\n"
+                   f"snapshot {snap.info.id}; plan a point from it with: consolidator plan "
+                   f"--snapshot {snap.info.id} --max-migrations N (or --max-moved-gib G, "
+                   f"--target-hosts K)")
 
 
 def _check_live(app: AppContext, stored: StoredPlan, cluster: Cluster) -> None:
@@ -243,7 +264,11 @@ def plans_compare(app: AppContext, plan_ids: tuple[str, ...], fmt: str) -> None:
 def algorithms_cmd() -> None:
     """List the packing algorithms and rankings, each with its paper."""
     click.echo(table(["ALGORITHM", "WHAT IT DOES", "PAPER"],
-                     [[e.name, e.summary, e.source] for e in ALGORITHMS]))
+                     [[e.name, e.summary, e.source] for e in ALGORITHMS] + [
+                         ["auto", "the default: zoned-bestfit and hvp --light, keeping the plan "
+                          "that frees the most hosts within the budget", ""],
+                         ["fewest-migrations", "what a budgeted plan may read: the k least "
+                          "populated hosts emptied by METAHVPLIGHT (not an -a choice)", "002"]]))
     click.echo()
     click.echo(table(["RANKING", "WHAT IT DOES", "PAPER"],
                      [[e.name, e.summary, e.source] for e in RANKINGS]))

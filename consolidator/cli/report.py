@@ -10,7 +10,7 @@ import click
 from consolidator import report
 from consolidator.app.context import AppContext
 from consolidator.app.history import build_report
-from consolidator.cli.context import pass_app
+from consolidator.cli.context import FiniteRange, pass_app
 from consolidator.render.report import render_text
 
 
@@ -25,7 +25,7 @@ def _utc(ctx: click.Context, param: click.Parameter, value: str | None) -> datet
 
 
 @click.command("report")
-@click.option("--days", type=click.FloatRange(min=0, min_open=True), default=7.0,
+@click.option("--days", type=FiniteRange(min=0, min_open=True), default=7.0,
               show_default=True, help="Length of the period, ending now (or at --until).")
 @click.option("--until", callback=_utc, metavar="TIME",
               help="End of the period, ISO 8601 (naive: UTC) [default: now].")

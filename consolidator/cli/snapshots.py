@@ -85,7 +85,7 @@ def snapshots_show(app: AppContext, snapshot_id: str, fmt: str) -> None:
                                   f"{len(snap.readings)} BMCs" if snap.readings
                     else "no readings")]))
     click.echo()
-    click.echo(snapshot_hosts(snap.cluster))
+    click.echo(snapshot_hosts(snap.cluster, {r.host: r.watts for r in snap.readings}))
 
 
 def _info_json(info: object) -> dict:

@@ -9,10 +9,17 @@ from typing import Any
 FLAGS = ("light", "capacity_model", "confidence")
 
 
-def asked_for(algorithm: str, ranking: str | None, options: Mapping[str, Any]) -> str:
+#: A recorded budget's keys and the flags that ask for them.
+BUDGET_FLAGS = (("max_migrations", "--max-migrations"), ("max_moved_gib", "--max-moved-gib"),
+                ("target_hosts", "--target-hosts"))
+
+
+def asked_for(algorithm: str, ranking: str | None, options: Mapping[str, Any],
+              choice: Mapping[str, Any] | None = None) -> str:
     """e.g. 'hvp --light', 'firstfit -r ucac --capacity-model ucac --confidence 0.999
-    -o bin=8x8x6'."""
-    words = [algorithm]
+    -o bin=8x8x6'; a plan chosen within a budget (choice) reads 'auto --max-migrations 50
+    -> zoned-bestfit': what was asked, then what won."""
+    words = [str(choice.get("asked") or algorithm)] if choice else [algorithm]
     if ranking:
         words += ["-r", ranking]
     if options.get("light"):
@@ -25,4 +32,10 @@ def asked_for(algorithm: str, ranking: str | None, options: Mapping[str, Any]) -
         if key not in FLAGS:
             shown = ",".join(map(str, value)) if isinstance(value, list) else value
             words += ["-o", f"{key}={str(shown).lower() if isinstance(value, bool) else shown}"]
+    budget = (choice or {}).get("budget") or {}
+    for key, flag in BUDGET_FLAGS:
+        if budget.get(key) is not None:
+            words += [flag, f"{budget[key]:g}"]
+    if choice and words[0] != algorithm:
+        words += ["->", algorithm]
     return " ".join(words)

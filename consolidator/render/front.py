@@ -31,17 +31,20 @@ def front_chart(front: Mapping[str, Sequence[FrontPoint]]) -> str:
     m_hi = max(max(moves), 1)
     grid = [[" "] * WIDTH for _ in range(HEIGHT)]
     letters = {name: chr(ord("a") + n) for n, name in enumerate(front)}
+
+    def row_of(hosts_on: int) -> int:
+        """The grid row (0 at the top) where points leaving hosts_on hosts on are drawn."""
+        y = 0 if h_hi == h_lo else round((hosts_on - h_lo) / (h_hi - h_lo) * (HEIGHT - 1))
+        return HEIGHT - 1 - y
+
     for name, p in points:
         x = round(p.migrations / m_hi * (WIDTH - 1))
-        y = 0 if h_hi == h_lo else round((p.hosts_after - h_lo) / (h_hi - h_lo) * (HEIGHT - 1))
-        cell = grid[HEIGHT - 1 - y][x]
-        grid[HEIGHT - 1 - y][x] = letters[name] if cell in (" ", letters[name]) else "*"
+        cell = grid[row_of(p.hosts_after)][x]
+        grid[row_of(p.hosts_after)][x] = letters[name] if cell in (" ", letters[name]) else "*"
+    ticks = {row_of(v): str(v) for v in (h_lo, (h_lo + h_hi) // 2, h_hi)}
     label = len(str(h_hi))
-    lines = []
-    for row, cells in enumerate(grid):
-        value = h_hi - (h_hi - h_lo) * row / max(HEIGHT - 1, 1)
-        tick = str(round(value)) if row in (0, HEIGHT - 1, HEIGHT // 2) else ""
-        lines.append(f"{tick.rjust(label)} |{''.join(cells).rstrip()}")
+    lines = [f"{ticks.get(row, '').rjust(label)} |{''.join(cells).rstrip()}"
+             for row, cells in enumerate(grid)]
     lines.append(" " * label + " +" + "-" * WIDTH)
     axis = f"0{'migrations'.center(WIDTH - 1 - len(str(m_hi)))}{m_hi}"
     lines.append(" " * (label + 2) + axis)

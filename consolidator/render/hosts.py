@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from consolidator.model import Cluster
 from consolidator.render import bar, table
 
 
-def snapshot_hosts(cluster: Cluster) -> str:
-    """One row per host: service, power, population and use against capacity."""
+def snapshot_hosts(cluster: Cluster, watts: Mapping[str, float] | None = None) -> str:
+    """One row per host: service, power, population and use against capacity; with watts
+    (host -> its BMC reading at the snapshot), a WATTS column, blank where there was none."""
     rows = []
     for i, host in enumerate(cluster.hosts):
         cap = cluster.capacity[i]
@@ -19,8 +21,12 @@ def snapshot_hosts(cluster: Cluster) -> str:
                      f"{used[0]:g}/{cap[0]:g}",
                      f"{used[1] / 1024:.0f}/{cap[1] / 1024:.0f}",
                      f"{used[2]:g}/{cap[2]:g}"])
-    return table(["HOST", "AZ", "SERVICE", "POWER", "INSTANCES", "VCPU", "RAM GiB", "DISK GB"],
-                 rows, align="llllrrrr")
+        if watts is not None:
+            rows[-1].append(f"{watts[host.name]:.0f} W" if host.name in watts else "")
+    headers = ["HOST", "AZ", "SERVICE", "POWER", "INSTANCES", "VCPU", "RAM GiB", "DISK GB"]
+    if watts is not None:
+        return table([*headers, "WATTS"], rows, align="llllrrrrr")
+    return table(headers, rows, align="llllrrrr")
 
 
 def live_hosts(rows: list[dict[str, Any]]) -> str:

@@ -26,6 +26,7 @@ from consolidator.power.base import driver_for, load_bmc_file
 from consolidator.scenario import parse_scenario
 from consolidator.store.db import make_engine, upgrade
 from consolidator.store.leases import current
+from consolidator.store.plans import load_plan
 from consolidator.store.snapshots import load_snapshot
 from tests.conftest import migrated
 
@@ -233,16 +234,37 @@ def test_cycle_metrics(bed: tuple, tmp_path: Path) -> None:
     daemon = make_daemon(cloud, engine, tmp_path)
     daemon.metrics = Metrics()
     with time_machine.travel(NIGHT, tick=True):
-        daemon.cycle()
+        result = daemon.cycle()
     text = daemon.metrics.exposition().decode()
     assert 'consolidator_hosts{state="powered_off"} 3.0' in text
     assert 'consolidator_hosts{state="active"} 2.0' in text
     assert 'consolidator_migrations_total{result="succeeded"}' in text
     assert 'consolidator_plans{status="succeeded"} 1.0' in text
-    assert "consolidator_watts_saved 810.0" in text
+    # the same watts the cycle's plan estimated from the BMC readings, not 3 x 270 W assumed
+    plan = load_plan(engine, result.plan_id)
+    saved = next(float(line.split()[1]) for line in text.splitlines()
+                 if line.startswith("consolidator_watts_saved "))
+    assert saved == pytest.approx(plan.draft.watts_saved) and saved != 3 * 270
     # the cycle's snapshot read the five Redfish BMCs (default 270 W idle, 450 W peak)
     assert "consolidator_power_hosts_measured 5.0" in text
     assert text.count("consolidator_host_power_watts{host=") == 5
+
+
+def test_a_restarted_daemon_exports_the_last_snapshot_before_its_first_cycle(
+        bed: tuple, tmp_path: Path) -> None:
+    """A daemon restarted between hourly cycles serves the power and plans the database
+    already holds, not 0 W and no plans until its first cycle."""
+    from consolidator.metrics import Metrics
+
+    cloud, engine = bed
+    first = make_daemon(cloud, engine, tmp_path)
+    with time_machine.travel(NIGHT, tick=True):
+        first.cycle()
+    restarted = Daemon(first.ctx, metrics=Metrics())
+    text = restarted.metrics.exposition().decode()
+    assert "consolidator_power_hosts_measured 5.0" in text
+    assert text.count("consolidator_host_power_watts{host=") == 5
+    assert 'consolidator_plans{status="succeeded"} 1.0' in text
 
 
 def test_daemon_snapshots_carry_the_usage_statistics(tmp_path: Path) -> None:

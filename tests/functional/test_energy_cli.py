@@ -104,3 +104,13 @@ def test_a_failing_bmc_leaves_its_host_out_and_the_snapshot_succeeds(
                                     "--format", "json").out)
     assert {r["host"] for r in shown["power_readings"]} == {"old-2", "old-3", "new-1",
                                                              "new-3"}
+    # the snapshot says which hosts gave no reading, and what stands in for them
+    line = next(x for x in snap.err.splitlines() if x.startswith("read the power draw"))
+    assert "no reading from new-2, old-1" in line and "idle_watts (250 W)" in line, line
+    # and 'snapshots show' lists each reading beside its host
+    table = consolidator(served, tmp_path, "snapshots", "show", snap.out.strip()).out
+    rows = {r.split()[0]: r for r in table.splitlines() if r.split()[:1]
+            and r.split()[0] in {*OLD, *NEW}}
+    for reading in shown["power_readings"]:
+        assert f"{reading['watts']:.0f} W" in rows[reading["host"]], rows
+    assert "W" not in rows["new-2"].split()[-1] and "W" not in rows["old-1"].split()[-1]

@@ -97,3 +97,18 @@ def test_good_config_values_pass(tmp_path: Path, db_url: str) -> None:
                     "[metrics]\naddress = ::\nport = 9100\n[planner]\nconfidence = 0.99\n")
     result = run("--config", str(conf), "snapshots", "list", db_url=db_url)
     assert result.code == 0, result.err
+
+
+@pytest.mark.parametrize("args", [
+    ("report", "--days", "nan"), ("report", "--days", "inf"),
+    ("plan", "--scenario", "SCENARIO", "--capacity-model", "ucac", "--confidence", "nan"),
+    ("plan", "--scenario", "SCENARIO", "--max-moved-gib", "inf"),
+])
+def test_a_number_option_refuses_nan_and_infinity(tmp_path: Path, db_url: str,
+                                                 args: tuple[str, ...]) -> None:
+    """nan passes every range check and inf overflows: both are usage errors in one line."""
+    scenario = tmp_path / "huge.yaml"
+    scenario.write_text(yaml.safe_dump(HUGE))
+    made = run(*[str(scenario) if a == "SCENARIO" else a for a in args], db_url=db_url)
+    assert made.code == 2, made.out + made.err
+    assert "is not a finite number" in made.err and "unexpected error" not in made.err
