@@ -33,7 +33,7 @@ from consolidator.algorithms.state import PackingState
 from consolidator.constraints import build_problem
 from consolidator.model import Cluster
 from consolidator.plan import PlanDraft
-from consolidator.planner import PlanSettings, draft_from_packing
+from consolidator.planner import PlanSettings, draft_from_packing, power_decisions
 from consolidator.wording import plural
 
 #: The name of the migration-minimising choice of hosts, as a point's algorithm.
@@ -86,8 +86,8 @@ class FrontPoint:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A packing not yet made into a plan, with its costs estimated (hosts left on before
-    spares and N+1; migrations and GiB exact): cheap to compare, drafted only if chosen."""
+    """A packing not yet made into a plan, with its costs (hosts left on, migrations, GiB
+    moved) as its plan will have them: cheap to compare, drafted only if chosen."""
 
     algorithm: str
     how: str
@@ -216,8 +216,13 @@ def fewest_migrations_packing(problem: Problem, k: int) -> Packing | None:
             and not apply(state, witnesses, False):
         return None
     return state.packing([int(h) for h in hosts],
-                         [f"{FEWEST}: the {len(hosts)} least populated hosts emptied "
+                         [f"{FEWEST}: {least_populated(len(hosts))} emptied "
                           f"(METAHVPLIGHT); migrations at their lower bound"])
+
+
+def least_populated(k: int) -> str:
+    """'the least populated host', 'the 3 least populated hosts'."""
+    return "the least populated host" if k == 1 else f"the {k} least populated hosts"
 
 
 def prefix_packing(problem: Problem, packing: Packing, count: int) -> Packing:
@@ -249,13 +254,13 @@ class FrontBuilder:
         self.memory = np.array([i.memory_mb for i in cluster.instances], dtype=np.float64)
 
     def estimate(self, packing: Packing, algorithm: str, how: str) -> Candidate:
-        """A packing's costs without drafting it: hosts on less the emptiable hosts left
-        empty (spares added back), migrations and GiB moved."""
+        """A packing's costs without drafting it: the hosts its plan leaves on (spares,
+        the last host of a zone, N+1 and hosts without a BMC kept on, as the plan will),
+        migrations and GiB moved."""
         p = self.problem
         moved = packing.target != p.placement
-        empty = np.bincount(packing.target, minlength=p.n_hosts) == 0
-        freed = int(np.count_nonzero(p.powered & p.emptiable & empty))
-        hosts = int(p.powered.sum()) - max(freed - p.spare, 0)
+        off = power_decisions(p, packing.target, self.settings, self.no_bmc).power_off
+        hosts = int(p.powered.sum()) - len(off)
         return Candidate(algorithm, how, packing, hosts, int(moved.sum()),
                          float(self.memory[moved].sum()) / 1024.0)
 
@@ -295,7 +300,7 @@ class FrontBuilder:
         packing = fewest_migrations_packing(self.problem, k)
         if packing is None:
             return None
-        how = f"the {k} least populated hosts" if k else "no migration"
+        how = least_populated(k) if k else "no migration"
         return self.point(packing, FEWEST, how)
 
     def largest_fewest_k(self, top: int) -> int:
@@ -349,7 +354,7 @@ class FrontBuilder:
             packing = fewest_migrations_packing(self.problem, k) if k else None
             if packing is None:
                 continue
-            found = self.estimate(packing, FEWEST, f"the {k} least populated hosts")
+            found = self.estimate(packing, FEWEST, least_populated(k))
             if budget.target_hosts is not None:      # the plan's own count, N+1 included
                 found = replace(found, hosts_after=self.draft(found).hosts_after)
             if k == best or budget.target_hosts is None \
@@ -402,14 +407,6 @@ def best_within(builder: FrontBuilder, algorithms: Sequence[str], budget: Budget
     chosen = pick(candidates, budget)
     assert chosen is not None     # the empty plan fits every budget
     point = builder.draft(chosen)
-    while budget.target_hosts is not None and point.hosts_after > budget.target_hosts:
-        # The estimate left out the hosts N+1 keeps on: take that into account, try again.
-        candidates = [replace(c, hosts_after=point.hosts_after) if c is chosen else c
-                      for c in candidates]
-        again = pick(candidates, budget)
-        if again is None or again.hosts_after > budget.target_hosts:
-            break
-        chosen, point = again, builder.draft(again)
     return point, _why(point, [c for c in candidates if c is not chosen], budget)
 
 
@@ -441,14 +438,22 @@ def label(point: FrontPoint | Candidate) -> str:
 
 def _why(chosen: FrontPoint, candidates: Sequence[Candidate], budget: Budget) -> str:
     """One sentence: which plan won, against what, within which budget."""
-    others = "; ".join(f"{label(p)}: about {plural(p.hosts_after, 'host')} on, "
+    others = "; ".join(f"{label(p)}: {plural(p.hosts_after, 'host')} on, "
                        f"{plural(p.migrations, 'migration')}, {p.moved_gib:.0f} GiB"
                        + ("" if budget.fits(p) else " [over budget]")
                        for p in candidates)
-    goal = "reaches the target with the fewest migrations" \
-        if budget.target_hosts is not None and chosen.hosts_after <= budget.target_hosts \
-        else "frees the most hosts"
-    return (f"{label(chosen)} {goal} within {budget.describe()}: "
+    target = budget.target_hosts
+    if target is not None and chosen.hosts_after <= target:
+        goal = "reaches the target with the fewest migrations"
+    elif target is not None:
+        below = f"; the lower bound is {plural(chosen.draft.lower_bound, 'host')}" \
+            if target < chosen.draft.lower_bound else ""
+        goal = (f"frees the most hosts but does not reach the target of "
+                f"{plural(target, 'host')} left on{below}")
+    else:
+        goal = "frees the most hosts"
+    within = "with no budget" if budget.unlimited else f"within {budget.describe()}"
+    return (f"{label(chosen)} {goal} {within}: "
             f"{plural(chosen.hosts_after, 'host')} on, {plural(chosen.migrations, 'migration')}, "
             f"{chosen.moved_gib:.0f} GiB moved. Also tried: {others or 'nothing else'}")
 

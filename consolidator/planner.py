@@ -63,31 +63,11 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
     cluster = problem.cluster
     target = packing.target
     moved = np.nonzero(target != problem.placement)[0]
-    population = np.bincount(target, minlength=problem.n_hosts)
-    candidates = np.nonzero(problem.powered & problem.emptiable & (population == 0))[0]
-    spares = _choose_spares(problem, candidates, problem.spare)
     names = [h.name for h in cluster.hosts]
     notes = too_large(cluster) + list(problem.notes) + list(packing.notes)
-    for zone_host in _last_in_zone(problem, population, candidates, spares):
-        spares.add(zone_host)
-        notes.append(f"{names[zone_host]} stays powered: it is the last usable host of its "
-                     f"availability zone")
-    power_off = [int(h) for h in candidates if int(h) not in spares]
-    if settings.n_plus_one:
-        kept = _n_plus_one(problem, target, power_off)
-        if kept:
-            spares.update(kept)
-            power_off = [h for h in power_off if h not in kept]
-            notes.append(f"N+1: {', '.join(names[h] for h in kept)} "
-                         f"{'stays' if len(kept) == 1 else 'stay'} powered so that the hosts "
-                         f"left on can absorb the failure of the largest of them "
-                         f"([planner] n_plus_one)")
-    unpowered = set(no_bmc)
-    left_on = {names[h]: "emptied, left on: no BMC is configured for it in the BMC file"
-               for h in power_off if names[h] in unpowered}
-    power_off = [h for h in power_off if names[h] not in unpowered]
-    if left_on:
-        notes.append(f"emptied but left on, no BMC configured: {', '.join(sorted(left_on))}")
+    decided = power_decisions(problem, target, settings, no_bmc)
+    power_off, spares, left_on = decided.power_off, decided.spares, decided.left_on
+    notes += decided.notes
     waves = plan_waves(cluster, [(int(i), int(problem.placement[i]), int(target[i]))
                                  for i in moved], settings.per_host_limit)
     moves = tuple(Move(instance_id=cluster.instances[i].id,
@@ -111,6 +91,49 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                       per_host_limit=settings.per_host_limit,
                       chance=_chance(problem))
     return draft
+
+
+@dataclass(frozen=True)
+class PowerDecisions:
+    """Which emptied hosts a packing powers off, which it keeps on and why."""
+
+    power_off: list[int]
+    spares: set[int]
+    left_on: dict[str, str]
+    notes: list[str]
+
+
+def power_decisions(problem: Problem, target: np.ndarray, settings: PlanSettings,
+                    no_bmc: Collection[str] = ()) -> PowerDecisions:
+    """The emptied hosts to power off, after the spares, the last host of each zone, N+1
+    and the hosts no BMC is configured for are kept on: what a plan of this packing does,
+    without its moves and waves (the front compares packings by it)."""
+    names = [h.name for h in problem.cluster.hosts]
+    notes: list[str] = []
+    population = np.bincount(target, minlength=problem.n_hosts)
+    candidates = np.nonzero(problem.powered & problem.emptiable & (population == 0))[0]
+    spares = _choose_spares(problem, candidates, problem.spare)
+    for zone_host in _last_in_zone(problem, population, candidates, spares):
+        spares.add(zone_host)
+        notes.append(f"{names[zone_host]} stays powered: it is the last usable host of its "
+                     f"availability zone")
+    power_off = [int(h) for h in candidates if int(h) not in spares]
+    if settings.n_plus_one:
+        kept = _n_plus_one(problem, target, power_off)
+        if kept:
+            spares.update(kept)
+            power_off = [h for h in power_off if h not in kept]
+            notes.append(f"N+1: {', '.join(names[h] for h in kept)} "
+                         f"{'stays' if len(kept) == 1 else 'stay'} powered so that the hosts "
+                         f"left on can absorb the failure of the largest of them "
+                         f"([planner] n_plus_one)")
+    unpowered = set(no_bmc)
+    left_on = {names[h]: "emptied, left on: no BMC is configured for it in the BMC file"
+               for h in power_off if names[h] in unpowered}
+    power_off = [h for h in power_off if names[h] not in unpowered]
+    if left_on:
+        notes.append(f"emptied but left on, no BMC configured: {', '.join(sorted(left_on))}")
+    return PowerDecisions(power_off, spares, left_on, notes)
 
 
 def _n_plus_one(problem: Problem, target: np.ndarray, power_off: list[int]) -> list[int]:
