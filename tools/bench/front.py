@@ -155,8 +155,9 @@ def main() -> None:
         print(table(["PLAN --SCENARIO, END TO END", "COLD S", "WARM S", "< 2 S (COLD / WARM)",
                      "WATCHER / 3", "< WATCHER / 3"], timings))
     print(f"\nimports of the plan command: {imports:.2f} s (beyond a bare python)")
-    print("COLD: the first run on a file (YAML parsed by libyaml); WARM: later runs, the "
-          "parsed scenario read from the cache (CONSOLIDATOR_CACHE_DIR). "
+    print("COLD: the first run on a file (YAML built from libyaml's events, "
+          "consolidator/yaml_loader.py); WARM: later runs, the parsed scenario read from the "
+          "cache (CONSOLIDATOR_CACHE_DIR). "
           + ("PEER: Watcher run on each cluster." if args.watcher_python else
              "PEER: the issue's measured Watcher numbers on clusters of the same shape "
              "(pass --watcher-python PATH to run Watcher)."))
