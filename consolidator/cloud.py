@@ -11,17 +11,15 @@ import logging
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
-import openstack
 import tenacity
-from keystoneauth1 import discover
-from keystoneauth1 import exceptions as ks_exc
-from openstack import exceptions as sdk_exc
-from openstack.connection import Connection
 
 from consolidator.errors import CloudError
+
+if TYPE_CHECKING:   # openstacksdk is imported by the calls that use it: --help stays fast
+    from openstack.connection import Connection
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -50,6 +48,10 @@ def connect(cloud: str | None, **overrides: Any) -> Connection:
 
     openstacksdk connects lazily: credentials are first used by the first request.
     """
+    import openstack
+    from keystoneauth1 import exceptions as ks_exc
+    from openstack import exceptions as sdk_exc
+
     try:
         return openstack.connect(cloud=cloud, **overrides)
     except sdk_exc.ConfigException as exc:
@@ -91,6 +93,9 @@ def cloud_label(conn: Connection) -> str:
 @contextmanager
 def cloud_errors(conn: Connection, doing: str) -> Iterator[None]:
     """Translate openstacksdk/keystoneauth exceptions into CloudError naming cloud and cause."""
+    from keystoneauth1 import exceptions as ks_exc
+    from openstack import exceptions as sdk_exc
+
     label = cloud_label(conn)
     try:
         yield
@@ -136,6 +141,8 @@ def get_json(proxy: Any, url: str, *, microversion: str | None = None,
     Connection errors, 429, 5xx and one 401 are retried with exponential backoff; other
     4xx fail at once. Auth, catalog and microversion negotiation stay openstacksdk's.
     """
+    from keystoneauth1 import exceptions as ks_exc
+
     seen_401 = [False]
 
     def once() -> Any:
@@ -180,6 +187,9 @@ def error_text(response: Any) -> str:
 
 def has_endpoint(conn: Connection, service: str) -> bool:
     """Whether a service (e.g. 'placement') is in the catalog and enabled."""
+    from keystoneauth1 import exceptions as ks_exc
+    from openstack import exceptions as sdk_exc
+
     try:
         return bool(getattr(conn, service).get_endpoint())
     except (ks_exc.EndpointNotFound, ks_exc.CatalogException, sdk_exc.ServiceDisabledException):
@@ -188,11 +198,15 @@ def has_endpoint(conn: Connection, service: str) -> bool:
 
 def mv_string(version: tuple[int, int] | None) -> str | None:
     """'2.96' for (2, 96); None for None."""
+    from keystoneauth1 import discover
+
     return discover.version_to_string(version) if version else None
 
 
 def compute_microversion(conn: Connection) -> tuple[int, int] | None:
     """The highest compute microversion both the cloud and this module understand."""
+    from keystoneauth1 import discover
+
     data = conn.compute.get_endpoint_data()
     if data is None or not data.max_microversion:
         return None

@@ -11,9 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any
-
-from openstack.connection import Connection
+from typing import TYPE_CHECKING, Any
 
 from consolidator.cloud import (
     HttpStatusError,
@@ -30,6 +28,9 @@ from consolidator.errors import CloudError
 from consolidator.model import CLASSIC_CLASSES, Cluster, Host, Instance, ServerGroup, natural_key
 from consolidator.placement import ProviderTree, read_trees
 from consolidator.wording import agree, plural
+
+if TYPE_CHECKING:
+    from openstack.connection import Connection
 
 LOG = logging.getLogger(__name__)
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
-
-from openstack.connection import Connection
 
 from consolidator import placement
 from consolidator.cloud import (
@@ -24,6 +22,9 @@ from consolidator.cloud import (
     paged,
 )
 from consolidator.errors import CloudError
+
+if TYPE_CHECKING:
+    from openstack.connection import Connection
 
 #: Microversion of the live-migration POST (block_migration "auto" needs 2.25; 2.30 adds force).
 LIVE_MIGRATION_MICROVERSION = "2.30"

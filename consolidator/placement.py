@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from openstack.connection import Connection
-
 from consolidator.cloud import cloud_errors, get_json, has_endpoint
+
+if TYPE_CHECKING:
+    from openstack.connection import Connection
 
 #: Provider trees (root_provider_uuid) need 1.14; forbidden traits 1.22; in_tree 1.31.
 PLACEMENT_MICROVERSION = "1.31"

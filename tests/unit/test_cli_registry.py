@@ -27,3 +27,16 @@ def test_help_imports_no_heavy_library() -> None:
                          timeout=60)
     assert "HEAVY []" in out.stdout, out.stdout + out.stderr
     assert "snapshots   List, show and export recorded snapshots." in out.stdout
+
+
+def test_no_command_s_help_imports_openstacksdk_or_the_bmc_libraries() -> None:
+    """Each command's --help loads its module, not the cloud or BMC libraries (hosts --help
+    took 1.3 s importing openstacksdk through the executor's Nova calls)."""
+    code = ("import sys\nfrom consolidator.cli import COMMANDS, main\n"
+            "for name in COMMANDS:\n"
+            "    try:\n        main([name, '--help'])\n    except SystemExit:\n        pass\n"
+            "heavy = [m for m in ('openstack', 'keystoneauth1', 'scipy', 'sushy', 'pyghmi') "
+            "if m in sys.modules]\nprint('HEAVY', heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert "HEAVY []" in out.stdout, out.stdout[-2000:] + out.stderr
