@@ -22,7 +22,7 @@ JSON shape (``consolidator report --format json``); times are ISO 8601 in UTC::
      "hosts_on": [{"time": "...", "hosts_on": 8, "hosts_total": 11, "spare": 2,
                    "instances": 150}],
      "cycles": [{"time": "...", "plan_id": "...", "algorithm": "zoned-bestfit",
-                 "ranking": null, "status": "succeeded", "migrations_planned": 4,
+                 "asked": "auto", "ranking": null, "status": "succeeded", "migrations_planned": 4,
                  "migrations_done": 4, "migrations_failed": 0, "power_off_planned": 1,
                  "hosts_powered_off": 1, "hosts_powered_on": 0}],
      "energy": {"hours": 24.0, "kwh_policy": 45.36, "kwh_no_policy": 71.28,
@@ -30,8 +30,8 @@ JSON shape (``consolidator report --format json``); times are ISO 8601 in UTC::
                 "kwh_per_year_policy": 16556.4, "kwh_per_year_no_policy": 26017.2,
                 "reduction_pct": 36.36, "kwh_measured": 40.1,
                 "kwh_per_day_measured": 40.1}}
-    (each hosts_on point also has "measured_watts" (null without readings) and
-    "measured_hosts")
+    ("asked" is what -a asked when another algorithm made the plan (auto), else null; each
+    hosts_on point also has "measured_watts" (null without readings) and "measured_hosts")
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ class Cycle:
     algorithm: str
     ranking: str | None
     status: str
+    #: What was asked when it differs from the algorithm that made the plan (auto), or None.
+    asked: str | None
     migrations_planned: int
     migrations_done: int
     migrations_failed: int
@@ -137,8 +139,10 @@ def cycle(plan: StoredPlan, entries: Iterable[Entry]) -> Cycle:
             failed.add(entry.target)
     migrated = done.get("migrate", set())
     draft = plan.draft
+    asked = (draft.choice or {}).get("asked")
     return Cycle(time=plan.created_at, plan_id=plan.id, algorithm=draft.algorithm,
                  ranking=draft.ranking, status=plan.status,
+                 asked=asked if asked and asked != draft.algorithm else None,
                  migrations_planned=len(draft.migrations), migrations_done=len(migrated),
                  migrations_failed=len(failed - migrated),
                  power_off_planned=len(draft.power_off),

@@ -23,7 +23,8 @@ def render_text(report: Report) -> str:
     out += ["", "Cycles (the plans that ran):"]
     out.append(table(["TIME (UTC)", "PLAN", "ALGORITHM", "STATUS", "PLANNED", "MIGRATED",
                       "FAILED", "POWERED OFF", "POWERED ON"],
-                     [[c.time.strftime(fmt), c.plan_id[:8], c.algorithm, c.status,
+                     [[c.time.strftime(fmt), c.plan_id[:8],
+                       f"{c.asked} -> {c.algorithm}" if c.asked else c.algorithm, c.status,
                        c.migrations_planned, c.migrations_done, c.migrations_failed,
                        f"{c.hosts_powered_off}/{c.power_off_planned}", c.hosts_powered_on]
                       for c in report.cycles], align="llllrrrrr")

@@ -120,3 +120,24 @@ def test_hourly_keeps_the_last_snapshot_of_each_hour() -> None:
 def test_bars_scale_to_the_widest_cloud() -> None:
     assert bar(6, 11, 11) == "###" * 6 + "..." * 5
     assert len(bar(300, 440, 440)) == 44 and bar(300, 440, 440).count("#") == 30
+
+
+def test_a_cycle_of_auto_shows_what_was_asked_and_what_won() -> None:
+    """The cycles table read only the winner ('hvp') for a plan asked of -a auto."""
+    from dataclasses import replace as _replace
+
+    from consolidator.report import to_json as _to_json
+    base = PlanDraft(algorithm="hvp", ranking=None, migrations=(), power_off=(),
+                     hosts_before=3, hosts_after=3, lower_bound=1, migrations_lower_bound=0,
+                     spare=0)
+    plans = [StoredPlan(id=name * 8, cloud="c", snapshot_id="s", status="succeeded",
+                        created_at=MIDNIGHT, updated_at=MIDNIGHT, reason=None, draft=draft)
+             for name, draft in (("a", _replace(base, choice={"asked": "auto",
+                                                              "algorithm": "hvp"})),
+                                 ("b", base))]
+    cycles = [cycle(p, []) for p in plans]
+    assert [c.asked for c in cycles] == ["auto", None]
+    report = build("c", MIDNIGHT, MIDNIGHT + timedelta(days=1), 270.0, day_points(), cycles)
+    text = render_text(report)
+    assert "aaaaaaaa  auto -> hvp" in text and "bbbbbbbb  hvp " in text
+    assert [c["asked"] for c in _to_json(report)["cycles"]] == ["auto", None]
