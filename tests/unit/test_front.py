@@ -141,11 +141,9 @@ def test_a_fewest_migrations_plan_names_the_algorithm_that_made_it() -> None:
 
 def bundled_alto() -> Cluster:
     """The bundled 11-host scenario (where N+1 keeps an emptied host on)."""
-    from pathlib import Path
-
+    from consolidator.demo import bundled_scenario
     from consolidator.scenario import load_cluster
-    return load_cluster(Path(__file__).resolve().parents[2] / "etc" / "consolidator"
-                        / "scenarios" / "alto-cloud.yaml")
+    return load_cluster(bundled_scenario())
 
 
 @pytest.mark.parametrize("cluster_of", [bundled_alto, lambda: mixed(40, seed=3)])
