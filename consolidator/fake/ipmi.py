@@ -22,6 +22,7 @@ from pyghmi.ipmi.private import session as ipmisession
 
 from consolidator.fake.bmc import BmcPower
 from consolidator.model import stable_uuid
+from consolidator.power import pyghmi_io
 
 log = logging.getLogger(__name__)
 
@@ -219,6 +220,9 @@ class IpmiBmcs:
     """The emulated IPMI BMCs of a fake cloud and the thread that serves them."""
 
     def __init__(self, power: BmcPower, hosts: list[str]) -> None:
+        # A send from a serving thread could block pyghmi's read of one BMC's socket, and
+        # then no BMC answered until that one got a packet.
+        pyghmi_io.install()
         if not ipmisession.iosockets:
             # pyghmi wakes its I/O thread through iosockets[0]; were that an IPv4 BMC
             # socket, the wake-up (sent to ::ffff:127.0.0.1) would fail and every answer

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from consolidator.power import pyghmi_io
 from consolidator.power.base import (
     POWER_OFF,
     POWER_ON,
@@ -114,6 +115,7 @@ class IpmiDriver:
         self.port = config.port or DEFAULT_PORT
         self.poll_interval = poll_interval
         self._lock = _bmc_lock(config.address, self.port)
+        pyghmi_io.install()  # pyghmi's I/O thread must not block in a read (see there)
 
     def _watchdog(self, what: str, call: Callable[[], T]) -> T:
         """Run call() in a worker holding the BMC lock; PowerError if it takes too long."""
