@@ -16,18 +16,12 @@ install() replaces that read with one that never blocks, whatever the socket's m
 from __future__ import annotations
 
 import socket
-import threading
 from typing import Any
-
-_installed = False
-_guard = threading.Lock()
 
 
 def read_nowait(sock: Any, size: int) -> tuple[bytes, Any] | None:
     """One datagram and its sender, or None at once if none is waiting (the socket's
     blocking mode is left alone, so a send in another thread cannot make this wait)."""
-    if hasattr(sock, "fd"):  # pyghmi under eventlet wraps the real socket
-        sock = sock.fd
     try:
         return sock.recvfrom(size, socket.MSG_DONTWAIT)
     except OSError:
@@ -35,15 +29,9 @@ def read_nowait(sock: Any, size: int) -> tuple[bytes, Any] | None:
 
 
 def install() -> None:
-    """Make pyghmi's I/O thread read with read_nowait (once per process; a no-op where the
-    platform has no MSG_DONTWAIT)."""
-    global _installed
-    if _installed or not hasattr(socket, "MSG_DONTWAIT"):
-        return
-    with _guard:
-        if _installed:
-            return
+    """Make pyghmi's I/O thread read with read_nowait (the assignment is atomic and
+    idempotent; a no-op where the platform has no MSG_DONTWAIT)."""
+    if hasattr(socket, "MSG_DONTWAIT"):
         from pyghmi.ipmi.private import session
 
         session._io_recvfrom = read_nowait
-        _installed = True

@@ -84,11 +84,8 @@ def pyghmis_own_read() -> Iterator[None]:
     """pyghmi's original read in place for the test, and whatever was there after it."""
     before = session._io_recvfrom
     session._io_recvfrom = ORIGINAL_READ
-    monkey = pyghmi_io._installed
-    pyghmi_io._installed = False
     yield
     session._io_recvfrom = before
-    pyghmi_io._installed = monkey
 
 
 def test_an_ipmi_driver_installs_it(pyghmis_own_read: None) -> None:
