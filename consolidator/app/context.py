@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from consolidator.executor import PowerLookup
+    from consolidator.model import Host
 
 Reporter = Callable[[str], None]
 
@@ -120,6 +121,14 @@ class AppContext:
             self.power = _bmc_file_lookup(self.bmc_file or self.config.get("power", "bmc_file"),
                                           required=self.bmc_file is not None)
         return self.power
+
+
+def host_driver(lookup: PowerLookup, host: Host) -> Any:
+    """The host's power driver: the BMC file's entry for its hypervisor name, else for its
+    nova-compute host; None if the file lists neither."""
+    return lookup(host.name) or (lookup(host.compute_host)
+                                 if host.compute_host and host.compute_host != host.name
+                                 else None)
 
 
 def _bmc_file_lookup(path: str, *, required: bool) -> PowerLookup:

@@ -4,11 +4,12 @@ idle draw from the readings stored so far (the fallback where there are none).""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
-from consolidator.app.context import AppContext
+from consolidator.app.context import AppContext, host_driver
 from consolidator.app.settings import idle_watts
 from consolidator.energy import (
     CONFIGURED,
@@ -19,18 +20,25 @@ from consolidator.energy import (
     saving,
 )
 from consolidator.errors import ConsolidatorError
-from consolidator.model import Cluster
+from consolidator.model import Cluster, Host
 from consolidator.plan import PlanDraft
 from consolidator.store.snapshots import Snapshot, power_history
 from consolidator.wording import plural
 
 #: BMCs read at once when a snapshot is taken.
 MAX_READERS = 16
+T = TypeVar("T")
 
 
-def _driver(lookup: Any, name: str, compute_host: str) -> Any:
-    """The host's power driver (by hypervisor name, else nova-compute host), or None."""
-    return lookup(name) or (lookup(compute_host) if compute_host != name else None)
+def _drivers(lookup: Any, hosts: Iterable[Host]) -> list[tuple[str, Any]]:
+    """(host name, power driver) of each of the hosts the BMC file lists."""
+    return [(h.name, d) for h in hosts for d in [host_driver(lookup, h)] if d is not None]
+
+
+def _read_each(drivers: list[tuple[str, Any]], read: Callable[[Any], T]) -> list[T]:
+    """read(driver) of every driver, MAX_READERS at once, in the drivers' order."""
+    with ThreadPoolExecutor(max_workers=min(MAX_READERS, len(drivers))) as pool:
+        return list(pool.map(lambda pair: read(pair[1]), drivers))
 
 
 def settle_power(ctx: AppContext, cluster: Cluster) -> Cluster:
@@ -45,13 +53,11 @@ def settle_power(ctx: AppContext, cluster: Cluster) -> Cluster:
         lookup = ctx.read_only_power_lookup() if unknown else None
     except ConsolidatorError:
         return cluster
-    drivers = [(h.name, d) for h in unknown
-               for d in [_driver(lookup, h.name, h.compute_host or h.name)] if d is not None]
+    drivers = _drivers(lookup, unknown)
     if not drivers:
         return cluster
-    with ThreadPoolExecutor(max_workers=min(MAX_READERS, len(drivers))) as pool:
-        states = dict(zip((name for name, _ in drivers),
-                          pool.map(lambda pair: read_state(pair[1]), drivers), strict=True))
+    states = dict(zip((name for name, _ in drivers), _read_each(drivers, read_state),
+                      strict=True))
     hosts = tuple(replace(h, power=states[h.name])
                   if states.get(h.name) in (POWER_ON, POWER_OFF) else h for h in cluster.hosts)
     return Cluster(hosts=hosts, instances=cluster.instances,
@@ -68,17 +74,14 @@ def read_power(ctx: AppContext, cluster: Cluster) -> tuple[Reading, ...]:
     loads = cluster_loads(cluster)
     try:
         lookup = ctx.read_only_power_lookup()
-        drivers = [(h.name, d) for h in cluster.hosts if h.power != "off"
-                   for d in [_driver(lookup, h.name, h.compute_host or h.name)]
-                   if d is not None]
+        drivers = _drivers(lookup, (h for h in cluster.hosts if h.power != "off"))
     except ConsolidatorError as exc:
         ctx.report(f"no power readings: {exc}")
         return ()
     if not drivers:
         return ()
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=min(MAX_READERS, len(drivers))) as pool:
-        watts = list(pool.map(lambda pair: read_watts(pair[1]), drivers))
+    watts = _read_each(drivers, read_watts)
     readings = tuple(
         Reading(host=name, watts=w, load=loads[name],
                 source=str(getattr(getattr(driver, "config", None), "driver", "bmc")))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from consolidator.app.context import AppContext
+from consolidator.app.context import AppContext, host_driver
 from consolidator.app.settings import executor_settings
 from consolidator.app.snapshots import read_cloud
 from consolidator.errors import ConsolidatorError, UsageError
@@ -39,8 +39,7 @@ def resolve_host(cluster: Cluster, name: str) -> Host:
 
 
 def _driver(ctx: AppContext, host: Host):  # noqa: ANN202 - a PowerDriver
-    lookup = ctx.power_lookup()
-    driver = lookup(host.name) or lookup(host.compute_host)
+    driver = host_driver(ctx.power_lookup(), host)
     if driver is None:
         raise UsageError(f"host {host.name!r} is not in the BMC file")
     return driver
