@@ -243,11 +243,11 @@ def drain_hosts(state: PackingState, zones: list[int], scale: np.ndarray,
     bound = host_lower_bound(problem) - problem.spare
     emptied: list[int] = []
     for zone in zones:
-        busy = int(np.count_nonzero(problem.powered & (state.population > 0)))
+        in_use = problem.powered & (state.population > 0)
+        busy = int(np.count_nonzero(in_use))
         if busy <= bound:
             break
-        in_zone = int(np.count_nonzero(problem.powered & (state.population > 0)
-                                       & (problem.host_zone == zone)))
+        in_zone = int(np.count_nonzero(in_use & (problem.host_zone == zone)))
         emptied += drain_more(state, zone, scale, stop_at=in_zone - (busy - bound))
     if emptied:
         notes.append(f"the repack of the moving instances emptied "
