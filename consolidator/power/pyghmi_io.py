@@ -21,7 +21,13 @@ from typing import Any
 
 def read_nowait(sock: Any, size: int) -> tuple[bytes, Any] | None:
     """One datagram and its sender, or None at once if none is waiting (the socket's
-    blocking mode is left alone, so a send in another thread cannot make this wait)."""
+    blocking mode is left alone, so a send in another thread cannot make this wait).
+
+    Under eventlet's monkey patching (the real-Nova backend's process) the socket is a
+    GreenSocket, whose recvfrom waits for data whatever the flags: the real socket under it
+    (.fd) is read instead."""
+    if hasattr(sock, "fd"):
+        sock = sock.fd
     try:
         return sock.recvfrom(size, socket.MSG_DONTWAIT)
     except OSError:

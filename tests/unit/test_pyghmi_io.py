@@ -45,13 +45,20 @@ def udp() -> Iterator[socket.socket]:
     sock.close()
 
 
-def _read_in_thread(read: Any, sock: Any) -> tuple[threading.Thread, dict[str, Any]]:
+def _read_in_thread(read: Any, sock: Any, udp: socket.socket) -> tuple[bool, dict[str, Any]]:
+    """read(sock, 3000) in a thread given 2 s; whether it was still waiting (it is then
+    woken by a datagram to udp, the socket under sock), and what it returned."""
     box: dict[str, Any] = {}
     thread = threading.Thread(target=lambda: box.setdefault("got", read(sock, 3000)),
                               daemon=True)
     thread.start()
     thread.join(2)
-    return thread, box
+    stuck = thread.is_alive()
+    if stuck:  # free the thread before the test fails
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as waker:
+            waker.sendto(b"wake", udp.getsockname())
+        thread.join(2)
+    return stuck, box
 
 
 def test_pyghmis_read_is_nonblocking_once_installed(udp: socket.socket,
@@ -59,12 +66,7 @@ def test_pyghmis_read_is_nonblocking_once_installed(udp: socket.socket,
     """With nothing waiting, the read the I/O thread uses returns None at once even though
     a send made the socket blocking (pyghmi's own read waits for the next datagram)."""
     pyghmi_io.install()
-    thread, box = _read_in_thread(session._io_recvfrom, _SendLandsBetween(udp))
-    stuck = thread.is_alive()
-    if stuck:  # free the thread before failing
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as waker:
-            waker.sendto(b"wake", udp.getsockname())
-        thread.join(2)
+    stuck, box = _read_in_thread(session._io_recvfrom, _SendLandsBetween(udp), udp)
     assert not stuck, "pyghmi's read blocked on an empty socket"
     assert box["got"] is None
 
@@ -77,6 +79,16 @@ def test_a_waiting_datagram_is_read_with_its_sender(udp: socket.socket) -> None:
         data, sender = pyghmi_io.read_nowait(udp, 3000)  # type: ignore[misc]
         assert (data, sender) == (b"\x06\x00\xff\x07", peer.getsockname())
     assert pyghmi_io.read_nowait(udp, 3000) is None
+
+
+def test_an_eventlet_green_socket_is_read_without_waiting(udp: socket.socket) -> None:
+    """The real-Nova backend runs monkey-patched by eventlet: pyghmi's sockets are then
+    GreenSockets, whose recvfrom waits for a datagram even with MSG_DONTWAIT."""
+    from eventlet.greenio import GreenSocket
+
+    stuck, box = _read_in_thread(pyghmi_io.read_nowait, GreenSocket(udp), udp)
+    assert not stuck, "the read waited on an empty green socket"
+    assert box["got"] is None
 
 
 @pytest.fixture
