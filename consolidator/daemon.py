@@ -25,19 +25,19 @@ import numpy as np
 
 from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
-from consolidator.app.energy import watts_off
 from consolidator.app.leadership import Leadership, executor_holder
 from consolidator.app.planning import PlanRequest, make_plan
-from consolidator.app.plans import approve, plan_counts, power_on_plan, running_plans
+from consolidator.app.power_readings import watts_off
+from consolidator.app.review import approve, plan_counts, power_on_plan, running_plans
 from consolidator.app.rollback import bmc_power
 from consolidator.app.settings import cron_trigger
 from consolidator.app.snapshots import last_readings, read_cloud, record_snapshot
-from consolidator.errors import ConsolidatorError
-from consolidator.executor import Outcome
-from consolidator.model import Cluster, Host
-from consolidator.padding import parse_windows, spare_target
-from consolidator.rollback import OUR_REASON
-from consolidator.wording import plural
+from consolidator.core.errors import ConsolidatorError
+from consolidator.core.model import Cluster, Host
+from consolidator.core.padding import parse_windows, spare_target
+from consolidator.core.rollback_plan import OUR_REASON
+from consolidator.core.wording import plural
+from consolidator.execution.executor import Outcome
 
 LOG = logging.getLogger(__name__)
 

@@ -28,19 +28,19 @@ from consolidator.app.context import AppContext
 from consolidator.app.database import upgrade_database
 from consolidator.app.hosts import host_rows
 from consolidator.app.planning import PlanRequest, make_plan
-from consolidator.app.plans import approve, show_plan
+from consolidator.app.review import approve, show_plan
 from consolidator.app.rollback import prepare_rollback
 from consolidator.app.snapshots import read_cloud, record_snapshot
-from consolidator.errors import ConsolidatorError
-from consolidator.executor import Outcome
-from consolidator.fake.process import stop_child
-from consolidator.model import Cluster
+from consolidator.core.errors import ConsolidatorError
+from consolidator.core.model import Cluster
+from consolidator.core.wording import agree, plural, state_phrase
+from consolidator.emulators.fake.process import stop_child
+from consolidator.execution.executor import Outcome
 from consolidator.power.base import BmcConfig, load_bmc_file
 from consolidator.render import kv, table
 from consolidator.render.hosts import live_hosts, snapshot_hosts
 from consolidator.render.plan import render_plan
 from consolidator.store.snapshots import Snapshot
-from consolidator.wording import agree, plural, state_phrase
 
 Echo = Callable[[str], None]
 

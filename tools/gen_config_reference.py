@@ -1,8 +1,8 @@
-"""Write docs/configuration.rst from the option schema in consolidator/config.py."""
+"""Write docs/configuration.rst from the option schema in consolidator/app/config.py."""
 
 from pathlib import Path
 
-from consolidator.config import reference_rst
+from consolidator.app.config import reference_rst
 
 if __name__ == "__main__":
     target = Path(__file__).resolve().parents[1] / "docs" / "configuration.rst"

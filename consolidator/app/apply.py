@@ -8,14 +8,14 @@ from dataclasses import replace
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import dry_context, simulated_cloud
 from consolidator.app.settings import executor_settings
-from consolidator.errors import UsageError
-from consolidator.executor import Executor, Outcome
-from consolidator.nova import Nova
-from consolidator.plan import StoredPlan
-from consolidator.progress import ProgressListener
+from consolidator.core.errors import UsageError
+from consolidator.core.plan import StoredPlan
+from consolidator.core.wording import state_phrase
+from consolidator.execution.executor import Executor, Outcome
+from consolidator.execution.progress import ProgressListener
+from consolidator.openstack.nova import Nova
 from consolidator.store.plans import load_plan, resolve_plan_id, set_status
 from consolidator.store.snapshots import load_snapshot
-from consolidator.wording import state_phrase
 
 
 class PlanRun:

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from consolidator.config import Config
-from consolidator.errors import UsageError
-from consolidator.front import AUTO, FAST_ALGORITHMS, Budget, FrontBuilder, plan_within
-from consolidator.model import Cluster
-from consolidator.plan import PlanDraft
+from consolidator.app.config import Config
+from consolidator.core.errors import UsageError
+from consolidator.core.front import AUTO, FAST_ALGORITHMS, Budget, FrontBuilder, plan_within
+from consolidator.core.model import Cluster
+from consolidator.core.plan import PlanDraft
 
 if TYPE_CHECKING:
-    from consolidator.algorithms.base import Ranker
     from consolidator.app.planning import PlanRequest
-    from consolidator.planner import PlanSettings
+    from consolidator.core.algorithms.base import Ranker
+    from consolidator.core.planner import PlanSettings
 
 __all__ = ["AUTO", "FAST_ALGORITHMS", "budget_of", "check_energy_request",
            "plan_within_budget"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from consolidator.app.context import AppContext
-from consolidator.model import Cluster
-from consolidator.plan import StoredPlan
+from consolidator.core.model import Cluster
+from consolidator.core.plan import StoredPlan
 from consolidator.render.asked import asked_for
 from consolidator.store.plans import load_plan
 from consolidator.store.snapshots import load_snapshot

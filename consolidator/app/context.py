@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from consolidator.config import Config, load_config
+from consolidator.app.config import Config, load_config
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from consolidator.executor import PowerLookup
-    from consolidator.model import Host
+    from consolidator.core.model import Host
+    from consolidator.execution.executor import PowerLookup
 
 Reporter = Callable[[str], None]
 
@@ -91,7 +91,7 @@ class AppContext:
         name = cloud or self.cloud_name
         if self.connector is not None:
             return self.connector(name)
-        from consolidator.cloud import connect
+        from consolidator.openstack.connection import connect
 
         return connect(name)
 

@@ -9,16 +9,16 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from consolidator.app.context import AppContext
-from consolidator.nova import Nova
-from consolidator.simulated import SimulatedNova, simulated_power
+from consolidator.core.wording import plural
+from consolidator.execution.simulated_cloud import SimulatedNova, simulated_power
+from consolidator.openstack.nova import Nova
 from consolidator.store.leases import LeaseHeldError, current, holder_is_dead
 from consolidator.store.plans import load_plan, set_status
 from consolidator.store.scratch import scratch_copy
-from consolidator.wording import plural
 
 if TYPE_CHECKING:
-    from consolidator.executor import Outcome, PowerLookup
-    from consolidator.model import Cluster
+    from consolidator.core.model import Cluster
+    from consolidator.execution.executor import Outcome, PowerLookup
 
 
 def dry_context(ctx: AppContext, *, cloud: str, plan_ids: tuple[str, ...] = (),

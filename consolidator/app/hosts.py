@@ -6,7 +6,7 @@ from typing import Any
 
 from consolidator.app.context import AppContext
 from consolidator.app.snapshots import read_cloud
-from consolidator.errors import ConsolidatorError
+from consolidator.core.errors import ConsolidatorError
 
 
 def host_rows(ctx: AppContext) -> list[dict[str, Any]]:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from consolidator.algorithms.base import ALGORITHMS, Ranker
 from consolidator.app.budget import (
     AUTO,
     FAST_ALGORITHMS,
@@ -16,18 +15,19 @@ from consolidator.app.budget import (
     plan_within_budget,
 )
 from consolidator.app.context import AppContext
-from consolidator.app.energy import plan_for_objective
+from consolidator.app.power_readings import plan_for_objective
 from consolidator.app.settings import algorithm_options, settings_from_config
-from consolidator.constraints import UsageModel
-from consolidator.errors import UsageError
-from consolidator.model import Cluster
-from consolidator.options import check_options
-from consolidator.plan import Move, PlanDraft, StoredPlan
-from consolidator.planner import PlanSettings
-from consolidator.rankings import get_ranking
+from consolidator.core.algorithm_options import check_options
+from consolidator.core.algorithms.base import ALGORITHMS, Ranker
+from consolidator.core.constraints import UsageModel
+from consolidator.core.errors import UsageError
+from consolidator.core.model import Cluster
+from consolidator.core.plan import Move, PlanDraft, StoredPlan
+from consolidator.core.planner import PlanSettings
+from consolidator.core.rankings import get_ranking
+from consolidator.core.wording import plural
 from consolidator.store.plans import save_plan
 from consolidator.store.snapshots import Snapshot, usage_history
-from consolidator.wording import plural
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pl
         history = usage_history(ctx.engine(), snapshot.info.cloud,
                                 before=snapshot.info.taken_at,
                                 limit=config.get("telemetry", "history"))
-        from consolidator.telemetry import pooled_cluster
+        from consolidator.telemetry.prometheus import pooled_cluster
 
         cluster = pooled_cluster(cluster, history)
     settings = replace(settings_from_config(config), usage=UsageModel(
@@ -146,8 +146,8 @@ def check_live(ctx: AppContext, plan: StoredPlan, cluster: Cluster) -> dict[str,
     """Ask the live Placement about every move of a plan, as the executor will before each
     wave: per destination, all the instances the plan sends there. Instance name -> why
     Placement would refuse it (empty: every move passes)."""
-    from consolidator import placement
-    from consolidator.executor import demand_of
+    from consolidator.execution.executor import demand_of
+    from consolidator.openstack import placement
 
     conn = ctx.connect(ctx.cloud_name or plan.cloud)
     arriving: dict[str, list[Move]] = defaultdict(list)

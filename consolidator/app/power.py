@@ -1,8 +1,8 @@
 """One host's power through its BMC, from the command line.
 
-Power-off goes through the same guarded path as a plan's (consolidator.power_off): the name
-is mapped to one Nova compute host, the executor lease of the cloud is taken so that no plan
-runs meanwhile, the service is disabled with a reason, the host is re-checked empty to Nova
+Power-off goes through the same guarded path as a plan's (consolidator.execution.host_power):
+the name is mapped to one Nova compute host, the executor lease of the cloud is taken so that no
+plan runs meanwhile, the service is disabled with a reason, the host is re-checked empty to Nova
 and Placement, and the power-off is journaled, verified and fenced. Outside a plan it needs
 --force; the checks are never skipped.
 """
@@ -15,10 +15,10 @@ from collections.abc import Callable
 from consolidator.app.context import AppContext, host_driver
 from consolidator.app.settings import executor_settings
 from consolidator.app.snapshots import read_cloud
-from consolidator.errors import ConsolidatorError, UsageError
-from consolidator.model import Cluster, Host
-from consolidator.nova import Nova
-from consolidator.power_off import GuardedPowerOff
+from consolidator.core.errors import ConsolidatorError, UsageError
+from consolidator.core.model import Cluster, Host
+from consolidator.execution.host_power import GuardedPowerOff
+from consolidator.openstack.nova import Nova
 from consolidator.store.leases import acquire_or_raise, make_holder, release
 
 #: The reason written on a host powered off by 'hosts power off --force'.

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from consolidator.app.context import AppContext
 from consolidator.app.settings import settings_from_config
 from consolidator.app.snapshots import read_cloud, store_inventory
-from consolidator.errors import UsageError
-from consolidator.model import Cluster
-from consolidator.plan import StoredPlan
-from consolidator.rollback import rollback_draft
+from consolidator.core.errors import UsageError
+from consolidator.core.model import Cluster
+from consolidator.core.plan import StoredPlan
+from consolidator.core.rollback_plan import rollback_draft
 from consolidator.store import journal
 from consolidator.store.plans import list_plans, load_plan, save_plan
 from consolidator.store.snapshots import Snapshot, load_snapshot

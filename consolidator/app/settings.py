@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from consolidator.config import Config
-from consolidator.constraints import Rules, read_name_list
-from consolidator.errors import ConfigError
-from consolidator.model import Cluster
-from consolidator.plan import DEFAULT_IDLE_WATTS
-from consolidator.planner import PlanSettings
-from consolidator.zones import zones_for_cluster
+from consolidator.app.config import Config
+from consolidator.core.constraints import Rules, read_name_list
+from consolidator.core.errors import ConfigError
+from consolidator.core.model import Cluster
+from consolidator.core.plan import DEFAULT_IDLE_WATTS
+from consolidator.core.planner import PlanSettings
+from consolidator.core.zones import zones_for_cluster
 
 if TYPE_CHECKING:
-    from consolidator.executor import ExecutorSettings
-    from consolidator.inventory import FallbackRatios
-    from consolidator.telemetry import PrometheusSource
+    from consolidator.execution.executor import ExecutorSettings
+    from consolidator.openstack.inventory import FallbackRatios
+    from consolidator.telemetry.prometheus import PrometheusSource
 
 
 def rules_from_config(config: Config) -> Rules:
@@ -66,7 +66,7 @@ def algorithm_options(config: Config, algorithm: str, cluster: Cluster,
 def executor_settings(config: Config, *, max_parallel: int | None = None,
                       on_timeout: str | None = None) -> ExecutorSettings:
     """The [executor] settings, with the command line's overrides."""
-    from consolidator.executor import ExecutorSettings
+    from consolidator.execution.executor import ExecutorSettings
 
     return ExecutorSettings(
         max_parallel=max_parallel or config.get("executor", "max_parallel"),
@@ -83,7 +83,7 @@ def executor_settings(config: Config, *, max_parallel: int | None = None,
 
 def fallback_ratios(config: Config) -> FallbackRatios:
     """[cloud] allocation ratios, for capacity read without Placement."""
-    from consolidator.inventory import FallbackRatios
+    from consolidator.openstack.inventory import FallbackRatios
 
     return FallbackRatios(cpu=config.get("cloud", "cpu_allocation_ratio"),
                           ram=config.get("cloud", "ram_allocation_ratio"),
@@ -95,7 +95,7 @@ def telemetry_source(config: Config) -> PrometheusSource | None:
     url = config.get("telemetry", "prometheus_url")
     if not url:
         return None
-    from consolidator.telemetry import PrometheusSource
+    from consolidator.telemetry.prometheus import PrometheusSource
 
     return PrometheusSource(
         url=url, mean_query=config.get("telemetry", "cpu_mean_query"),
@@ -136,8 +136,8 @@ def check_plugin_names(config: Config) -> None:
 
     The same registries back 'consolidator algorithms', so the valid names are listed.
     """
-    from consolidator.algorithms.base import ALGORITHMS
-    from consolidator.rankings import RANKINGS
+    from consolidator.core.algorithms.base import ALGORITHMS
+    from consolidator.core.rankings import RANKINGS
 
     where = f"{config.path}: " if config.path else ""
     for option, registry in (("algorithm", ALGORITHMS), ("ranking", RANKINGS)):

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from consolidator.app.context import AppContext
 from consolidator.app.settings import fallback_ratios, telemetry_source
-from consolidator.scenario import load_scenario
+from consolidator.core.wording import plural
+from consolidator.scenario.files import load_scenario
 from consolidator.store.snapshots import (
     Snapshot,
     SnapshotInfo,
@@ -17,17 +18,16 @@ from consolidator.store.snapshots import (
     load_snapshot,
     save_snapshot,
 )
-from consolidator.wording import plural
 
 if TYPE_CHECKING:
-    from consolidator.inventory import Inventory
+    from consolidator.openstack.inventory import Inventory
 
 
 def read_cloud(ctx: AppContext, cloud: str | None = None, *, conn: Any = None) -> Inventory:
     """Read the live cloud (this context's, or `cloud`, or an open connection) as the config
     says: [cloud] ratios, [inventory] paging and workers, and the [telemetry] CPU usage
     statistics when a Prometheus URL is set."""
-    from consolidator.inventory import read_inventory
+    from consolidator.openstack.inventory import read_inventory
 
     config = ctx.config
     conn = conn if conn is not None else ctx.connect(cloud)
@@ -37,7 +37,7 @@ def read_cloud(ctx: AppContext, cloud: str | None = None, *, conn: Any = None) -
     source = telemetry_source(config)
     if source is None:
         return inventory
-    from consolidator.telemetry import fetch_usage, with_usage
+    from consolidator.telemetry.prometheus import fetch_usage, with_usage
 
     usage = fetch_usage(source)
     return replace(inventory, cluster=with_usage(inventory.cluster, usage),
@@ -67,7 +67,7 @@ def record_snapshot(ctx: AppContext, *, source_suffix: str = "") -> tuple[Snapsh
 def store_inventory(ctx: AppContext, inventory: Inventory, *, source_suffix: str = ""
                     ) -> Snapshot:
     """Store an inventory already read as a snapshot of this context's cloud."""
-    from consolidator.app.energy import read_power, settle_power
+    from consolidator.app.power_readings import read_power, settle_power
 
     label = inventory.cloud
     cluster = settle_power(ctx, inventory.cluster)

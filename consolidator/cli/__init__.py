@@ -10,7 +10,7 @@ import click
 from consolidator.app.context import AppContext
 from consolidator.cli.context import report_to_stderr
 from consolidator.cli.logs import configure_logging
-from consolidator.errors import ConsolidatorError
+from consolidator.core.errors import ConsolidatorError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 

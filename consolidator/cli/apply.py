@@ -12,12 +12,12 @@ import click
 from consolidator.app.apply import PlanRun, check_applicable
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import dry_rollback_context, verdict
-from consolidator.app.plans import approve, cancel
+from consolidator.app.review import approve, cancel
 from consolidator.app.rollback import interrupted_rollback, prepare_rollback
 from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.cli.progress import live_progress
-from consolidator.errors import ConsolidatorError
-from consolidator.executor import Outcome
+from consolidator.core.errors import ConsolidatorError
+from consolidator.execution.executor import Outcome
 from consolidator.render.outcome import final_line, summary_table
 from consolidator.render.plan import render_plan
 from consolidator.store.leases import LeaseHeldError

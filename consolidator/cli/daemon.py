@@ -8,9 +8,9 @@ import click
 
 from consolidator.app.context import AppContext
 from consolidator.cli.context import BMC_FILE, pass_app
+from consolidator.core.errors import ConsolidatorError
+from consolidator.core.wording import plural
 from consolidator.daemon import Daemon, cron_trigger
-from consolidator.errors import ConsolidatorError
-from consolidator.wording import plural
 
 
 def host_line(counts: dict[str, int]) -> str:
@@ -23,7 +23,7 @@ def _metrics(app: AppContext):  # noqa: ANN202 - Metrics or None
     port = app.config.get("metrics", "port")
     if not port:
         return None
-    from consolidator.metrics import Metrics
+    from consolidator.telemetry.exporter import Metrics
 
     metrics = Metrics()
     metrics.start(port, app.config.get("metrics", "address"))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from consolidator.algorithms.base import get_algorithm
 from consolidator.app.context import AppContext
 from consolidator.cli.context import pass_app
+from consolidator.core.algorithms.base import get_algorithm
+from consolidator.core.rankings import get_ranking
 from consolidator.demo import DemoOptions, run_demo
-from consolidator.rankings import get_ranking
 
 
 @click.command("demo")

@@ -12,7 +12,7 @@ from typing import Any
 import click
 import yaml
 
-from consolidator.fake.cloud import FakeCloud
+from consolidator.emulators.fake.cloud import FakeCloud
 
 
 def optgroup_nova(func: Any) -> Any:
@@ -46,7 +46,7 @@ def _exec_real_nova(scenario: str | None, port: int | None, clouds_yaml: str | N
                     cloud_name: str, bmc: bool, bmc_yaml: str | None,
                     nova: dict[str, Any]) -> None:
     """Replace this process by the real-Nova server (Nova must monkey-patch a fresh one)."""
-    from consolidator.realnova.options import ServeOptions
+    from consolidator.emulators.realnova.options import ServeOptions
 
     if bool(scenario) == bool(nova["hosts"]):
         raise click.UsageError("--backend nova needs either --scenario or --hosts")

@@ -9,7 +9,7 @@ import click
 from consolidator.app import power
 from consolidator.app.context import AppContext
 from consolidator.app.hosts import host_rows
-from consolidator.app.plans import journal_entries
+from consolidator.app.review import journal_entries
 from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
 from consolidator.render import table
 from consolidator.render.hosts import live_hosts

@@ -8,21 +8,21 @@ from typing import Any
 
 import click
 
-from consolidator.algorithms.base import ALGORITHMS
 from consolidator.app.compare import compare_plans
 from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, check_live, make_plan, validate_request
-from consolidator.app.plans import asked_row, change_status, list_plans, show_plan
+from consolidator.app.review import asked_row, change_status, list_plans, show_plan
 from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
 from consolidator.cli.context import BMC_FILE, FORMAT, FiniteRange, pass_app
-from consolidator.errors import ConsolidatorError
-from consolidator.model import Cluster
-from consolidator.plan import STATES, StoredPlan
-from consolidator.rankings import RANKINGS
+from consolidator.core.algorithms.base import ALGORITHMS
+from consolidator.core.errors import ConsolidatorError
+from consolidator.core.model import Cluster
+from consolidator.core.plan import STATES, StoredPlan
+from consolidator.core.rankings import RANKINGS
+from consolidator.core.wording import plural
 from consolidator.render import table
 from consolidator.render.compare import render_comparison
 from consolidator.render.plan import MAX_LISTED, render_plan
-from consolidator.wording import plural
 
 
 def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import TextIO
 import click
 
 from consolidator.app.context import AppContext
-from consolidator.progress import RUNNING, STARTED, MigrationProgress, ProgressListener
+from consolidator.execution.progress import RUNNING, STARTED, MigrationProgress, ProgressListener
 from consolidator.render.progress import milestone, progress_line
 
 #: Move up `n` lines to the start and clear to the end of the screen.

@@ -7,10 +7,10 @@ from datetime import datetime, timedelta, timezone
 
 import click
 
-from consolidator import report
 from consolidator.app.context import AppContext
-from consolidator.app.history import build_report
+from consolidator.app.report import build_report
 from consolidator.cli.context import FiniteRange, pass_app
+from consolidator.core import report
 from consolidator.render.report import render_text
 
 
@@ -33,7 +33,7 @@ def _utc(ctx: click.Context, param: click.Parameter, value: str | None) -> datet
               help="The cloud to report on [default: the global --cloud, else the only cloud "
                    "with snapshots].")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help="Output format (JSON shape: consolidator/report.py).")
+              show_default=True, help="Output format (JSON shape: consolidator/core/report.py).")
 @pass_app
 def report_cmd(app: AppContext, days: float, until: datetime | None, cloud_option: str | None,
                fmt: str) -> None:

@@ -28,7 +28,7 @@ def _command(name: str, what: str) -> click.Command:
     @click.option("--seed", type=int, default=0, show_default=True, help="The first seed.")
     @FORMAT
     def run(seeds: int | None, seed: int, fmt: str) -> None:
-        module = importlib.import_module(f"consolidator.simulate.{name}")
+        module = importlib.import_module(f"consolidator.experiments.{name}")
         kwargs = {"seed": seed} | ({"seeds": seeds} if seeds else {})
         click.echo(f"simulating {what} ...", err=True)
         started = time.monotonic()

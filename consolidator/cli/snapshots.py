@@ -16,7 +16,7 @@ from consolidator.app.snapshots import (
 from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
 from consolidator.render import kv, table
 from consolidator.render.hosts import snapshot_hosts
-from consolidator.scenario import cluster_to_document, dump_document
+from consolidator.scenario.files import cluster_to_document, dump_document
 from consolidator.store.snapshots import Snapshot
 
 

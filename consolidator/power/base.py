@@ -13,8 +13,8 @@ from typing import Any, Protocol, TypeVar
 import tenacity
 import yaml
 
-from consolidator.errors import ConfigError, ConsolidatorError
-from consolidator.registry import Registry
+from consolidator.core.errors import ConfigError, ConsolidatorError
+from consolidator.core.registry import Registry
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from consolidator.front import FrontPoint
+from consolidator.core.front import FrontPoint
 from consolidator.render import table
 
 #: Chart size in characters.

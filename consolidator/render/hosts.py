@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from consolidator.model import Cluster
+from consolidator.core.model import Cluster
 from consolidator.render import bar, table
 
 

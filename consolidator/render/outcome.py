@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from consolidator.core.wording import duration, plural
 from consolidator.render import table
-from consolidator.wording import duration, plural
 
 
 class Outcome(Protocol):

@@ -6,10 +6,10 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from consolidator.model import Cluster
-from consolidator.plan import PlanDraft, StoredPlan
+from consolidator.core.model import Cluster
+from consolidator.core.plan import PlanDraft, StoredPlan
+from consolidator.core.wording import plural
 from consolidator.render import bar, kv, table
-from consolidator.wording import plural
 
 #: Migrations listed in the table view before it says how many more there are.
 MAX_LISTED = 60

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from consolidator.progress import MigrationProgress
+from consolidator.execution.progress import MigrationProgress
 
 GIB = 1024 ** 3
 BAR = 20

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from consolidator.core.report import HostsPoint, Report, hourly
+from consolidator.core.wording import duration, plural
 from consolidator.render import count_bar, kv, table
-from consolidator.report import HostsPoint, Report, hourly
-from consolidator.wording import duration, plural
 
 
 def render_text(report: Report) -> str:

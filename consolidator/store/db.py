@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, inspect, select
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from consolidator.errors import NotFoundError, NotMigratedError, StoreError, UsageError
+from consolidator.core.errors import NotFoundError, NotMigratedError, StoreError, UsageError
 
 if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig

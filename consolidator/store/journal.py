@@ -1,7 +1,7 @@
 """The executor's journal in the database: a row written before every action and updated
 after it.
 
-The states and the Entry come from consolidator.journal_entry; they are imported here for the
+The states and the Entry come from consolidator.core.journal_entry; they are imported here for the
 store's callers: ``journal.SUCCEEDED``, ``journal.Entry``.
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, select, update
 
-from consolidator.journal_entry import FAILED, RUNNING, SKIPPED, SUCCEEDED, Entry
+from consolidator.core.journal_entry import FAILED, RUNNING, SKIPPED, SUCCEEDED, Entry
 from consolidator.store.db import translate_errors
 from consolidator.store.tables import journal
 

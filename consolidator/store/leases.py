@@ -36,7 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
-from consolidator.errors import ConsolidatorError
+from consolidator.core.errors import ConsolidatorError
 from consolidator.store.db import translate_errors
 from consolidator.store.tables import leases
 

@@ -1,5 +1,5 @@
 """Plans in the database: stored with their migrations and power actions, and moved through
-the states that consolidator.plan defines."""
+the states that consolidator.core.plan defines."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import Engine, func, select, update
 
-from consolidator.errors import NotFoundError
-from consolidator.plan import Move, PlanDraft, StoredPlan, check_transition
+from consolidator.core.errors import NotFoundError
+from consolidator.core.plan import Move, PlanDraft, StoredPlan, check_transition
 from consolidator.store.db import resolve_id, translate_errors
 from consolidator.store.tables import plan_migrations, plan_power_actions, plans
 

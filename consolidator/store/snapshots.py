@@ -8,9 +8,9 @@ from datetime import datetime, timezone
 
 from sqlalchemy import Engine, Table, func, select
 
-from consolidator.demand import DemandSample, cpu_demand
-from consolidator.energy import Reading
-from consolidator.model import Cluster, Host, Instance, ServerGroup
+from consolidator.core.demand import DemandSample, cpu_demand
+from consolidator.core.energy_model import Reading
+from consolidator.core.model import Cluster, Host, Instance, ServerGroup
 from consolidator.store.db import resolve_id, translate_errors
 from consolidator.store.tables import (
     snapshot_hosts,

@@ -33,8 +33,8 @@ def _execute(args: argparse.Namespace) -> int:
     import openstack
     import yaml
 
-    from consolidator.executor import Executor, ExecutorSettings
-    from consolidator.nova import Nova
+    from consolidator.execution.executor import Executor, ExecutorSettings
+    from consolidator.openstack.nova import Nova
     from consolidator.power.base import driver_for, load_bmc_file
     from consolidator.store.db import make_engine
     from consolidator.store.leases import LeaseHeldError

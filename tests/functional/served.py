@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from consolidator.fake.process import stop_child
+from consolidator.emulators.fake.process import stop_child
 
 START_TIMEOUT_S = 30.0
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from consolidator.fake.generate import generate
+from consolidator.emulators.fake.generate import generate
 from tests.functional.cli import run
 from tests.unit.test_front import MIXED
 

@@ -64,7 +64,7 @@ def test_library_warnings_reach_the_terminal_only_with_v(verbose: int, shown: bo
             for name in ("keystoneauth.identity.generic.base", "sushy.main", "urllib3.poolmanager",
                          "pyghmi.ipmi"):
                 logging.getLogger(name).warning("library says %s", name)
-            logging.getLogger("consolidator.executor").warning("ours")
+            logging.getLogger("consolidator.execution.executor").warning("ours")
             warnings.warn_explicit("Unverified HTTPS request", UserWarning,
                                    "connectionpool.py", 1, module="urllib3.connectionpool")
     finally:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from consolidator.scenario import load_cluster
+from consolidator.scenario.files import load_cluster
 from tests.functional.cli import run
 
 

@@ -18,12 +18,12 @@ import pytest
 import time_machine
 import yaml
 
+from consolidator.app.config import config_from_sections
 from consolidator.app.context import AppContext
-from consolidator.config import config_from_sections
 from consolidator.daemon import Daemon
-from consolidator.fake.cloud import FakeCloud
+from consolidator.emulators.fake.cloud import FakeCloud
 from consolidator.power.base import driver_for, load_bmc_file
-from consolidator.scenario import parse_scenario
+from consolidator.scenario.files import parse_scenario
 from consolidator.store.db import make_engine, upgrade
 from consolidator.store.leases import current
 from consolidator.store.plans import load_plan
@@ -205,8 +205,8 @@ def test_daemon_once_from_the_command_line(tmp_path: Path) -> None:
 
 def test_a_few_new_instances_plan_only_a_few_migrations(bed: tuple, tmp_path: Path) -> None:
     """As 004's long-term run: after the first packing, later cycles only adjust."""
-    from consolidator.model import Cluster, Instance
-    from consolidator.planner import plan_cluster
+    from consolidator.core.model import Cluster, Instance
+    from consolidator.core.planner import plan_cluster
     from consolidator.store.snapshots import load_snapshot
 
     cloud, engine = bed
@@ -228,7 +228,7 @@ def test_a_few_new_instances_plan_only_a_few_migrations(bed: tuple, tmp_path: Pa
 
 
 def test_cycle_metrics(bed: tuple, tmp_path: Path) -> None:
-    from consolidator.metrics import Metrics
+    from consolidator.telemetry.exporter import Metrics
 
     cloud, engine = bed
     daemon = make_daemon(cloud, engine, tmp_path)
@@ -254,7 +254,7 @@ def test_a_restarted_daemon_exports_the_last_snapshot_before_its_first_cycle(
         bed: tuple, tmp_path: Path) -> None:
     """A daemon restarted between hourly cycles serves the power and plans the database
     already holds, not 0 W and no plans until its first cycle."""
-    from consolidator.metrics import Metrics
+    from consolidator.telemetry.exporter import Metrics
 
     cloud, engine = bed
     first = make_daemon(cloud, engine, tmp_path)

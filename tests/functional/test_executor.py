@@ -18,18 +18,18 @@ import pytest
 import yaml
 from sqlalchemy import event
 
+from consolidator.app.config import config_from_sections
 from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.snapshots import record_snapshot
-from consolidator.config import config_from_sections
-from consolidator.executor import Executor, ExecutorSettings, Outcome
-from consolidator.fake.cloud import FakeCloud
-from consolidator.inventory import read_inventory
-from consolidator.nova import Nova
-from consolidator.plan import StoredPlan
+from consolidator.core.plan import StoredPlan
+from consolidator.core.rollback_plan import rollback_draft
+from consolidator.emulators.fake.cloud import FakeCloud
+from consolidator.execution.executor import Executor, ExecutorSettings, Outcome
+from consolidator.openstack.inventory import read_inventory
+from consolidator.openstack.nova import Nova
 from consolidator.power.base import driver_for, load_bmc_file
-from consolidator.rollback import rollback_draft
-from consolidator.scenario import parse_scenario
+from consolidator.scenario.files import parse_scenario
 from consolidator.store import journal
 from consolidator.store.db import make_engine, upgrade
 from consolidator.store.leases import LeaseHeldError, acquire

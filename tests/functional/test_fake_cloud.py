@@ -18,8 +18,8 @@ import yaml
 from keystoneauth1 import exceptions as ksa_exc
 from openstack import exceptions as sdk_exc
 
-from consolidator.fake.cloud import FakeCloud
-from consolidator.scenario import Scenario, parse_scenario
+from consolidator.emulators.fake.cloud import FakeCloud
+from consolidator.scenario.files import Scenario, parse_scenario
 
 #: openstacksdk warns about its own internals; that is not what these tests check.
 pytestmark = pytest.mark.filterwarnings("ignore:::openstack.*")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from consolidator.scenario import load_cluster
+from consolidator.scenario.files import load_cluster
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "scenarios" / "generate.py"
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from consolidator.app.config import Config
 from consolidator.app.context import AppContext
 from consolidator.app.snapshots import record_snapshot
-from consolidator.cloud import connect
-from consolidator.config import Config
-from consolidator.errors import CloudError
-from consolidator.fake.cloud import FakeCloud
-from consolidator.inventory import FallbackRatios, read_inventory
-from consolidator.scenario import parse_scenario
+from consolidator.core.errors import CloudError
+from consolidator.emulators.fake.cloud import FakeCloud
+from consolidator.openstack.connection import connect
+from consolidator.openstack.inventory import FallbackRatios, read_inventory
+from consolidator.scenario.files import parse_scenario
 from consolidator.store.db import make_engine
 from consolidator.store.snapshots import list_snapshots, load_snapshot
 from tests.functional.cli import run

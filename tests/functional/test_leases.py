@@ -18,8 +18,8 @@ import pytest
 import time_machine
 from sqlalchemy.engine import make_url
 
-from consolidator.fake.cloud import FakeCloud
-from consolidator.scenario import parse_scenario
+from consolidator.emulators.fake.cloud import FakeCloud
+from consolidator.scenario.files import parse_scenario
 from consolidator.store import journal
 from consolidator.store.db import make_engine
 from consolidator.store.leases import (

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-import consolidator.executor as executor_module
-from consolidator.progress import DONE, RUNNING, STARTED, MigrationProgress
+import consolidator.execution.executor as executor_module
+from consolidator.execution.progress import DONE, RUNNING, STARTED, MigrationProgress
 from tests.functional.test_executor import Bed, bed  # noqa: F401 - the fixture
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from consolidator.journal_entry import Entry
-from consolidator.plan import Move, StoredPlan
+from consolidator.core.journal_entry import Entry
+from consolidator.core.plan import Move, StoredPlan
 from consolidator.store import journal
 from tests.functional.test_executor import Bed, bed  # noqa: F401 - the fixture
 

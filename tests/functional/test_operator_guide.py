@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from consolidator.fake.process import stop_child
+from consolidator.emulators.fake.process import stop_child
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "operator-guide.rst"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from consolidator.plan import PlanStateError
-from consolidator.planner import plan_cluster
-from consolidator.scenario import load_cluster
+from consolidator.core.plan import PlanStateError
+from consolidator.core.planner import plan_cluster
+from consolidator.scenario.files import load_cluster
 from consolidator.store.db import make_engine
 from consolidator.store.plans import load_plan, save_plan, set_status
 from consolidator.store.snapshots import save_snapshot

@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from consolidator.planner import plan_cluster
-from consolidator.scenario import load_cluster
+from consolidator.core.planner import plan_cluster
+from consolidator.scenario.files import load_cluster
 from consolidator.store.db import make_engine
 from consolidator.store.plans import load_plan, save_plan, set_status
 from consolidator.store.snapshots import save_snapshot
@@ -96,10 +96,10 @@ def test_plans_list_shows_what_was_asked_and_the_counts(tmp_path: Path,
 def test_a_padding_power_on_plan_supersedes_nothing(db_url: str,
                                                     bundled_scenario: Path) -> None:
     """The daemon's ramp approves its own power-on plan: the operator's candidates stay."""
+    from consolidator.app.config import Config
     from consolidator.app.context import AppContext
-    from consolidator.app.plans import power_on_plan
-    from consolidator.config import Config
-    from consolidator.inventory import Inventory
+    from consolidator.app.review import power_on_plan
+    from consolidator.openstack.inventory import Inventory
 
     engine = make_engine(db_url)
     cluster = load_cluster(bundled_scenario)

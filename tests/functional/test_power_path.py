@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from consolidator.app.power import OPERATOR_REASON
-from consolidator.nova import Nova
-from consolidator.power_off import GuardedPowerOff
+from consolidator.execution.host_power import GuardedPowerOff
+from consolidator.openstack.nova import Nova
 from consolidator.store import journal
 from consolidator.store.db import make_engine
 from tests.functional.served import served_cloud
@@ -104,9 +104,9 @@ def test_placement_usage_keeps_an_empty_host_on(bed: Bed) -> None:  # noqa: F811
 def test_rollback_leaves_a_host_an_operator_disabled_alone(bed: Bed) -> None:  # noqa: F811
     """Defect 4: a host consolidator powered off, then disabled by an operator for 'DIMM
     errors', was powered on, enabled and given instances back by rollback."""
+    from consolidator.app.config import Config
     from consolidator.app.context import AppContext
     from consolidator.app.rollback import prepare_rollback
-    from consolidator.config import Config
     from consolidator.store.plans import set_status
     from consolidator.store.snapshots import load_snapshot
 
@@ -133,10 +133,10 @@ def test_rollback_leaves_a_host_an_operator_disabled_alone(bed: Bed) -> None:  #
 
 
 def test_rollback_resume_finds_the_interrupted_rollback(bed: Bed) -> None:  # noqa: F811
+    from consolidator.app.config import Config
     from consolidator.app.context import AppContext
     from consolidator.app.rollback import interrupted_rollback, prepare_rollback
-    from consolidator.config import Config
-    from consolidator.errors import UsageError
+    from consolidator.core.errors import UsageError
     from consolidator.store.plans import set_status
     from consolidator.store.snapshots import load_snapshot
 
@@ -163,9 +163,9 @@ def test_rollback_reads_power_from_the_bmc_not_from_nova(tmp_path: Path) -> None
     header and migrated instances onto hosts whose BMC said off."""
     from consolidator.app.context import AppContext
     from consolidator.app.rollback import prepare_rollback
-    from consolidator.fake.cloud import FakeCloud
+    from consolidator.emulators.fake.cloud import FakeCloud
     from consolidator.power.base import driver_for, load_bmc_file
-    from consolidator.scenario import parse_scenario
+    from consolidator.scenario.files import parse_scenario
     from consolidator.store.db import upgrade
     from consolidator.store.plans import set_status
     from consolidator.store.snapshots import load_snapshot

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from consolidator.fake.cloud import FakeCloud
-from consolidator.scenario import parse_scenario
+from consolidator.emulators.fake.cloud import FakeCloud
+from consolidator.scenario.files import parse_scenario
 from consolidator.store import journal
 from consolidator.store.db import make_engine, upgrade
 from tests.functional.test_executor import Bed, scenario

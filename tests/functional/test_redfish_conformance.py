@@ -13,7 +13,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from consolidator.fake.process import stop_child
+from consolidator.emulators.fake.process import stop_child
 from consolidator.power.base import BmcConfig, PowerError, driver_for
 
 SYSTEM_UUID = "27946b59-9e44-4fa7-8e91-f3527a1ef094"

@@ -9,8 +9,8 @@ import pytest
 import time_machine
 from sqlalchemy import Engine
 
-from consolidator.model import Cluster, Host, Instance
-from consolidator.plan import Move, PlanDraft
+from consolidator.core.model import Cluster, Host, Instance
+from consolidator.core.plan import Move, PlanDraft
 from consolidator.store import journal
 from consolidator.store.db import make_engine
 from consolidator.store.plans import save_plan, set_status

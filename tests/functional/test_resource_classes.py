@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from consolidator.algorithms.base import ALGORITHMS
 from consolidator.app.apply import PlanRun
+from consolidator.app.config import config_from_sections
 from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, check_live, make_plan
 from consolidator.app.snapshots import record_snapshot
-from consolidator.config import config_from_sections
-from consolidator.fake.cloud import FakeCloud
-from consolidator.plan import Move, PlanDraft
+from consolidator.core.algorithms.base import ALGORITHMS
+from consolidator.core.plan import Move, PlanDraft
+from consolidator.emulators.fake.cloud import FakeCloud
 from consolidator.power.base import driver_for, load_bmc_file
-from consolidator.scenario import parse_scenario, read_document
+from consolidator.scenario.files import parse_scenario, read_document
 from consolidator.store import journal
 from consolidator.store.db import make_engine, upgrade
 from consolidator.store.plans import save_plan, set_status

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from consolidator.plan import PlanDraft
+from consolidator.core.plan import PlanDraft
 from consolidator.store.db import make_engine
 from consolidator.store.plans import save_plan
 from consolidator.store.snapshots import save_snapshot

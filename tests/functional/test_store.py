@@ -12,9 +12,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, MetaData, inspect, select
 
-from consolidator.errors import NotFoundError, NotMigratedError, UsageError
-from consolidator.model import Cluster
-from consolidator.scenario import load_cluster
+from consolidator.core.errors import NotFoundError, NotMigratedError, UsageError
+from consolidator.core.model import Cluster
+from consolidator.scenario.files import load_cluster
 from consolidator.store.db import check_migrated, current_revision, head_revision, make_engine
 from consolidator.store.db import upgrade as db_upgrade
 from consolidator.store.journal import entries as journal_entries

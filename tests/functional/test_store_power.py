@@ -7,8 +7,8 @@ from pathlib import Path
 
 from sqlalchemy import inspect
 
-from consolidator.energy import Reading
-from consolidator.scenario import load_cluster
+from consolidator.core.energy_model import Reading
+from consolidator.scenario.files import load_cluster
 from consolidator.store.db import check_migrated, head_revision, make_engine
 from consolidator.store.db import upgrade as db_upgrade
 from consolidator.store.snapshots import (

@@ -6,17 +6,17 @@ import math
 
 import pytest
 
+from consolidator.app.config import config_from_sections
 from consolidator.app.context import AppContext
 from consolidator.app.snapshots import record_snapshot
-from consolidator.config import config_from_sections
-from consolidator.constraints import UsageModel, build_problem
-from consolidator.errors import CloudError
-from consolidator.fake.cloud import FakeCloud
-from consolidator.planner import PlanSettings, plan_cluster
-from consolidator.scenario import parse_scenario
+from consolidator.core.constraints import UsageModel, build_problem
+from consolidator.core.errors import CloudError
+from consolidator.core.planner import PlanSettings, plan_cluster
+from consolidator.emulators.fake.cloud import FakeCloud
+from consolidator.scenario.files import parse_scenario
 from consolidator.store.db import make_engine
 from consolidator.store.snapshots import load_snapshot, usage_history
-from consolidator.telemetry import PrometheusSource, fetch_usage, pool, pooled_cluster
+from consolidator.telemetry.prometheus import PrometheusSource, fetch_usage, pool, pooled_cluster
 
 
 def doc() -> dict:

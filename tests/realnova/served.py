@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from consolidator.fake.process import stop_child
+from consolidator.emulators.fake.process import stop_child
 from tests.functional.served import ServedCloud, _consolidator
 
 #: Start-up of a small real cloud takes 5-15 s; a loaded CI machine may take longer.

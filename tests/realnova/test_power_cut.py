@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from consolidator.inventory import read_inventory
+from consolidator.openstack.inventory import read_inventory
 from tests.realnova.operator import operator_for
 from tests.realnova.served import NovaView, served_nova
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from consolidator.plan import Move, PlanDraft
+from consolidator.core.plan import Move, PlanDraft
 from consolidator.store import journal
 from consolidator.store.db import make_engine
 from consolidator.store.plans import save_plan, set_status

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from consolidator.nova import Nova
+from consolidator.openstack.nova import Nova
 from consolidator.store import journal
 from consolidator.store.db import make_engine
 from tests.functional.cli import run

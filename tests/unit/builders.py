@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from consolidator.model import Cluster, Host, Instance, ServerGroup
+from consolidator.core.model import Cluster, Host, Instance, ServerGroup
 
 
 def hosts(*specs: tuple[str, int, int], **kw: object) -> tuple[Host, ...]:

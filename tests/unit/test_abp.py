@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from consolidator.errors import UsageError
-from consolidator.planner import plan_cluster
-from consolidator.rankings.abp import (
+from consolidator.core.errors import UsageError
+from consolidator.core.planner import plan_cluster
+from consolidator.core.rankings.abp import (
     ABPRanking,
     DemandStats,
     gamma,

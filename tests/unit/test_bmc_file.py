@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from consolidator.errors import ConfigError
+from consolidator.core.errors import ConfigError
 from consolidator.power.base import (
     BmcConfig,
     PowerError,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from consolidator.config import load_config
-from consolidator.errors import ConfigError
+from consolidator.app.config import load_config
+from consolidator.core.errors import ConfigError
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -47,13 +47,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_reference_matches_the_schema() -> None:
-    from consolidator.config import reference_rst
+    from consolidator.app.config import reference_rst
     assert (ROOT / "docs" / "configuration.rst").read_text() == reference_rst(), \
         "run python tools/gen_config_reference.py"
 
 
 def test_sample_config_is_valid_and_lists_every_option() -> None:
-    from consolidator.config import OPTIONS
+    from consolidator.app.config import OPTIONS
     sample = ROOT / "etc" / "consolidator" / "consolidator.conf.sample"
     config = load_config(sample, required=True)
     for option in OPTIONS:
@@ -64,7 +64,7 @@ def test_every_option_read_by_the_code_is_declared_and_documented() -> None:
     """Scan the package for config reads: each must be declared and in the reference."""
     import re
 
-    from consolidator.config import FREE_SECTIONS, OPTIONS
+    from consolidator.app.config import FREE_SECTIONS, OPTIONS
     declared = {(o.section, o.name) for o in OPTIONS}
     sections = {o.section for o in OPTIONS}
     reads = set()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from consolidator.algorithms.bounds import host_lower_bound
-from consolidator.algorithms.drain import fill
-from consolidator.algorithms.hvp import hvp
-from consolidator.constraints import build_problem
-from consolidator.fake.generate import generate
-from consolidator.planner import PlanSettings, draft_from_packing
-from consolidator.scenario import parse_scenario
+from consolidator.core.algorithms.bounds import host_lower_bound
+from consolidator.core.algorithms.drain import fill
+from consolidator.core.algorithms.hvp import hvp
+from consolidator.core.constraints import build_problem
+from consolidator.core.planner import PlanSettings, draft_from_packing
+from consolidator.emulators.fake.generate import generate
+from consolidator.scenario.files import parse_scenario
 from tests.unit.test_hvp import check
 
 #: The four host models of issue 16's mixed clusters (tools/bench/heldout.py).

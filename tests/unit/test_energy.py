@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from consolidator.energy import (
+from consolidator.core.energy_model import (
     CONFIGURED,
     FIT,
     MEASURED,
@@ -17,8 +17,8 @@ from consolidator.energy import (
     modelled_draw,
     saving,
 )
-from consolidator.model import Host
-from consolidator.report import energy, hosts_point
+from consolidator.core.model import Host
+from consolidator.core.report import energy, hosts_point
 from tests.unit.builders import cluster, hosts, vm
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from consolidator.checker import assert_plan_sound
-from consolidator.energy_objective import efficiency_order, energy_plan
-from consolidator.planner import plan_cluster
+from consolidator.core.checker import assert_plan_sound
+from consolidator.core.energy_objective import efficiency_order, energy_plan
+from consolidator.core.planner import plan_cluster
 from tests.unit.builders import cluster, hosts, vm
 
 OLD_WATTS, NEW_WATTS = 320.0, 140.0
@@ -53,7 +53,7 @@ def test_energy_objective_beats_the_default_where_the_default_keeps_old_hosts() 
 
 
 def test_efficiency_orders_by_idle_watts_per_capacity() -> None:
-    from consolidator.constraints import Rules, build_problem
+    from consolidator.core.constraints import Rules, build_problem
 
     problem = build_problem(two_generations(), Rules())
     order = efficiency_order(problem, IDLE, 270.0)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from consolidator.executor import Executor, ExecutorSettings
-from consolidator.nova import ServerState
-from consolidator.plan import Move
+from consolidator.core.plan import Move
+from consolidator.execution.executor import Executor, ExecutorSettings
+from consolidator.openstack.nova import ServerState
 
 
 class LaggingNova:

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from consolidator.errors import ScenarioError
-from consolidator.fake import migration
-from consolidator.fake.cloud import resolve_settings
-from consolidator.fake.faults import Faults, validate_fault
-from consolidator.fake.state import CloudState
-from consolidator.scenario import parse_scenario
+from consolidator.core.errors import ScenarioError
+from consolidator.emulators.fake import migration
+from consolidator.emulators.fake.cloud import resolve_settings
+from consolidator.emulators.fake.faults import Faults, validate_fault
+from consolidator.emulators.fake.state import CloudState
+from consolidator.scenario.files import parse_scenario
 
 
 class Clock:

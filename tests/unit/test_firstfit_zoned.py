@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from consolidator.constraints import Rules, build_problem
-from consolidator.model import Instance
-from consolidator.planner import PlanSettings, plan_cluster
+from consolidator.core.constraints import Rules, build_problem
+from consolidator.core.model import Instance
+from consolidator.core.planner import PlanSettings, plan_cluster
 from tests.unit.builders import cluster, hosts, vm
 
 #: The paper's algorithms on their own: no host kept for N+1.

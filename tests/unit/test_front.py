@@ -6,10 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consolidator.algorithms.bounds import migration_lower_bound
-from consolidator.checker import MoveSpec, check_plan
-from consolidator.fake.generate import generate
-from consolidator.front import (
+from consolidator.core.algorithms.bounds import migration_lower_bound
+from consolidator.core.checker import MoveSpec, check_plan
+from consolidator.core.front import (
     AUTO,
     FAST_ALGORITHMS,
     FAST_OPTIONS,
@@ -22,9 +21,10 @@ from consolidator.front import (
     front,
     plan_within,
 )
-from consolidator.model import Cluster
-from consolidator.planner import PlanSettings, plan_cluster
-from consolidator.scenario import parse_scenario
+from consolidator.core.model import Cluster
+from consolidator.core.planner import PlanSettings, plan_cluster
+from consolidator.emulators.fake.generate import generate
+from consolidator.scenario.files import parse_scenario
 from tests.unit.test_plan_properties import clusters
 
 #: Four host sizes, as in issue 16's mixed clusters (tools/bench/heldout.py), smaller.
@@ -130,7 +130,7 @@ def test_a_target_is_reached_with_no_more_migrations_than_needed() -> None:
 def test_a_fewest_migrations_plan_names_the_algorithm_that_made_it() -> None:
     """With a tight budget the fewest-migrations choice wins; the plan records hvp (whose
     METAHVPLIGHT packed it), a registered algorithm, and says it was that choice."""
-    from consolidator.algorithms.base import get_algorithm
+    from consolidator.core.algorithms.base import get_algorithm
     draft = plan_within(FrontBuilder(mixed(60, seed=5), PlanSettings()), AUTO,
                         Budget(max_migrations=20))
     assert get_algorithm(draft.algorithm).name == draft.algorithm == "hvp"
@@ -142,7 +142,7 @@ def test_a_fewest_migrations_plan_names_the_algorithm_that_made_it() -> None:
 def bundled_alto() -> Cluster:
     """The bundled 11-host scenario (where N+1 keeps an emptied host on)."""
     from consolidator.demo import bundled_scenario
-    from consolidator.scenario import load_cluster
+    from consolidator.scenario.files import load_cluster
     return load_cluster(bundled_scenario())
 
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consolidator.algorithms.base import Packing, Problem, get_algorithm
-from consolidator.algorithms.hvp import hvp, select_strategies
-from consolidator.algorithms.hvp_pack import (
+from consolidator.core.algorithms.base import Packing, Problem, get_algorithm
+from consolidator.core.algorithms.hvp import hvp, select_strategies
+from consolidator.core.algorithms.hvp_pack import (
     Strategy,
     VPInstance,
     dimension_order,
@@ -21,9 +21,9 @@ from consolidator.algorithms.hvp_pack import (
     run_strategy,
     strategies,
 )
-from consolidator.algorithms.state import EPS
-from consolidator.constraints import build_problem
-from consolidator.scenario import parse_scenario
+from consolidator.core.algorithms.state import EPS
+from consolidator.core.constraints import build_problem
+from consolidator.scenario.files import parse_scenario
 
 NONE = ("NONE", False)
 
@@ -287,7 +287,7 @@ def test_ranking_that_strands_an_instance_falls_back_to_the_packing() -> None:
 @pytest.mark.parametrize("light", [True, False])
 def test_generated_cloud_is_near_the_volume_bound(light: bool) -> None:
     """On a synthetic 60-host cloud the hosts kept are within 5 % (or 1) of the bound."""
-    from consolidator.fake.generate import generate
+    from consolidator.emulators.fake.generate import generate
     problem = build_problem(parse_scenario(generate(60, per_host=10, fill=0.5)).cluster,
                             options={"light": light})
     packing = hvp(problem)

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consolidator.algorithms.base import Packing, Problem, get_algorithm
-from consolidator.algorithms.importance3d import importance3d
-from consolidator.algorithms.mpv3d import Bin, Boxes, Pool, h1, h2
-from consolidator.constraints import Rules, build_problem
-from consolidator.errors import UsageError
-from consolidator.model import Cluster, Host, Instance, ServerGroup
-from consolidator.scenario import load_cluster
+from consolidator.core.algorithms.base import Packing, Problem, get_algorithm
+from consolidator.core.algorithms.importance3d import importance3d
+from consolidator.core.algorithms.mpv3d import Bin, Boxes, Pool, h1, h2
+from consolidator.core.constraints import Rules, build_problem
+from consolidator.core.errors import UsageError
+from consolidator.core.model import Cluster, Host, Instance, ServerGroup
+from consolidator.scenario.files import load_cluster
 
 BUNDLED = Path(__file__).resolve().parents[2] / "etc" / "consolidator" / "scenarios" / \
     "alto-cloud.yaml"

@@ -8,7 +8,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from consolidator.metrics import Metrics, MetricsError
+from consolidator.telemetry.exporter import Metrics, MetricsError
 
 
 def samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

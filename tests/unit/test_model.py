@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from consolidator.errors import ModelError
-from consolidator.model import Cluster, Host, Instance, ServerGroup
+from consolidator.core.errors import ModelError
+from consolidator.core.model import Cluster, Host, Instance, ServerGroup
 
 
 def host(name: str = "h1", **kw: object) -> Host:

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from consolidator.padding import parse_window, parse_windows, spare_target
+from consolidator.core.padding import parse_window, parse_windows, spare_target
 
 OSLO = timezone(timedelta(hours=1))
 DAY_NIGHT = {"06:00-18:00": "2", "18:00-06:00": "1"}
@@ -38,7 +38,7 @@ def test_a_whole_day_window_always_holds() -> None:
     """00:00-24:00 used to parse as 00:00-00:00 and hold at no time at all."""
     from datetime import datetime, timezone
 
-    from consolidator.padding import parse_windows, spare_target
+    from consolidator.core.padding import parse_windows, spare_target
 
     windows = parse_windows({"00:00-24:00": "1"})
     for hour in (0, 7, 12, 19, 23):

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consolidator.algorithms.base import ALGORITHMS
-from consolidator.checker import MoveSpec, check_plan
-from consolidator.constraints import Rules
-from consolidator.model import Cluster, Host, Instance, ServerGroup
-from consolidator.planner import PlanSettings, plan_cluster
+from consolidator.core.algorithms.base import ALGORITHMS
+from consolidator.core.checker import MoveSpec, check_plan
+from consolidator.core.constraints import Rules
+from consolidator.core.model import Cluster, Host, Instance, ServerGroup
+from consolidator.core.planner import PlanSettings, plan_cluster
 
 ALGORITHM_NAMES = ALGORITHMS.names()
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from consolidator.algorithms.bounds import host_lower_bound, migration_lower_bound
-from consolidator.algorithms.state import PackingState
-from consolidator.checker import MoveSpec, PlanCheckError, assert_plan_sound, check_plan
-from consolidator.constraints import Rules, build_problem
-from consolidator.model import ServerGroup
-from consolidator.planner import (
+from consolidator.core.algorithms.bounds import host_lower_bound, migration_lower_bound
+from consolidator.core.algorithms.state import PackingState
+from consolidator.core.checker import MoveSpec, PlanCheckError, assert_plan_sound, check_plan
+from consolidator.core.constraints import Rules, build_problem
+from consolidator.core.model import ServerGroup
+from consolidator.core.planner import (
     PlanError,
     PlanSettings,
     draft_from_packing,
@@ -159,7 +159,7 @@ def test_the_last_host_of_a_zone_stays_powered() -> None:
 def test_rollback_partial_moves_back_what_fits() -> None:
     """x and z lived on a; y, created since, has taken half of a, so only one of them fits
     back: without --partial the rollback is refused, with it the other one is reported."""
-    from consolidator.rollback import rollback_draft
+    from consolidator.core.rollback_plan import rollback_draft
 
     hs = hosts(("a", 4, 4096), ("b", 8, 8192))
     target = cluster(hs, [vm("x", "a", 2), vm("z", "a", 2)])

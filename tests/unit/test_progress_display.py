@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 from consolidator.cli.progress import ProgressDisplay
-from consolidator.progress import DONE, RUNNING, STARTED, MigrationProgress, poll_delays
+from consolidator.execution.progress import DONE, RUNNING, STARTED, MigrationProgress, poll_delays
 
 GIB = 1024 ** 3
 

@@ -112,7 +112,7 @@ def test_an_ipmi_driver_installs_it(pyghmis_own_read: None) -> None:
 def test_the_emulated_bmcs_install_it() -> None:
     """In a process of their own, as they run (never beside a pyghmi client)."""
     code = ("from pyghmi.ipmi.private import session\n"
-            "from consolidator.fake.ipmi import IpmiBmcs\n"
+            "from consolidator.emulators.fake.ipmi import IpmiBmcs\n"
             "from consolidator.power.pyghmi_io import read_nowait\n"
             "IpmiBmcs(None, [])\n"
             "print(session._io_recvfrom is read_nowait)\n")

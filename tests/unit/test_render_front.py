@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from consolidator.front import FEWEST, FRONT_ALGORITHMS, FrontBuilder, front
-from consolidator.planner import PlanSettings
+from consolidator.core.front import FEWEST, FRONT_ALGORITHMS, FrontBuilder, front
+from consolidator.core.planner import PlanSettings
 from consolidator.render.front import front_chart
-from consolidator.scenario import load_scenario
+from consolidator.scenario.files import load_scenario
 
 ALTO = Path(__file__).parents[2] / "etc" / "consolidator" / "scenarios" / "alto-cloud.yaml"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from consolidator.plan import Move, PlanDraft, StoredPlan
+from consolidator.core.plan import Move, PlanDraft, StoredPlan
 from consolidator.render.plan import MAX_LISTED, render_plan
 from tests.unit.builders import cluster, hosts, vm
 

@@ -6,11 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from consolidator.journal_entry import Entry
-from consolidator.plan import Move, PlanDraft, StoredPlan
-from consolidator.render import count_bar as bar
-from consolidator.render.report import render_text
-from consolidator.report import (
+from consolidator.core.journal_entry import Entry
+from consolidator.core.plan import Move, PlanDraft, StoredPlan
+from consolidator.core.report import (
     HostsPoint,
     build,
     cycle,
@@ -19,6 +17,8 @@ from consolidator.report import (
     hourly,
     to_json,
 )
+from consolidator.render import count_bar as bar
+from consolidator.render.report import render_text
 from tests.unit.builders import cluster, hosts, vm
 
 MIDNIGHT = datetime(2024, 5, 1, tzinfo=timezone.utc)
@@ -126,7 +126,7 @@ def test_a_cycle_of_auto_shows_what_was_asked_and_what_won() -> None:
     """The cycles table read only the winner ('hvp') for a plan asked of -a auto."""
     from dataclasses import replace as _replace
 
-    from consolidator.report import to_json as _to_json
+    from consolidator.core.report import to_json as _to_json
     base = PlanDraft(algorithm="hvp", ranking=None, migrations=(), power_off=(),
                      hosts_before=3, hosts_after=3, lower_bound=1, migrations_lower_bound=0,
                      spare=0)

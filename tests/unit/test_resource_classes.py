@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from consolidator.algorithms.base import ALGORITHMS
-from consolidator.checker import MoveSpec, check_plan
-from consolidator.constraints import build_problem, is_important
-from consolidator.errors import ModelError, ScenarioError
-from consolidator.model import Cluster, Host, Instance
-from consolidator.planner import plan_cluster
-from consolidator.scenario import cluster_to_document, load_cluster, parse_scenario
+from consolidator.core.algorithms.base import ALGORITHMS
+from consolidator.core.checker import MoveSpec, check_plan
+from consolidator.core.constraints import build_problem, is_important
+from consolidator.core.errors import ModelError, ScenarioError
+from consolidator.core.model import Cluster, Host, Instance
+from consolidator.core.planner import plan_cluster
+from consolidator.scenario.files import cluster_to_document, load_cluster, parse_scenario
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -128,7 +128,7 @@ def test_checker_refuses_pcpu_over_capacity() -> None:
 
 
 def test_dedicated_cpus_make_an_instance_important() -> None:
-    from consolidator.constraints import Rules
+    from consolidator.core.constraints import Rules
 
     rules = Rules()
     pinned = Instance("p", "a", 2, 512, 1, flavor_extra_specs={"hw:cpu_policy": "dedicated"})

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from consolidator.errors import ScenarioError
-from consolidator.scenario import (
+from consolidator.core.errors import ScenarioError
+from consolidator.scenario.files import (
     cluster_to_document,
     dump_document,
     load_cluster,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from consolidator.scenario import load_scenario, read_document
+from consolidator.scenario.files import load_scenario, read_document
 
 DOC = {"hosts": [{"name": "c1", "vcpus": 8, "memory_mb": 16384, "disk_gb": 100}],
        "instances": [{"name": "vm1", "host": "c1", "vcpus": 2, "memory_mb": 2048,

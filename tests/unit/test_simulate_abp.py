@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from consolidator.simulate import abp
-from consolidator.simulate.abp import PHASES, make_trace, render, run
+from consolidator.experiments import abp
+from consolidator.experiments.abp import PHASES, make_trace, render, run
 
 SEEDS = 4
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from consolidator.simulate import ucac as sim
+from consolidator.experiments import ucac as sim
 
 UCAC_ALGS = ("BF-UCaC", "BiHeu")
 

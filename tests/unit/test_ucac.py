@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from consolidator.rankings.ucac import (
+from consolidator.core.rankings.ucac import (
     UCaCRanking,
     best_fit_nsigma,
     best_fit_ucac,
@@ -95,8 +95,8 @@ def test_ranking_without_chance_constraint_or_statistics() -> None:
 
 def test_ranking_on_a_real_packing_state() -> None:
     """The names the ranking reads exist on PackingState, filled from instance usage."""
-    from consolidator.algorithms.state import PackingState
-    from consolidator.constraints import UsageModel, build_problem
+    from consolidator.core.algorithms.state import PackingState
+    from consolidator.core.constraints import UsageModel, build_problem
     from tests.unit.builders import cluster, hosts, vm
 
     usage = [(6.0, 1.0), (4.0, 0.5), (2.0, 2.0), (1.0, 1.0)]

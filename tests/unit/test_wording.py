@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from consolidator.wording import duration, plural, state_phrase
+from consolidator.core.wording import duration, plural, state_phrase
 
 SOURCE = Path(__file__).resolve().parents[2] / "consolidator"
 

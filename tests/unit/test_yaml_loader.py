@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from consolidator import yaml_loader
-from consolidator.fake.generate import generate
+from consolidator.emulators.fake.generate import generate
+from consolidator.scenario import yaml_loader
 
 pytestmark = pytest.mark.skipif(yaml_loader.CParser is None, reason="PyYAML without libyaml")
 

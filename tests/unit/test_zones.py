@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from consolidator.config import load_config
-from consolidator.errors import ConfigError
-from consolidator.model import Cluster, Host
-from consolidator.zones import ZoneRules, parse_zone_spec, zones_for_cluster
+from consolidator.app.config import load_config
+from consolidator.core.errors import ConfigError
+from consolidator.core.model import Cluster, Host
+from consolidator.core.zones import ZoneRules, parse_zone_spec, zones_for_cluster
 
 PAPER = parse_zone_spec("24x2.0,35x8.0")
 

@@ -1,11 +1,11 @@
 """Benchmark: the energy objective against the default (hosts) one, on generated clouds of
 two hardware generations.
 
-The clouds come from consolidator.fake.generate's five host models. The old generation is the
-two smallest and the largest (an old four-socket box): more idle watts per core than the
-new 64- and 96-core hosts, so "largest first" and "most efficient first" differ. Each row
-plans the same cluster with one algorithm and one objective: hosts left on, migrations, the
-idle watts of the hosts powered off, how many of them are old, and the seconds taken.
+The clouds come from consolidator.emulators.fake.generate's five host models. The old generation
+is the two smallest and the largest (an old four-socket box): more idle watts per core than the
+new 64- and 96-core hosts, so "largest first" and "most efficient first" differ. Each row plans
+the same cluster with one algorithm and one objective: hosts left on, migrations, the idle watts
+of the hosts powered off, how many of them are old, and the seconds taken.
 
     python tools/bench/energy.py [--sizes 100,500] [--algorithms firstfit,zoned-bestfit,hvp-light]
 """
@@ -22,10 +22,10 @@ OLD = (32, 48, 128)
 
 def measure(hosts: int, algorithm: str, objective: str, seed: int = 1) -> list[object]:
     """Plan one generated cluster; one table row."""
-    from consolidator.energy_objective import energy_plan
-    from consolidator.fake.generate import generate
-    from consolidator.planner import plan_cluster
-    from consolidator.scenario import parse_scenario
+    from consolidator.core.energy_objective import energy_plan
+    from consolidator.core.planner import plan_cluster
+    from consolidator.emulators.fake.generate import generate
+    from consolidator.scenario.files import parse_scenario
 
     cluster = parse_scenario(generate(hosts, per_host=10, seed=seed, fill=0.5)).cluster
     idle = {h.name: IDLE_WATTS[h.vcpus] for h in cluster.hosts}

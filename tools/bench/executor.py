@@ -47,12 +47,12 @@ def scenario(migrations: int) -> dict:
 def run_once(concurrency: int, migrations: int, poll: float | None,
              source: Path | None = None) -> list[object]:
     from consolidator.app.apply import PlanRun
+    from consolidator.app.config import Config
     from consolidator.app.context import AppContext
     from consolidator.app.planning import PlanRequest, make_plan
     from consolidator.app.snapshots import record_snapshot
-    from consolidator.cloud import connect
-    from consolidator.config import Config
-    from consolidator.scenario import dump_document
+    from consolidator.openstack.connection import connect
+    from consolidator.scenario.files import dump_document
     from consolidator.store.db import make_engine, upgrade
     from consolidator.store.plans import set_status
 

@@ -69,7 +69,7 @@ def import_seconds(python: str) -> float:
         return time.perf_counter() - started
     base = min(wall("pass") for _ in range(3))
     full = min(wall("import consolidator.cli.plans, consolidator.app.planning, "
-                    "consolidator.front") for _ in range(3))
+                    "consolidator.core.front") for _ in range(3))
     return full - base
 
 
@@ -89,11 +89,11 @@ def main() -> None:
 
     import yaml
 
-    from consolidator.fake.generate import generate
-    from consolidator.front import AUTO, Budget, FrontBuilder, plan_within
-    from consolidator.planner import PlanSettings
+    from consolidator.core.front import AUTO, Budget, FrontBuilder, plan_within
+    from consolidator.core.planner import PlanSettings
+    from consolidator.emulators.fake.generate import generate
     from consolidator.render import table
-    from consolidator.scenario import parse_scenario
+    from consolidator.scenario.files import parse_scenario
 
     _shape, models, per_host, fill, _gaps = CLUSTERS[1]
     rows: list[list[object]] = []
@@ -156,8 +156,8 @@ def main() -> None:
                      "WATCHER / 3", "< WATCHER / 3"], timings))
     print(f"\nimports of the plan command: {imports:.2f} s (beyond a bare python)")
     print("COLD: the first run on a file (YAML built from libyaml's events, "
-          "consolidator/yaml_loader.py); WARM: later runs, the parsed scenario read from the "
-          "cache (CONSOLIDATOR_CACHE_DIR). "
+          "consolidator/scenario/yaml_loader.py); WARM: later runs, the parsed scenario read "
+          "from the cache (CONSOLIDATOR_CACHE_DIR). "
           + ("PEER: Watcher run on each cluster." if args.watcher_python else
              "PEER: the issue's measured Watcher numbers on clusters of the same shape "
              "(pass --watcher-python PATH to run Watcher)."))

@@ -90,11 +90,11 @@ def main() -> None:
         sys.exit(f"heldout: --watcher-python {args.watcher_python}: no such file; give the "
                  "python of the Watcher venv (docs/benchmarks.rst, section Peer)")
     sys.path.insert(0, str(ROOT))
-    from consolidator.fake.generate import generate
-    from consolidator.planner import PlanSettings, plan_cluster
+    from consolidator.core.planner import PlanSettings, plan_cluster
+    from consolidator.core.zones import zones_for_cluster
+    from consolidator.emulators.fake.generate import generate
     from consolidator.render import table
-    from consolidator.scenario import parse_scenario
-    from consolidator.zones import zones_for_cluster
+    from consolidator.scenario.files import parse_scenario
 
     rows = []
     for hosts in sizes:

@@ -23,10 +23,10 @@ from pathlib import Path
 
 def measure(mode: str, cloud: str, db_url: str) -> dict:
     """Run in a child: read the cloud once and report seconds and peak RSS."""
+    from consolidator.app.config import Config
     from consolidator.app.context import AppContext
     from consolidator.app.snapshots import record_snapshot
-    from consolidator.cloud import connect
-    from consolidator.config import Config
+    from consolidator.openstack.connection import connect
     from consolidator.store.db import make_engine, upgrade
 
     conn = connect(cloud)
@@ -77,9 +77,9 @@ def main() -> None:
         print(json.dumps(measure(args.child, "bench", args.db_url)))
         return
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from consolidator.fake.generate import generate
+    from consolidator.emulators.fake.generate import generate
     from consolidator.render import table
-    from consolidator.scenario import dump_document
+    from consolidator.scenario.files import dump_document
 
     rows = []
     for spec in args.rows.split(","):

@@ -1,8 +1,8 @@
 """Benchmark: plan heterogeneous clusters of 100, 1,000 and 10,000 hosts with every algorithm.
 
-About 10 instances per host from a mix of flavors (consolidator.fake.generate). Each row runs in
-a fresh child process, so that its peak RSS is its own. The seconds are the whole plan: the
-algorithm, waves, bounds and the independent check.
+About 10 instances per host from a mix of flavors (consolidator.emulators.fake.generate). Each
+row runs in a fresh child process, so that its peak RSS is its own. The seconds are the whole
+plan: the algorithm, waves, bounds and the independent check.
 
     python tools/bench/planner.py [--sizes 100,1000,10000] [--algorithms firstfit,hvp-light]
         [--classes classic,pcpu+vgpu]
@@ -42,9 +42,9 @@ def with_extra_classes(doc: dict) -> dict:
 
 def measure(algorithm: str, hosts: int, seed: int, classes: str = "classic") -> dict:
     """In a child: generate, plan once, report."""
-    from consolidator.fake.generate import generate
-    from consolidator.planner import plan_cluster
-    from consolidator.scenario import parse_scenario
+    from consolidator.core.planner import plan_cluster
+    from consolidator.emulators.fake.generate import generate
+    from consolidator.scenario.files import parse_scenario
 
     doc = generate(hosts, per_host=10, seed=seed, fill=0.5)
     if classes != "classic":

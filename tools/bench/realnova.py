@@ -125,13 +125,12 @@ def fit_24gib(rows: list[list[Any]]) -> str:
 
 def throughput(backend: str, concurrency: int, migrations: int, poll: float) -> list[Any]:
     """One row: the executor's live migrations per second through this backend."""
-    from consolidator.planning import PlanRequest, plan_snapshot
-
-    from consolidator.cloud import connect
-    from consolidator.config import Config
-    from consolidator.executor import Executor, ExecutorSettings
-    from consolidator.inventory import snapshot_cloud
-    from consolidator.nova import Nova
+    from consolidator.app.config import Config
+    from consolidator.app.planning import PlanRequest, plan_snapshot
+    from consolidator.execution.executor import Executor, ExecutorSettings
+    from consolidator.openstack.connection import connect
+    from consolidator.openstack.inventory import snapshot_cloud
+    from consolidator.openstack.nova import Nova
     from consolidator.store.db import make_engine, upgrade
     from consolidator.store.plans import load_plan, set_status
     from consolidator.store.snapshots import load_snapshot

@@ -37,9 +37,9 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     import yaml
 
-    from consolidator.fake.generate import generate
+    from consolidator.emulators.fake.generate import generate
     from consolidator.render import table
-    from consolidator.scenario import load_scenario
+    from consolidator.scenario.files import load_scenario
 
     rows = [["consolidator --help", round(wall([sys.executable, "-m", "consolidator",
                                                   "--help"], args.runs), 3)],

@@ -22,9 +22,9 @@ sys.path.insert(0, str(ROOT))
 
 from heldout import CLUSTERS  # noqa: E402
 
-from consolidator.errors import ScenarioError  # noqa: E402
-from consolidator.fake.generate import generate  # noqa: E402
-from consolidator.scenario import dump_document  # noqa: E402
+from consolidator.core.errors import ScenarioError  # noqa: E402
+from consolidator.emulators.fake.generate import generate  # noqa: E402
+from consolidator.scenario.files import dump_document  # noqa: E402
 
 #: --shape name -> (host models or None for the generator's default, instances a host, fill)
 SHAPES = {"identical": (CLUSTERS[0][1], CLUSTERS[0][2], CLUSTERS[0][3]),

@@ -1,0 +1,423 @@
+"""The INI configuration: a schema of every option, validated when the file is loaded.
+
+Every option the code reads is declared in OPTIONS, so the configuration reference can be
+generated from (and checked against) this module.
+"""
+
+from __future__ import annotations
+
+import configparser
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from consolidator.core.errors import ConfigError
+
+DEFAULT_CONFIG_FILE = Path("/etc/consolidator/consolidator.conf")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One config option: where it lives, its type, its default and what it does."""
+
+    section: str
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    #: The interval a number must lie in, as text: "[1, inf)", "(0, 1)", "[0, 65535]".
+    range: str = ""
+    #: A fixed form checked at load: "timezone" (an IANA zone) or "address" (an IP address
+    #: or a host name).
+    form: str = ""
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("database", "url", str, "",
+           "SQLAlchemy URL of the database. Empty: SQLite at "
+           "$XDG_DATA_HOME/consolidator/consolidator.db (~/.local/share/...)."),
+    Option("cloud", "name", str, "",
+           "The clouds.yaml cloud to manage. Empty: $OS_CLOUD, or the only cloud defined."),
+    Option("cloud", "cpu_allocation_ratio", float, 16.0,
+           "CPU allocation ratio used when capacity comes from os-hypervisors "
+           "(no Placement, or a compute API older than 2.88).", range="(0, inf)"),
+    Option("cloud", "ram_allocation_ratio", float, 1.5,
+           "RAM allocation ratio used when capacity comes from os-hypervisors.", range="(0, inf)"),
+    Option("cloud", "disk_allocation_ratio", float, 1.0,
+           "Disk allocation ratio used when capacity comes from os-hypervisors.", range="(0, inf)"),
+    Option("inventory", "page_size", int, 1000,
+           "Servers and hypervisors asked for per page (Nova caps it at its max_limit).",
+           range="[1, inf)"),
+    Option("inventory", "workers", int, 8,
+           "Concurrent Placement requests while reading inventories and usages.",
+           range="[1, inf)"),
+    Option("planner", "algorithm", str, "auto",
+           "The algorithm 'plan' and the daemon use when none is given "
+           "(see 'consolidator algorithms'). auto: run the fast ones (zoned-bestfit "
+           "and hvp LIGHT) and keep the plan that frees the most hosts within "
+           "max_migrations."),
+    Option("planner", "max_migrations", int, 0,
+           "The most migrations a plan made by 'plan' or the daemon may have, unless "
+           "--max-migrations says otherwise; the plan that frees the most hosts within it is "
+           "kept. 0: unlimited.", range="[0, inf)"),
+    Option("planner", "ranking", str, "",
+           "The ranking that chooses among feasible target hosts; empty: the algorithm's own."),
+    Option("planner", "spare", int, 0,
+           "Empty, powered hosts to keep as padding when no --spare is given.", range="[0, inf)"),
+    Option("planner", "excluded_hosts", str, "",
+           "Comma-separated host-name globs that are never emptied and never receive."),
+    Option("planner", "exclude_key", str, "consolidator:exclude",
+           "Instance metadata key; the value true pins the instance where it is."),
+    Option("planner", "importance_key", str, "consolidator:important",
+           "Instance metadata key; false (or no, low, 0) marks it not important."),
+    Option("planner", "importance_extra_spec", str, "consolidator:important",
+           "Flavor extra spec read when the metadata key is absent."),
+    Option("planner", "importance_file", str, "",
+           "A file listing instances (names or ids, one a line) that are not important, "
+           "as in paper 004. Everything else is important."),
+    Option("planner", "allow_cold_migration", bool, False,
+           "Also move SHUTOFF instances (by cold migration) instead of pinning them."),
+    Option("planner", "max_migrations_per_host", int, 2,
+           "Migrations one source host sends at once; waves are built to respect it.",
+           range="[1, inf)"),
+    Option("planner", "n_plus_one", bool, True,
+           "Keep enough hosts on that the ones left can absorb the failure of the most loaded "
+           "of them (N+1); the plan names the hosts kept for it."),
+    Option("planner", "idle_watts", float, 270.0,
+           "Deprecated: use [energy] idle_watts (this one is read only while that one is at "
+           "its default).", range="[0, inf)"),
+    Option("planner", "objective", str, "hosts",
+           "What plan and the daemon optimise when no --objective is given: hosts (free the "
+           "most hosts, the algorithm's own choice) or energy (keep the hosts that draw least "
+           "at idle, empty the ones that draw most).", ("hosts", "energy")),
+    Option("planner", "capacity_model", str, "placement",
+           "placement: Placement capacity only. ucac: also paper 003's chance constraint on "
+           "CPU usage against each host's physical cores.", ("placement", "ucac")),
+    Option("planner", "confidence", float, 0.999,
+           "The confidence alpha of the ucac capacity model and the ucac ranking.",
+           range="[0.5, 1)"),
+    Option("telemetry", "prometheus_url", str, "",
+           "Prometheus HTTP API base URL for per-instance CPU usage; empty: no telemetry, "
+           "the flavor fallback below is used."),
+    Option("telemetry", "cpu_mean_query", str,
+           "avg_over_time(consolidator:instance_cpu_usage:vcpus[7d])",
+           "Instant query giving each instance's mean CPU usage in vCPUs."),
+    Option("telemetry", "cpu_std_query", str,
+           "stddev_over_time(consolidator:instance_cpu_usage:vcpus[7d])",
+           "Instant query giving the standard deviation of each instance's CPU usage."),
+    Option("telemetry", "instance_label", str, "instance_uuid",
+           "The label of the query results that holds the instance (server) UUID."),
+    Option("telemetry", "timeout", float, 10.0, "Seconds to wait for Prometheus.",
+           range="(0, inf)"),
+    Option("executor", "max_parallel", int, 4,
+           "Live migrations running at once, over the whole cloud (apply --max-parallel).",
+           range="[1, inf)"),
+    Option("executor", "migration_timeout", float, 1800.0,
+           "Seconds a live migration may take before it counts as failed; its host is then "
+           "left alone.", range="(0, inf)"),
+    Option("executor", "poll_interval", float, 2.0,
+           "The longest wait, in seconds, between two fresh reads of a migrating server: "
+           "reads start poll_first apart and the wait doubles up to this.", range="(0, inf)"),
+    Option("executor", "poll_first", float, 0.1,
+           "Seconds before the first read of a migrating server (then doubled up to "
+           "poll_interval), so a short migration is seen done at once.", range="(0, inf)"),
+    Option("executor", "power_timeout", float, 600.0,
+           "Seconds a host may take to reach the power state asked of its BMC.", range="(0, inf)"),
+    Option("executor", "lease_ttl", float, 60.0,
+           "Seconds an executor's lease on a cloud lasts without renewal (renewed every third).",
+           range="(0, inf)"),
+    Option("executor", "on_timeout", str, "abort",
+           "What to do with a live migration that outlives migration_timeout: abort (DELETE "
+           "the migration through Nova; the instance stays on its source) or force-complete "
+           "(pause the guest and finish it).", choices=("abort", "force-complete")),
+    Option("executor", "max_parallel_per_destination", int, 2,
+           "Live migrations running into one host at once.", range="[1, inf)"),
+    Option("daemon", "schedule", str, "0 * * * *",
+           "When the daemon's cycle runs: a 5-field cron expression (minute hour day month "
+           "weekday); the default is hourly at minute 0, as in paper 004."),
+    Option("daemon", "timezone", str, "",
+           "Timezone of the schedule and of the [padding] windows, e.g. Europe/Oslo; empty: "
+           "the system's.", form="timezone"),
+    Option("daemon", "auto_apply", bool, False,
+           "Apply each cycle's plan at once. Off: plans stay proposed and the log says how to "
+           "approve them."),
+    Option("daemon", "misfire_grace_time", int, 300,
+           "Seconds late a cycle may still start (after a pause or a busy machine).",
+           range="[0, inf)"),
+    Option("daemon", "lease_ttl", float, 60.0,
+           "Seconds the active daemon's lease lasts without renewal: a standby daemon on the "
+           "same database takes over within this time after the active one dies.",
+           range="(0, inf)"),
+    Option("daemon", "capacity_watch_interval", int, 300,
+           "Seconds between capacity checks that power hosts on when the free capacity of the "
+           "powered hosts falls below the padding; 0 turns the watch off.", range="[0, inf)"),
+    Option("power", "bmc_file", str, "/etc/consolidator/bmc.yaml",
+           "BMC credentials (see etc/consolidator/bmc.yaml.sample); --bmc-file and "
+           "CONSOLIDATOR_BMC_FILE override it."),
+    Option("power", "low_demand_window", float, 0.0,
+           "Minutes of low demand a power-off waits for, as VMware DPM and oVirt do: a host "
+           "is powered off only if every demand sample (snapshot with usage statistics) of "
+           "the window, and the last one before it, is at or below low_demand_threshold; "
+           "otherwise it is emptied and left on, with the reason in the journal. 0: no wait.",
+           range="[0, inf)"),
+    Option("power", "low_demand_threshold", float, 0.5,
+           "Demand at or below which it counts as low: the instances' mean CPU usage over "
+           "the physical vCPUs of the powered-on hosts, 0 to 1.", range="[0, 1]"),
+    Option("telemetry", "history", int, 24,
+           "Earlier snapshots of the same cloud whose usage statistics are pooled in.",
+           range="[0, inf)"),
+    Option("telemetry", "fallback_mean", float, 0.5,
+           "Without telemetry: an instance's mean usage as a fraction of its vCPUs.",
+           range="[0, inf)"),
+    Option("telemetry", "fallback_cov", float, 0.5,
+           "Without telemetry: the coefficient of variation (std / mean) of its usage.",
+           range="[0, inf)"),
+    Option("energy", "idle_watts", float, 270.0,
+           "Idle draw of a host with no power reading from its BMC (270 W measured in 004): "
+           "what a plan's saving and the energy objective count for it.", range="[0, inf)"),
+    Option("energy", "read_power", bool, True,
+           "Read each powered host's draw from its BMC (IPMI DCMI, Redfish Power or "
+           "EnvironmentMetrics) when a snapshot is taken; a missing reading is not an error."),
+    Option("energy", "history", int, 48,
+           "Snapshots of the same cloud whose readings are fitted (idle + slope x load) to "
+           "estimate each host's idle draw.", range="[0, inf)"),
+    Option("metrics", "port", int, 0,
+           "TCP port of the daemon's Prometheus endpoint (/metrics); 0: no endpoint.",
+           range="[0, 65535]"),
+    Option("metrics", "address", str, "127.0.0.1",
+           "Address the Prometheus endpoint listens on (0.0.0.0 or :: for every interface).",
+           form="address"),
+)
+
+
+def _parse(option: Option, raw: str) -> Any:
+    text = raw.strip()
+    try:
+        if option.type is bool:
+            lowered = text.lower()
+            if lowered in ("1", "yes", "true", "on"):
+                return True
+            if lowered in ("0", "no", "false", "off"):
+                return False
+            raise ValueError("expected true or false")
+        if option.type is int and not option.range:
+            return int(text)
+        if option.type is float and not option.range:
+            return float(text)
+        if option.type in (int, float):
+            option.type(text)
+    except ValueError as exc:
+        raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: {exc}") from None
+    if option.range and option.type in (int, float):
+        value = option.type(text)
+        if not in_range(value, option.range):
+            raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: out of range: "
+                              f"expected a number in {option.range}")
+        return value
+    problem = check_form(option.form, text) if option.form and text else None
+    if problem:
+        raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: {problem}")
+    if option.choices and text not in option.choices:
+        raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: expected one of "
+                          f"{', '.join(option.choices)}")
+    return text
+
+
+def in_range(value: float, interval: str) -> bool:
+    """Whether value lies in an interval written "[1, inf)", "(0, 1)" or "[0, 65535]"."""
+    low, high = (float(v) for v in interval[1:-1].split(","))
+    above = value > low if interval[0] == "(" else value >= low
+    below = value < high if interval[-1] == ")" else value <= high
+    return above and below
+
+
+def check_form(form: str, text: str) -> str | None:
+    """Why a value does not have its fixed form, or None."""
+    if form == "timezone":
+        import zoneinfo
+
+        try:
+            zoneinfo.ZoneInfo(text)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            return "unknown time zone: give an IANA name such as Europe/Oslo or UTC"
+        return None
+    if form == "address":
+        import ipaddress
+        import re
+
+        try:
+            ipaddress.ip_address(text)
+        except ValueError:
+            label = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
+            if not re.fullmatch(rf"{label}(\.{label})*", text):
+                return "not an IP address or a host name"
+        return None
+    raise ValueError(f"unknown form {form!r}")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Validated option values; read them with get(section, name)."""
+
+    values: dict[tuple[str, str], Any] = field(default_factory=dict)
+    path: Path | None = None
+    sections: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def get(self, section: str, name: str) -> Any:
+        """The value of a declared option, or its default."""
+        key = (section, name)
+        if key in self.values:
+            return self.values[key]
+        option = _INDEX.get(key)
+        if option is None:
+            raise KeyError(f"undeclared option [{section}] {name}")
+        return option.default
+
+    def section(self, name: str) -> dict[str, str]:
+        """The raw items of a free-form section (for example [padding])."""
+        return dict(self.sections.get(name, {}))
+
+
+_INDEX = {(o.section, o.name): o for o in OPTIONS}
+#: Sections whose keys are free-form (per-host settings, windows), validated where parsed:
+#: [zones] maps 'default', 'aggregate:NAME' or a host-name glob to 'HQxRATIO,LQxRATIO' (see
+#: zones.py); their keys keep their case, since aggregate and host names are case-sensitive.
+FREE_SECTIONS: set[str] = {"zones", "padding"}
+
+
+def load_config(path: str | Path | None, *, required: bool = False) -> Config:
+    """Load and validate an INI file. A missing default file gives the defaults."""
+    if path is None:
+        path = DEFAULT_CONFIG_FILE
+        if not path.exists():
+            return Config()
+    path = Path(path)
+    if not path.exists():
+        if required:
+            raise ConfigError(f"{path}: no such config file")
+        return Config()
+    parser = _read_ini(path)
+    return config_from_sections(
+        {s: _option_names(s, dict(parser.items(s)), path) for s in parser.sections()}, path)
+
+
+def _read_ini(path: Path) -> configparser.ConfigParser:
+    """Parse the INI file, keeping the case of names; errors are one line naming the file."""
+    # Only '=' separates a name from its value: [zones] keys may hold ':' (aggregate:NAME).
+    parser = configparser.ConfigParser(interpolation=None, default_section="\0none",
+                                       delimiters=("=",))
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # see _option_names
+    try:
+        with path.open(encoding="utf-8") as handle:
+            parser.read_file(handle)
+    except configparser.Error as exc:
+        errors = getattr(exc, "errors", None)
+        if isinstance(exc, configparser.ParsingError) and errors:
+            raise ConfigError(f"{path}: malformed config at line {errors[0][0]}: expected "
+                              f"'name = value' (only '=' separates them)") from None
+        first = str(exc).splitlines()[0]
+        raise ConfigError(f"{path}: malformed config: {first}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return parser
+
+
+def _option_names(section: str, items: dict[str, str], path: Path) -> dict[str, str]:
+    """Option names are case-insensitive, except the keys of free sections (aggregate names)."""
+    if section in FREE_SECTIONS:
+        return items
+    lowered: dict[str, str] = {}
+    for name, value in items.items():
+        if name.lower() in lowered:
+            raise ConfigError(f"{path}: malformed config: option {name.lower()!r} in section "
+                              f"{section!r} already exists")
+        lowered[name.lower()] = value
+    return lowered
+
+
+def config_from_sections(sections: dict[str, dict[str, str]],
+                         path: Path | None = None) -> Config:
+    """Validate raw section -> {option: text} values against OPTIONS."""
+    where = f"{path}: " if path else ""
+    known_sections = {o.section for o in OPTIONS} | FREE_SECTIONS
+    values: dict[tuple[str, str], Any] = {}
+    free: dict[str, dict[str, str]] = {}
+    for section, items in sections.items():
+        if section in FREE_SECTIONS:
+            free[section] = dict(items)
+            _validate_free(section, items, where)
+            continue
+        if section not in known_sections:
+            raise ConfigError(f"{where}unknown section [{section}] (known: "
+                              f"{', '.join(sorted(known_sections))})")
+        for name, raw in items.items():
+            option = _INDEX.get((section, name))
+            if option is None:
+                names = sorted(o.name for o in OPTIONS if o.section == section)
+                raise ConfigError(f"{where}unknown option {name!r} in [{section}] "
+                                  f"(known: {', '.join(names)})")
+            try:
+                values[(section, name)] = _parse(option, raw)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}{exc}") from None
+    _check_budget_objective(values, where)
+    return Config(values=values, path=path, sections=free)
+
+
+def _check_budget_objective(values: dict[tuple[str, str], Any], where: str) -> None:
+    """A migration budget ranks plans by hosts freed: refuse it beside the energy objective,
+    which would exceed it (every daemon cycle) rather than keep it."""
+    most = values.get(("planner", "max_migrations"), 0)
+    if values.get(("planner", "objective")) == "energy" and most:
+        raise ConfigError(f"{where}[planner] max_migrations = {most} does not apply with "
+                          f"[planner] objective = energy: set max_migrations = 0 or "
+                          f"objective = hosts")
+
+
+def _validate_free(section: str, items: dict[str, str], where: str) -> None:
+    if section == "padding":
+        from consolidator.core.padding import parse_window
+        for key, value in items.items():
+            try:
+                parse_window(key, value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}[padding] {key} = {value!r}: {exc}") from None
+    if section == "zones":
+        from consolidator.core.zones import check_zone_key, parse_zone_spec
+        for key, value in items.items():
+            try:
+                check_zone_key(key)
+                parse_zone_spec(value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}[zones] {key} = {value!r}: {exc}") from None
+
+
+def declared_options(section: str | None = None) -> Iterable[Option]:
+    """Every declared option, optionally of one section."""
+    return [o for o in OPTIONS if section is None or o.section == section]
+
+
+def reference_rst() -> str:
+    """The configuration reference (docs/configuration.rst), generated from OPTIONS."""
+    lines = ["=======================", "Configuration reference", "=======================", "",
+             "The INI file named by ``--config`` (default ``/etc/consolidator/consolidator.conf``"
+             " when it exists). Unknown sections and options are errors, so a typo cannot pass "
+             "silently, and every value is checked when the file is loaded, whatever the "
+             "command: its type, its range, its choices, the time zone, the address, the cron "
+             "expression of [daemon] schedule and the [planner] algorithm and ranking names. "
+             "This page is generated from ``consolidator/app/config.py`` by "
+             "``python tools/gen_config_reference.py``; a test fails when they differ.", ""]
+    for section in dict.fromkeys(o.section for o in OPTIONS):
+        title = f"[{section}]"
+        lines += [title, "=" * len(title), ""]
+        for o in declared_options(section):
+            default = o.default if o.default != "" else "(empty)"
+            lines += [f"``{o.name}``", f"  *{o.type.__name__}*, default ``{default}``."
+                      + (f" One of: {', '.join(o.choices)}." if o.choices else "")
+                      + (f" In ``{o.range}``." if o.range else "")
+                      + (" An IANA time zone." if o.form == "timezone" else "")
+                      + (" An IP address or a host name." if o.form == "address" else ""),
+                      f"  {o.help}", ""]
+    return "\n".join(lines)

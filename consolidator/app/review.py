@@ -1,0 +1,92 @@
+"""Reviewing stored plans: show, list, approve, cancel, and the journal of what was done."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from consolidator.app.context import AppContext
+from consolidator.app.snapshots import store_inventory
+from consolidator.core.journal_entry import Entry
+from consolidator.core.model import Cluster
+from consolidator.core.plan import PlanDraft, StoredPlan
+from consolidator.render.asked import asked_for
+from consolidator.store import journal
+from consolidator.store import plans as stored
+from consolidator.store.snapshots import load_snapshot
+
+if TYPE_CHECKING:
+    from consolidator.openstack.inventory import Inventory
+
+
+def show_plan(ctx: AppContext, ref: str) -> tuple[StoredPlan, Cluster]:
+    """A stored plan and the cluster of the snapshot it was made from."""
+    engine = ctx.engine()
+    plan = stored.load_plan(engine, ref)
+    return plan, load_snapshot(engine, plan.snapshot_id).cluster
+
+
+def list_plans(ctx: AppContext, *, status: str | None, limit: int) -> list[Any]:
+    """Plan header rows, newest first."""
+    return stored.list_plans(ctx.engine(), status=status, limit=limit)
+
+
+def asked_row(row: Any) -> str:
+    """What a listed plan was asked for: algorithm, ranking and options as flags."""
+    details = row.details or {}
+    return asked_for(row.algorithm, row.ranking, details.get("options") or {},
+                     details.get("choice"))
+
+
+def change_status(ctx: AppContext, ref: str, status: str) -> str:
+    """Move a plan (id or unique prefix) to a new state by the operator; its full id."""
+    engine = ctx.engine()
+    full = stored.resolve_plan_id(engine, ref)
+    stored.set_status(engine, full, status, reason=f"{status} by operator")
+    return full
+
+
+def journal_entries(ctx: AppContext, *, plan_ref: str | None, limit: int) -> list[Entry]:
+    """The newest journal rows, oldest first, of one plan or of all."""
+    engine = ctx.engine()
+    full = stored.resolve_plan_id(engine, plan_ref) if plan_ref else None
+    return journal.entries(engine, plan_id=full)[-limit:]
+
+
+def approve(ctx: AppContext, plan_id: str, reason: str, *, supersede: bool = True) -> None:
+    """Approve a plan for a reason other than the operator's word (auto_apply, rollback);
+    unless told not to, the cloud's other proposed plans are superseded."""
+    stored.set_status(ctx.engine(), plan_id, "approved", reason=reason, supersede=supersede)
+
+
+def cancel(ctx: AppContext, plan_id: str, reason: str) -> None:
+    """Cancel a plan that has not started, for a reason other than the operator's word."""
+    stored.set_status(ctx.engine(), plan_id, "cancelled", reason=reason)
+
+
+def running_plans(ctx: AppContext, cloud: str | None) -> list[str]:
+    """Ids of the plans left running (of one cloud, or of all)."""
+    return [row.id for row in stored.list_plans(ctx.engine(), cloud=None, status="running")
+            if not cloud or row.cloud == cloud]
+
+
+def plan_counts(ctx: AppContext) -> dict[str, int]:
+    """How many plans are in each state."""
+    return stored.count_by_status(ctx.engine())
+
+
+def power_on_plan(ctx: AppContext, inventory: Inventory, hosts: list[str], target: int
+                  ) -> StoredPlan:
+    """Store and approve a plan that powers hosts on for the padding (the morning ramp and
+    the capacity watch); it supersedes nothing."""
+    live = inventory.cluster
+    powered = sum(h.state == "up" and h.power != "off" for h in live.hosts)
+    snapshot = store_inventory(ctx, inventory)
+    draft = PlanDraft(algorithm="ramp", ranking=None, migrations=(), power_off=(),
+                      power_on=tuple(hosts), hosts_before=powered,
+                      hosts_after=powered + len(hosts), lower_bound=0,
+                      migrations_lower_bound=0, spare=target,
+                      notes=(f"padding target {target}",))
+    plan = stored.save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
+                            snapshot_id=snapshot.info.id, supersede=False)
+    approve(ctx, plan.id, reason="padding", supersede=False)
+    return plan

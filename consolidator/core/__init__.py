@@ -1,0 +1,1 @@
+"""The pure core: the model, constraints, the planner and its algorithms; no I/O."""

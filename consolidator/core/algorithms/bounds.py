@@ -1,0 +1,45 @@
+"""Lower bounds: the fewest running hosts any plan needs, and the fewest migrations."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from consolidator.core.algorithms.base import Problem
+
+#: The Placement columns of capacity and demand (vcpus, memory_mb, disk_gb).
+PLACEMENT_COLUMNS = 3
+
+
+def fewest_hosts_covering(capacity: np.ndarray, total: float) -> int:
+    """The fewest hosts, taken largest first, whose capacities add up to total."""
+    if total <= 0:
+        return 0
+    cumulative = np.cumsum(np.sort(capacity)[::-1])
+    reached = np.nonzero(cumulative >= total - 1e-6)[0]
+    return int(reached[0]) + 1 if reached.size else int(capacity.size) + 1
+
+
+def host_lower_bound(problem: Problem) -> int:
+    """The fewest powered hosts: the largest, over resources, of the fewest hosts that cover
+    the total demand; raised by anti-affinity group sizes, hosts that cannot be emptied, and
+    the spare hosts kept as padding. Never more than the powered hosts.
+
+    Only Placement's resources count: an algorithm's own columns (CPU zones) are not a valid
+    bound, since hosts that stay on keep whatever load they had beyond their zones.
+    """
+    powered = problem.powered
+    capacity = problem.capacity[powered, :PLACEMENT_COLUMNS]
+    total = problem.demand[:, :PLACEMENT_COLUMNS].sum(axis=0)
+    by_resource = max((fewest_hosts_covering(capacity[:, r], float(total[r]))
+                       for r in range(capacity.shape[1])), default=0)
+    groups = max((len(g) for g in problem.anti_affinity), default=0)
+    population = np.bincount(problem.placement, minlength=problem.n_hosts)
+    fixed = int(np.count_nonzero(powered & ~problem.emptiable & (population > 0)))
+    return min(max(by_resource, groups, fixed) + problem.spare, int(powered.sum()))
+
+
+def migration_lower_bound(problem: Problem, freed: int) -> int:
+    """The fewest migrations that free `freed` hosts: the smallest populations added up."""
+    population = np.bincount(problem.placement, minlength=problem.n_hosts)
+    candidates = np.sort(population[problem.emptiable & problem.powered])
+    return int(candidates[:max(freed, 0)].sum())

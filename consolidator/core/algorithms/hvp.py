@@ -1,0 +1,255 @@
+"""Heterogeneous vector packing (paper 002, Stillwell, Vivien, Casanova): METAHVP and LIGHT.
+
+The paper binary-searches the largest yield for which one of its vector packing heuristics
+(3.5.1 First Fit, Best Fit, 3.5.2 Permutation Pack, each under the 3.5 sorting strategies;
+hvp_pack.py) packs every service. Here the searched quantity is k, the number of hosts to
+empty, and the question asked of METAHVP (3.5.5; METAHVPLIGHT of 5.1 with ``light``) is: do
+the instances of those k hosts pack into the residual capacity vectors of the other hosts,
+over every resource column?
+
+The search, zone by zone (an instance never leaves its availability zone, so zones are
+independent problems and their best k add up):
+
+1. The k hosts are the k least populated emptiable hosts, so a feasible k costs the fewest
+   migrations possible for k (the sum of the k smallest populations, the lower bound).
+2. k is bounded above by volume: the instances of those hosts must fit, column by column, in
+   the total free capacity of the others. Every heuristic fails beyond that bound.
+3. A binary search with the cheap Best Fit heuristics finds a k that is surely feasible;
+   a second binary search with the whole METAHVP (or LIGHT) set goes from there to the volume
+   bound. Feasibility is assumed monotone in k, as the paper assumes it in the yield.
+4. Local refinement (beyond the paper, which has no host choice): k+1, k+2, ... are tried
+   with the least populated hosts and then with the least loaded hosts (which free more
+   room), until both fail; heuristics are not monotone, and this recovers a host now and then.
+5. While the hosts in use exceed the lower bound, one more host is emptied by repacking the
+   instances already moving together with its own (drain.py, beyond the paper).
+
+Beyond the paper as well: a bin is a host's residual capacity after the instances that stay,
+hosts already empty receive nothing (filling them would not lower the host count), and hard
+anti-affinity is a constraint of every heuristic (a grouped item never shares a bin with its
+group). Soft policies and rankings act when the packing is applied: each instance's target is
+routed through the ranking among the packing's bins; if the ranked choices fail to empty every
+chosen host, the heuristic's own targets are used instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from consolidator.core.algorithms.base import Packing, Problem, register
+from consolidator.core.algorithms.bounds import host_lower_bound
+from consolidator.core.algorithms.drain import drain_more
+from consolidator.core.algorithms.hvp_pack import MARGIN, Strategy, VPInstance, meta_hvp, strategies
+from consolidator.core.algorithms.state import PackingState
+from consolidator.core.errors import UsageError
+from consolidator.core.wording import plural
+
+#: A packing witness: hosts emptied in order, instances moved, their target hosts, heuristic.
+Witness = tuple[np.ndarray, np.ndarray, np.ndarray, str]
+
+
+def select_strategies(options: Mapping[str, Any]) -> list[Strategy]:
+    """The heuristics to try: LIGHT's or all, restricted by names or 'ff'/'bf'/'pp' if given."""
+    tried = strategies(bool(options.get("light", False)))
+    wanted = options.get("strategies")
+    if wanted:
+        names = {str(w) for w in ([wanted] if isinstance(wanted, str) else wanted)}
+        tried = [s for s in tried if s.name in names or s.algo in names]
+        if not tried:
+            raise UsageError(f"hvp: no heuristic matches {sorted(names)}: give 'ff', 'bf', "
+                             f"'pp' or names such as 'pp/MAX-desc/LEX-asc'")
+    return tried
+
+
+class ZoneSearch:
+    """The search for the most hosts of one availability zone that METAHVP can empty."""
+
+    def __init__(self, problem: Problem, state: PackingState, zone: int,
+                 tried: list[Strategy], scale: np.ndarray) -> None:
+        self.problem, self.tried, self.scale = problem, list(tried), scale
+        self.free = state.free.copy()
+        population = state.population
+        in_zone = problem.host_zone == zone
+        rows = np.arange(problem.n_hosts)
+        used = (problem.capacity - self.free) / scale
+        load = used.sum(axis=1)
+        pool = rows[problem.emptiable & in_zone & (population > 0)]
+        size = (problem.capacity / scale).sum(axis=1)
+        self.population = population
+        self.orders = {
+            "smallest capacity": pool[np.lexsort((pool, population[pool], size[pool]))],
+            "fewest migrations": pool[np.lexsort((pool, load[pool], population[pool]))],
+            "least load": pool[np.lexsort((pool, population[pool], load[pool]))]}
+        self.bins_mask = problem.receivers & in_zone & (population > 0)
+        self.groups = [rows_ for rows_ in problem.anti_affinity if len(rows_) > 1]
+        self.failed: set[tuple[bytes, int]] = set()      # (order, k) METAHVP cannot pack
+
+    def volume_bound(self, order: np.ndarray) -> int:
+        """The largest k whose hosts' demand fits, column by column, in the others' room."""
+        used = np.cumsum(self.problem.capacity[order] - self.free[order], axis=0)
+        room = np.where(self.bins_mask[order, None], self.free[order], 0.0)
+        total = self.free[self.bins_mask].sum(axis=0) - np.cumsum(room, axis=0)
+        ok = np.all(used <= total + MARGIN, axis=1)
+        return int(np.argmin(ok)) if not ok.all() else len(order)
+
+    def probe(self, order: np.ndarray, k: int, tried: list[Strategy]) -> Witness | None:
+        """Empty the first k hosts of the order if one heuristic packs their instances."""
+        if (order.tobytes()[:64], k) in self.failed:
+            return None
+        hosts = order[:k]
+        rank = np.full(self.problem.n_hosts, -1, dtype=np.int64)
+        rank[hosts] = np.arange(k)
+        placement = self.problem.placement
+        items = np.flatnonzero(rank[placement] >= 0)
+        items = items[np.argsort(rank[placement[items]], kind="stable")]
+        bin_mask = self.bins_mask & (rank < 0)
+        bins = np.flatnonzero(bin_mask)
+        bin_index = np.full(self.problem.n_hosts, -1, dtype=np.int64)
+        bin_index[bins] = np.arange(len(bins))
+        item_pos = {int(item): n for n, item in enumerate(items)} if self.groups else {}
+        groups: list[list[int]] = [[] for _ in items] if self.groups else []
+        blocked: dict[int, set[int]] = {}
+        for g, members in enumerate(self.groups):
+            for m in members.tolist():
+                if m in item_pos:
+                    groups[item_pos[m]].append(g)
+                elif bin_index[placement[m]] >= 0:
+                    blocked.setdefault(g, set()).add(int(bin_index[placement[m]]))
+        inst = VPInstance(free=self.free[bins], demand=self.problem.demand[items],
+                          scale=self.scale, groups=[tuple(g) for g in groups],
+                          blocked=blocked, window=int(self.problem.options.get("window", 0)))
+        found = meta_hvp(inst, tried)
+        if found is None:
+            if tried is self.tried:
+                self.failed.add((order.tobytes()[:64], k))
+            return None
+        target, strategy = found
+        if tried is self.tried and strategy in self.tried:   # the last winner goes first
+            self.tried.remove(strategy)
+            self.tried.insert(0, strategy)
+        return hosts, items, bins[target], strategy.name
+
+    def search(self) -> tuple[Witness | None, int, str]:
+        """The best witness, the volume bound and the host order it used."""
+        used = "smallest capacity"
+        order = self.orders[used]
+        bound = self.volume_bound(order)
+        best: Witness | None = None
+        cheap = [s for s in self.tried if s.algo == "bf"] or self.tried[:1]
+        lo = 0
+        for tried in (cheap, self.tried):
+            hi = bound + 1
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                found = self.probe(order, mid, tried)
+                if found is None:
+                    hi = mid
+                else:
+                    lo, best = mid, found
+        if lo:                              # the same number of hosts, fewer migrations?
+            for name, candidate in self.orders.items():
+                if (self.population[candidate[:lo]].sum() < self.migrations(best)
+                        and self.volume_bound(candidate) >= lo):
+                    found = self.probe(candidate, lo, self.tried)
+                    if found is not None:
+                        best, used = found, name
+        for k in range(lo + 1, len(order) + 1):
+            found = None
+            for name, candidate in sorted(self.orders.items(),
+                                          key=lambda o: self.population[o[1][:k]].sum()):
+                if k <= self.volume_bound(candidate):
+                    found = self.probe(candidate, k, self.tried)
+                    if found is not None:
+                        used = name
+                        break
+            if found is None:
+                break
+            best = found
+        return best, bound, used
+
+    def migrations(self, witness: Witness | None) -> int:
+        """How many instances the witness moves."""
+        return 0 if witness is None else len(witness[1])
+
+
+def column_scale(problem: Problem) -> np.ndarray:
+    """Per resource, the largest host capacity (1 where there is none)."""
+    if not problem.n_hosts:
+        return np.ones(problem.capacity.shape[1])
+    top = problem.capacity.max(axis=0)
+    return np.where(top > 0, top, 1.0)
+
+
+def apply(state: PackingState, witnesses: list[Witness], ranked: bool) -> bool:
+    """Move every instance of the witnesses, through the ranking if ranked; all or nothing."""
+    start = state.mark()
+    was_open = state.open.copy()
+    allowed = np.zeros(state.problem.n_hosts, dtype=bool)
+    for hosts, _items, targets, _name in witnesses:
+        state.open[hosts] = False
+        allowed[targets] = True
+    allowed &= state.open
+    for _hosts, items, targets, _name in witnesses:
+        for item, default in zip(items.tolist(), targets.tolist(), strict=True):
+            feasible = state.feasible(item) & allowed
+            target = default
+            if ranked and feasible.any():
+                target = state.choose(item, state.prefer_soft(item, feasible), default)
+            if target < 0 or not feasible[target]:
+                state.rollback(start)
+                state.open[:] = was_open
+                return False
+            state.move(item, target)
+    return True
+
+
+@register("hvp", "heterogeneous vector packing: METAHVP (or --light METAHVPLIGHT), fewest hosts",
+          "002 (Stillwell, Vivien, Casanova), sections 3.5 and 5.1",
+          options={"light": "true|false", "strategies": "ff|bf|pp|NAME,...", "window": "int"})
+def hvp(problem: Problem) -> Packing:
+    """Empty the most hosts METAHVP can pack away, the least populated ones first."""
+    state = PackingState(problem)
+    tried = select_strategies(problem.options)
+    scale = column_scale(problem)
+    label = "METAHVPLIGHT" if problem.options.get("light") else "METAHVP"
+    zone_names = {int(problem.host_zone[h]): problem.cluster.hosts[h].availability_zone
+                  for h in range(problem.n_hosts)}
+    witnesses: list[Witness] = []
+    notes: list[str] = []
+    for zone in sorted(zone_names):
+        witness, bound, used = ZoneSearch(problem, state, zone, tried, scale).search()
+        k = 0 if witness is None else len(witness[0])
+        how = "" if witness is None else f"; last packed by {witness[3]}, hosts by {used}"
+        notes.append(f"{label}, zone {zone_names[zone]}: {plural(k, 'host')} emptied, volume bound "
+                     f"{bound}{how}")
+        if witness is not None and k:
+            witnesses.append(witness)
+    if not apply(state, witnesses, problem.ranking is not None):
+        notes.append("the ranking's choices did not empty every host; kept the packing's own")
+        if not apply(state, witnesses, False):
+            raise AssertionError("hvp: a packing witness failed its own feasibility check")
+    emptied = [int(h) for w in witnesses for h in w[0]]
+    emptied += drain_hosts(state, sorted(zone_names), scale, notes)
+    return state.packing(emptied, notes)
+
+
+def drain_hosts(state: PackingState, zones: list[int], scale: np.ndarray,
+                notes: list[str]) -> list[int]:
+    """Empty more hosts by repacking the moving instances (drain.py), zone by zone, while
+    the hosts in use exceed the lower bound; a note says how many."""
+    problem = state.problem
+    bound = host_lower_bound(problem) - problem.spare
+    emptied: list[int] = []
+    for zone in zones:
+        in_use = problem.powered & (state.population > 0)
+        busy = int(np.count_nonzero(in_use))
+        if busy <= bound:
+            break
+        in_zone = int(np.count_nonzero(in_use & (problem.host_zone == zone)))
+        emptied += drain_more(state, zone, scale, stop_at=in_zone - (busy - bound))
+    if emptied:
+        notes.append(f"the repack of the moving instances emptied "
+                     f"{plural(len(emptied), 'more host')}")
+    return emptied

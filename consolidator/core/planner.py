@@ -1,0 +1,278 @@
+"""The planner: Cluster + algorithm (+ ranking) -> a checked Plan.
+
+One move per instance (A->B->C collapses to A->C and A->B->A to nothing, because only the
+final placement is kept), waves that never overload a host or overrun the per-host limit,
+spare hosts kept powered as padding, both lower bounds, and the independent checker.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from consolidator.core.algorithms.base import Packing, Problem, Ranker, get_algorithm
+from consolidator.core.algorithms.bounds import host_lower_bound, migration_lower_bound
+from consolidator.core.checker import assert_plan_sound
+from consolidator.core.constraints import Rules, UsageModel, build_problem
+from consolidator.core.errors import ConsolidatorError
+from consolidator.core.fit import too_large
+from consolidator.core.model import Cluster
+from consolidator.core.plan import DEFAULT_IDLE_WATTS, Move, PlanDraft
+from consolidator.core.wording import plural
+
+
+class PlanError(ConsolidatorError):
+    """A plan cannot be made (for example no safe order of migrations exists)."""
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """How plans are made: the rules plus the planner's own limits."""
+
+    rules: Rules = field(default_factory=Rules)
+    per_host_limit: int = 2
+    idle_watts: float = DEFAULT_IDLE_WATTS
+    usage: UsageModel = field(default_factory=UsageModel)
+    #: Keep enough hosts on to absorb the failure of the most loaded one.
+    n_plus_one: bool = True
+
+
+def plan_cluster(cluster: Cluster, algorithm: str, *, settings: PlanSettings | None = None,
+              spare: int = 0, options: Mapping[str, Any] | None = None,
+              ranking: Ranker | None = None, no_bmc: Collection[str] = ()) -> PlanDraft:
+    """Run an algorithm on a cluster and turn its packing into a checked plan."""
+    settings = settings or PlanSettings()
+    algo = get_algorithm(algorithm)
+    problem = build_problem(cluster, settings.rules, spare=spare, options=options,
+                            ranking=ranking, usage=settings.usage)
+    packing = algo.run(problem)
+    return draft_from_packing(problem, packing, algorithm=algo.name,
+                              ranking=ranking.name if ranking else None, settings=settings,
+                              no_bmc=no_bmc)
+
+
+def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
+                       ranking: str | None, settings: PlanSettings,
+                       no_bmc: Collection[str] = ()) -> PlanDraft:
+    """Moves, waves, spares, power-off and bounds of a packing; checked before returned.
+    Emptied hosts in no_bmc (none is configured for them) are left on, with the reason."""
+    cluster = problem.cluster
+    target = packing.target
+    moved = np.nonzero(target != problem.placement)[0]
+    names = [h.name for h in cluster.hosts]
+    notes = too_large(cluster) + list(problem.notes) + list(packing.notes)
+    decided = power_decisions(problem, target, settings, no_bmc)
+    power_off, spares, left_on = decided.power_off, decided.spares, decided.left_on
+    notes += decided.notes
+    waves = plan_waves(cluster, [(int(i), int(problem.placement[i]), int(target[i]))
+                                 for i in moved], settings.per_host_limit)
+    moves = tuple(Move(instance_id=cluster.instances[i].id,
+                       instance_name=cluster.instances[i].name, source=names[src],
+                       destination=names[dst], wave=wave)
+                  for i, src, dst, wave in waves)
+    hosts_before = int(problem.powered.sum())
+    if len(spares) < problem.spare:
+        notes.append(f"only {len(spares)} of the {problem.spare} spare hosts asked for can be "
+                     f"kept empty")
+    draft = PlanDraft(
+        algorithm=algorithm, ranking=ranking, migrations=moves,
+        power_off=tuple(names[h] for h in power_off), hosts_before=hosts_before,
+        hosts_after=hosts_before - len(power_off),
+        lower_bound=host_lower_bound(problem),
+        migrations_lower_bound=migration_lower_bound(problem, len(power_off) + len(spares)),
+        spare=problem.spare, spare_hosts=tuple(names[h] for h in sorted(spares)),
+        notes=tuple(notes), options=_plain_options(problem.options),
+        idle_watts=settings.idle_watts, left_on=left_on)
+    assert_plan_sound(cluster, moves, draft.power_off, rules=settings.rules,
+                      per_host_limit=settings.per_host_limit,
+                      chance=_chance(problem))
+    return draft
+
+
+@dataclass(frozen=True)
+class PowerDecisions:
+    """Which emptied hosts a packing powers off, which it keeps on and why."""
+
+    power_off: list[int]
+    spares: set[int]
+    left_on: dict[str, str]
+    notes: list[str]
+
+
+def power_decisions(problem: Problem, target: np.ndarray, settings: PlanSettings,
+                    no_bmc: Collection[str] = ()) -> PowerDecisions:
+    """The emptied hosts to power off, after the spares, the last host of each zone, N+1
+    and the hosts no BMC is configured for are kept on: what a plan of this packing does,
+    without its moves and waves (the front compares packings by it)."""
+    names = [h.name for h in problem.cluster.hosts]
+    notes: list[str] = []
+    population = np.bincount(target, minlength=problem.n_hosts)
+    candidates = np.nonzero(problem.powered & problem.emptiable & (population == 0))[0]
+    spares = _choose_spares(problem, candidates, problem.spare)
+    for zone_host in _last_in_zone(problem, population, candidates, spares):
+        spares.add(zone_host)
+        notes.append(f"{names[zone_host]} stays powered: it is the last usable host of its "
+                     f"availability zone")
+    power_off = [int(h) for h in candidates if int(h) not in spares]
+    if settings.n_plus_one:
+        kept = _n_plus_one(problem, target, power_off)
+        if kept:
+            spares.update(kept)
+            power_off = [h for h in power_off if h not in kept]
+            notes.append(f"N+1: {', '.join(names[h] for h in kept)} "
+                         f"{'stays' if len(kept) == 1 else 'stay'} powered so that the hosts "
+                         f"left on can absorb the failure of the largest of them "
+                         f"([planner] n_plus_one)")
+    unpowered = set(no_bmc)
+    left_on = {names[h]: "emptied, left on: no BMC is configured for it in the BMC file"
+               for h in power_off if names[h] in unpowered}
+    power_off = [h for h in power_off if names[h] not in unpowered]
+    if left_on:
+        notes.append(f"emptied but left on, no BMC configured: {', '.join(sorted(left_on))}")
+    return PowerDecisions(power_off, spares, left_on, notes)
+
+
+def _n_plus_one(problem: Problem, target: np.ndarray, power_off: list[int]) -> list[int]:
+    """The hosts to keep on, most capable first, until the free Placement capacity of the
+    usable hosts left on covers the load of the most loaded one of them, in every class."""
+    columns = len(problem.cluster.resource_classes)
+    used = np.zeros((problem.n_hosts, columns))
+    if problem.n_instances:
+        np.add.at(used, target, problem.demand[:, :columns])
+    capacity = problem.capacity[:, :columns]
+    on = problem.powered & problem.receivers
+    on[power_off] = False
+    order = sorted(power_off, key=lambda h: -float(capacity[h].sum()))
+    kept: list[int] = []
+    while order:
+        rows = np.flatnonzero(on)
+        if rows.size == 0:
+            break
+        largest = int(rows[np.argmax(used[rows].sum(axis=1))])
+        free = (capacity[rows] - used[rows]).sum(axis=0) - \
+            (capacity[largest] - used[largest])
+        if np.all(free + 1e-6 >= used[largest]):
+            break
+        host = order.pop(0)
+        kept.append(host)
+        on[host] = True
+    return kept
+
+
+def _chance(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+    if problem.confidence is None or problem.cpu_limit is None:
+        return None
+    assert problem.usage_mean is not None and problem.usage_std is not None
+    return problem.usage_mean, problem.usage_std, problem.cpu_limit, problem.confidence
+
+
+def _plain_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options worth recording with the plan (scalars and short lists)."""
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items()
+            if isinstance(v, (str, int, float, bool, tuple, list)) or v is None}
+
+
+def _last_in_zone(problem: Problem, population: np.ndarray, candidates: np.ndarray,
+                  spares: set[int]) -> list[int]:
+    """For each zone whose usable hosts would all be powered off: its most capable one."""
+    off = set(candidates.tolist()) - spares
+    keep = []
+    usable = problem.powered & problem.receivers
+    for zone in np.unique(problem.host_zone[usable]).tolist():
+        members = np.nonzero(usable & (problem.host_zone == zone))[0].tolist()
+        if members and all(h in off for h in members):
+            keep.append(max(members, key=lambda h: (problem.capacity[h, :3].sum(), -h)))
+    return keep
+
+
+def _choose_spares(problem: Problem, candidates: np.ndarray, wanted: int) -> set[int]:
+    """Keep `wanted` empty hosts powered: hosts already empty first, then the most capable."""
+    if wanted <= 0 or candidates.size == 0:
+        return set()
+    was_empty = np.bincount(problem.placement, minlength=problem.n_hosts) == 0
+    scale = problem.capacity[:, :3].max(axis=0)
+    scale[scale == 0] = 1.0
+    size = (problem.capacity[:, :3] / scale).sum(axis=1)
+    order = sorted(candidates.tolist(), key=lambda h: (not was_empty[h], -size[h], h))
+    return set(order[:wanted])
+
+
+def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host_limit: int,
+               leftover: list[tuple[int, int, int]] | None = None
+               ) -> list[tuple[int, int, int, int]]:
+    """Assign each (instance, source, destination) a wave.
+
+    A destination holds a migrating instance from the start of its wave and a source frees it
+    at the end, as Placement does. A move joins the earliest wave in which its destination has
+    room, its source is under the per-host limit, and it meets no member of its anti-affinity
+    groups. No progress means no safe order exists: PlanError, or, when a `leftover` list is
+    given, the moves that could not be ordered go into it and the others are returned.
+    """
+    capacity = (cluster.capacity + 1e-6).tolist()
+    used = cluster.usage.tolist()
+    demand = cluster.demand.tolist()
+    host_of = cluster.placement.copy()
+    groups_of: dict[int, list[np.ndarray]] = defaultdict(list)
+    index = cluster.instance_index
+    for group in cluster.server_groups:
+        if group.policy == "anti-affinity":
+            rows = np.array([index[m] for m in group.members], dtype=np.int64)
+            for row in rows.tolist():
+                groups_of[row].append(rows)
+    queues: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for item, src, dst in sorted(moves, key=lambda m: (m[1], m[0])):
+        queues[src].append((item, dst))
+    out: list[tuple[int, int, int, int]] = []
+    wave = 0
+    limit = max(per_host_limit, 1)
+    while queues:
+        wave += 1
+        arriving: dict[int, set[int]] = defaultdict(set)
+        batch = []
+        for src in list(queues):
+            queue, keep, taken = queues[src], [], 0
+            for pos, (item, dst) in enumerate(queue):
+                if taken == limit:
+                    keep.extend(queue[pos:])
+                    break
+                room = all(u + d <= c for u, d, c in zip(used[dst], demand[item],
+                                                          capacity[dst], strict=True))
+                if room and not _meets_group(item, dst, groups_of, host_of, arriving):
+                    used[dst] = [u + d for u, d in zip(used[dst], demand[item], strict=True)]
+                    arriving[dst].add(item)
+                    batch.append((item, src, dst))
+                    taken += 1
+                else:
+                    keep.append((item, dst))
+            if keep:
+                queues[src] = keep
+            else:
+                del queues[src]
+        if not batch and leftover is not None:
+            leftover.extend((i, src, dst) for src, q in queues.items() for i, dst in q)
+            break
+        if not batch:
+            waiting = [i for q in queues.values() for i, _ in q]
+            names = ", ".join(cluster.instances[i].name for i in waiting[:3])
+            raise PlanError(f"no safe order for the remaining {plural(len(waiting), 'migration')} "
+                            f"({names}...): each waits for room that another one holds")
+        for item, src, dst in batch:
+            used[src] = [u - d for u, d in zip(used[src], demand[item], strict=True)]
+            host_of[item] = dst
+            out.append((item, src, dst, wave))
+    return out
+
+
+def _meets_group(item: int, dst: int, groups_of: dict[int, list[np.ndarray]],
+                 host_of: np.ndarray, arriving: dict[int, set[int]]) -> bool:
+    if item not in groups_of:
+        return False
+    for rows in groups_of[item]:
+        others = rows[rows != item]
+        if np.any(host_of[others] == dst) or arriving[dst].intersection(others.tolist()):
+            return True
+    return False

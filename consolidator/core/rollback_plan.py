@@ -1,0 +1,129 @@
+"""Rollback: a plan that puts the cloud back as a snapshot recorded it.
+
+Rollback touches only what consolidator did. Hosts that consolidator powered off (their
+nova-compute disabled with a reason that names a consolidator plan, and their power-off in the
+journal: the caller says which) and that were on in the snapshot are powered on and enabled
+first; a host disabled or down for any other reason is reported and left alone, and nothing
+moves onto it. Then every instance that still exists moves back to its host in the snapshot,
+in waves, through the same executor. Instances created since stay where they are; instances
+deleted since are reported. With partial, the moves that no longer fit or cannot be ordered
+are reported instead of refusing the whole. When the cloud already matches, the plan is
+empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from consolidator.core.checker import assert_plan_sound
+from consolidator.core.constraints import Rules
+from consolidator.core.model import Cluster
+from consolidator.core.plan import Move, PlanDraft
+from consolidator.core.planner import plan_waves
+from consolidator.core.wording import agree, plural
+
+#: The reason prefix consolidator writes when it disables a host.
+OUR_REASON = "consolidator:"
+
+
+def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
+                   rules: Rules | None = None, ours: set[str] | None = None,
+                   partial: bool = False, target_id: str = "",
+                   bmc_power: Mapping[str, str] | None = None) -> PlanDraft:
+    """The plan that moves the live cloud back to the target snapshot's placement.
+
+    ours: the hosts whose power-off consolidator journaled (None: any host disabled with a
+    consolidator reason counts as ours). bmc_power: each host's power as its BMC reads it,
+    which wins over Nova's service state (Nova may report a powered-off compute up).
+    """
+    rules = rules or Rules()
+    bmc_power = bmc_power or {}
+    live = Cluster(hosts=tuple(replace(h, power="off") if bmc_power.get(h.name) == "off"
+                               else h for h in live.hosts),
+                   instances=live.instances, server_groups=live.server_groups)
+    was = {h.name: h for h in target.hosts}
+    notes = []
+    power_on, theirs = [], []
+    for h in live.hosts:
+        if h.name not in was or was[h.name].power == "off" or not was[h.name].usable \
+                or h.usable:
+            continue
+        if (h.disabled_reason or "").startswith(OUR_REASON) and (ours is None
+                                                                 or h.name in ours):
+            power_on.append(h.name)
+        else:
+            theirs.append(f"{h.name} ({h.status}/{h.state}"
+                          f"{': ' + h.disabled_reason if h.disabled_reason else ''})")
+    if theirs:
+        notes.append(f"left alone, not disabled or powered off by consolidator: "
+                     f"{', '.join(theirs)}")
+    # After the power-on step those hosts are usable again: plan against that future state.
+    future = Cluster(hosts=tuple(replace(h, status="enabled", state="up", power="on")
+                                 if h.name in power_on else h for h in live.hosts),
+                     instances=live.instances, server_groups=live.server_groups)
+    target_host = {i.id: i.host for i in target.instances}
+    deleted = [i.name for i in target.instances if i.id not in future.instance_index]
+    if deleted:
+        notes.append(f"{plural(len(deleted), 'instance')} of the snapshot no longer exist: "
+                     f"{', '.join(deleted[:10])}{' ...' if len(deleted) > 10 else ''}")
+    created = [i.name for i in future.instances if i.id not in target_host]
+    if created:
+        notes.append(f"{plural(len(created), 'instance')} created since the snapshot "
+                     f"{agree(len(created), 'stays', 'stay')} where they are")
+    index = future.host_index
+    moves, stuck, barred = [], [], []
+    for row, inst in enumerate(future.instances):
+        home = target_host.get(inst.id)
+        if home is None or home == inst.host or home not in index:
+            continue
+        if inst.status != "ACTIVE":
+            stuck.append(f"{inst.name} ({inst.status})")
+            continue
+        if not future.hosts[index[home]].usable:
+            barred.append(f"{inst.name} (to {home})")
+            continue
+        moves.append((row, index[inst.host], index[home]))
+    if stuck:
+        notes.append(f"not ACTIVE, so not moved back: {', '.join(stuck[:10])}")
+    if barred:
+        notes.append(f"not moved back, their host may not receive: {', '.join(barred[:10])}")
+    leftover: list[tuple[int, int, int]] | None = [] if partial else None
+    if partial:
+        moves = _fitting(future, moves, leftover)
+    waves = plan_waves(future, moves, per_host_limit, leftover)
+    if leftover:
+        n = len(leftover)
+        notes.append(f"partial: {plural(n, 'instance')} {agree(n, 'does', 'do')} not fit back "
+                     f"and {agree(n, 'stays where it is', 'stay where they are')}: "
+                     f"{', '.join(future.instances[i].name for i, _, _ in leftover[:10])}")
+    migrations = tuple(Move(future.instances[i].id, future.instances[i].name,
+                            future.hosts[s].name, future.hosts[d].name, w)
+                       for i, s, d, w in waves)
+    assert_plan_sound(future, migrations, (), rules=replace(rules, exclude_key=""),
+                      per_host_limit=per_host_limit)
+    on = {h.name for h in live.hosts if h.power != "off" and
+          (h.state == "up" or bmc_power.get(h.name) == "on")}
+    return PlanDraft(algorithm="rollback", ranking=None, migrations=migrations, power_off=(),
+                     power_on=tuple(power_on), hosts_before=len(on),
+                     hosts_after=len(on | set(power_on)), lower_bound=0,
+                     migrations_lower_bound=len(migrations), spare=0, notes=tuple(notes),
+                     options={"target_snapshot": target_id} if target_id else {})
+
+
+def _fitting(cluster: Cluster, moves: list[tuple[int, int, int]],
+             leftover: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """The moves whose destinations can hold them once every kept move is done; the others
+    go to leftover."""
+    used = cluster.usage.copy()
+    for item, src, _ in moves:
+        used[src] -= cluster.demand[item]
+    kept = []
+    for item, src, dst in moves:
+        if ((used[dst] + cluster.demand[item]) <= cluster.capacity[dst] + 1e-6).all():
+            used[dst] += cluster.demand[item]
+            kept.append((item, src, dst))
+        else:
+            used[src] += cluster.demand[item]
+            leftover.append((item, src, dst))
+    return kept

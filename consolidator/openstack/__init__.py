@@ -1,0 +1,1 @@
+"""The openstacksdk edge: the session, the inventory (read-only), Nova and Placement calls."""

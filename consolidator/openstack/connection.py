@@ -1,0 +1,246 @@
+"""The openstacksdk edge: connecting, microversions, raw JSON reads with retries and paging,
+and error translation.
+
+Everything that talks to OpenStack goes through here, so that openstacksdk and keystoneauth
+exceptions become CloudError with one line naming the cloud and the cause.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlencode
+
+import tenacity
+
+from consolidator.core.errors import CloudError
+
+if TYPE_CHECKING:   # openstacksdk is imported by the calls that use it: --help stays fast
+    from openstack.connection import Connection
+
+LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: The newest compute microversion whose responses this project understands.
+NOVA_MAX_MICROVERSION = (2, 96)
+
+#: HTTP statuses worth retrying on reads (idempotent requests only).
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class TransientCloudError(CloudError):
+    """A read that failed in a way worth retrying (connection, 5xx, 429, one 401)."""
+
+
+class HttpStatusError(CloudError):
+    """A request answered with an HTTP error status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def connect(cloud: str | None, **overrides: Any) -> Connection:
+    """An openstacksdk Connection to a clouds.yaml cloud (or OS_* variables when cloud is None).
+
+    openstacksdk connects lazily: credentials are first used by the first request.
+    """
+    import openstack
+    from keystoneauth1 import exceptions as ks_exc
+    from openstack import exceptions as sdk_exc
+
+    try:
+        return openstack.connect(cloud=cloud, **overrides)
+    except sdk_exc.ConfigException as exc:
+        name = cloud or "(default)"
+        raise CloudError(f"cloud {name!r}: {_first_line(exc)} "
+                         f"(check clouds.yaml, OS_CLIENT_CONFIG_FILE or --cloud)") from None
+    except ks_exc.ClientException as exc:
+        raise CloudError(f"cloud {cloud or '(default)'!r}: {_first_line(exc)}") from None
+
+
+_URL = re.compile(r"https?://\S+?(?=:\s|\s|$)")
+_CAUSE = re.compile(r"\[Errno -?\d+\] ([^\"')]+)|(timed out|Name or service not known)")
+
+
+def connect_cause(exc: BaseException) -> str:
+    """'connection refused', 'timed out', ...: why a connection failed, in a few words."""
+    cause = _CAUSE.search(str(exc))
+    return (cause.group(1) or cause.group(2)).strip().lower() if cause else "no answer"
+
+
+def unreachable(label: str, exc: BaseException) -> str:
+    """One short line for a cloud that does not answer: the URL, the cause, what to check."""
+    url = _URL.search(str(exc))
+    where = url.group(0)[:80] if url else "its auth URL"
+    return (f"cloud {label!r}: cannot connect to {where} ({connect_cause(exc)}): check "
+            f"auth_url in the clouds.yaml entry {label!r}")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def cloud_label(conn: Connection) -> str:
+    """The cloud's name for messages."""
+    return getattr(conn.config, "name", None) or "default"
+
+
+@contextmanager
+def cloud_errors(conn: Connection, doing: str) -> Iterator[None]:
+    """Translate openstacksdk/keystoneauth exceptions into CloudError naming cloud and cause."""
+    from keystoneauth1 import exceptions as ks_exc
+    from openstack import exceptions as sdk_exc
+
+    label = cloud_label(conn)
+    try:
+        yield
+    except TransientCloudError as exc:
+        raise CloudError(f"cloud {label!r}: {doing} failed after retries: {exc}") from None
+    except HttpStatusError as exc:
+        raise CloudError(f"cloud {label!r}: {doing} failed: {exc}") from None
+    except CloudError:
+        raise
+    except ks_exc.Unauthorized:
+        raise CloudError(f"cloud {label!r}: authentication failed while {doing}: "
+                         f"check the username, password and project in clouds.yaml") from None
+    except (ks_exc.ConnectFailure, ks_exc.ConnectionError) as exc:
+        raise CloudError(unreachable(label, exc)) from None
+    except ks_exc.DiscoveryFailure as exc:
+        raise CloudError(f"cloud {label!r}: cannot reach or discover the auth URL while "
+                         f"{doing}: {_first_line(exc)}") from None
+    except ks_exc.EndpointNotFound as exc:
+        raise CloudError(f"cloud {label!r}: no endpoint while {doing}: "
+                         f"{_first_line(exc)}") from None
+    except sdk_exc.SDKException as exc:
+        raise CloudError(f"cloud {label!r}: {doing} failed: {_first_line(exc)}") from None
+    except ks_exc.ClientException as exc:
+        raise CloudError(f"cloud {label!r}: {doing} failed: {_first_line(exc)}") from None
+
+
+def _retrying(attempts: int, max_wait: float) -> tenacity.Retrying:
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(TransientCloudError),
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=tenacity.wait_exponential(multiplier=0.25, max=max_wait),
+        before_sleep=lambda state: LOG.warning(
+            "retrying after %s (attempt %d of %d)", state.outcome.exception(),
+            state.attempt_number, attempts),
+        reraise=True,
+    )
+
+
+def get_json(proxy: Any, url: str, *, microversion: str | None = None,
+             attempts: int = 4, max_wait: float = 4.0) -> Any:
+    """GET url through an openstacksdk proxy's session and return the decoded JSON.
+
+    Connection errors, 429, 5xx and one 401 are retried with exponential backoff; other
+    4xx fail at once. Auth, catalog and microversion negotiation stay openstacksdk's.
+    """
+    from keystoneauth1 import exceptions as ks_exc
+
+    seen_401 = [False]
+
+    def once() -> Any:
+        try:
+            response = proxy.get(url, microversion=microversion)
+        except (ks_exc.ConnectFailure, ks_exc.ConnectionError) as exc:
+            raise TransientCloudError(f"GET {url}: {connect_cause(exc)}") from None
+        status = response.status_code
+        if status == 401 and not seen_401[0]:
+            seen_401[0] = True
+            raise TransientCloudError(f"GET {url}: 401 (token revoked?)")
+        if status in RETRYABLE_STATUSES:
+            raise TransientCloudError(f"GET {url}: HTTP {status} {error_text(response)}")
+        if status >= 400:
+            raise HttpStatusError(f"GET {url}: HTTP {status} {error_text(response)}", status)
+        try:
+            return response.json()
+        except ValueError:
+            raise CloudError(f"GET {url}: the answer is not JSON") from None
+
+    return call_with_retries(once, attempts=attempts, max_wait=max_wait)
+
+
+def call_with_retries(func: Callable[[], T], *, attempts: int = 4, max_wait: float = 4.0) -> T:
+    """Call func, retrying TransientCloudError with exponential backoff."""
+    return _retrying(attempts, max_wait)(func)
+
+
+def error_text(response: Any) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return (response.text or "").strip().splitlines()[0][:200] if response.text else ""
+    if isinstance(body, dict) and len(body) == 1:
+        inner = next(iter(body.values()))
+        if isinstance(inner, dict) and "message" in inner:
+            return str(inner["message"])
+    if isinstance(body, dict) and "errors" in body and body["errors"]:
+        return str(body["errors"][0].get("detail") or body["errors"][0].get("title"))
+    return ""
+
+
+def has_endpoint(conn: Connection, service: str) -> bool:
+    """Whether a service (e.g. 'placement') is in the catalog and enabled."""
+    from keystoneauth1 import exceptions as ks_exc
+    from openstack import exceptions as sdk_exc
+
+    try:
+        return bool(getattr(conn, service).get_endpoint())
+    except (ks_exc.EndpointNotFound, ks_exc.CatalogException, sdk_exc.ServiceDisabledException):
+        return False
+
+
+def mv_string(version: tuple[int, int] | None) -> str | None:
+    """'2.96' for (2, 96); None for None."""
+    from keystoneauth1 import discover
+
+    return discover.version_to_string(version) if version else None
+
+
+def compute_microversion(conn: Connection) -> tuple[int, int] | None:
+    """The highest compute microversion both the cloud and this module understand."""
+    from keystoneauth1 import discover
+
+    data = conn.compute.get_endpoint_data()
+    if data is None or not data.max_microversion:
+        return None
+    cloud_max = tuple(discover.normalize_version_number(data.max_microversion))[:2]
+    return min(cloud_max, NOVA_MAX_MICROVERSION)  # type: ignore[return-value]
+
+
+def paged(proxy: Any, path: str, key: str, *, microversion: str | None, limit: int | None,
+          params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    """Every item of a Nova list, following `<key>_links` next hrefs (marker as a fallback)."""
+    query = dict(params or {})
+    if limit:
+        query["limit"] = limit
+    url: str | None = f"{path}?{urlencode(query)}" if query else path
+    seen: set[str] = set()
+    while url and url not in seen:
+        seen.add(url)
+        body = get_json(proxy, url, microversion=microversion)
+        items = body.get(key) or []
+        yield from items
+        links = body.get(f"{key}_links") or []
+        url = next((link["href"] for link in links if link.get("rel") == "next"), None)
+        if url is None and limit and len(items) >= limit and "id" in items[-1]:
+            url = f"{path}?{urlencode({**query, 'marker': items[-1]['id']})}"
+
+
+def offset_paged(conn: Connection, path: str, key: str, mv: str | None,
+                  params: dict[str, Any], limit: int = 1000) -> Iterator[dict[str, Any]]:
+    """Every item of a Nova list that pages by limit and offset (server groups)."""
+    offset = 0
+    while True:
+        query = urlencode({**params, "limit": limit, "offset": offset})
+        items = get_json(conn.compute, f"{path}?{query}", microversion=mv).get(key) or []
+        yield from items
+        if len(items) < limit:
+            return
+        offset += len(items)

@@ -1,0 +1,1 @@
+"""Scenario files: the loader, the YAML reader and the parsed-file cache."""

@@ -1,0 +1,1 @@
+"""Prometheus: usage reads and the metrics exporter."""
