@@ -9,7 +9,6 @@ and Placement, and the power-off is journaled, verified and fenced. Outside a pl
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from consolidator.app.context import AppContext, host_driver
@@ -17,7 +16,7 @@ from consolidator.app.settings import executor_settings
 from consolidator.app.snapshots import read_cloud
 from consolidator.core.errors import ConsolidatorError, UsageError
 from consolidator.core.model import Cluster, Host
-from consolidator.execution.host_power import GuardedPowerOff
+from consolidator.execution.host_power import GuardedPower, power_on_unjournaled
 from consolidator.openstack.nova import Nova
 from consolidator.store.leases import acquire_or_raise, make_holder, release
 
@@ -54,22 +53,9 @@ def power_on(ctx: AppContext, name: str) -> str:
     """Power the host on; clear its forced-down mark, wait for nova-compute, and enable it
     again if consolidator disabled it. The state its BMC then reports."""
     host = resolve_host(read_cloud(ctx).cluster, name)
-    state = _driver(ctx, host).power_on()
-    nova = Nova(ctx.connect())
-    service = nova.services().get(host.compute_host) or {}
-    if service.get("forced_down"):
-        nova.force_down(host.compute_host, False)
-    timeout = executor_settings(ctx.config).power_timeout
-    deadline = time.monotonic() + timeout
-    while (nova.services().get(host.compute_host) or {}).get("state") != "up":
-        if time.monotonic() > deadline:
-            raise ConsolidatorError(f"{host.name} is on, but its nova-compute did not come up "
-                                    f"within {timeout:.0f} s: it stays disabled")
-        time.sleep(1.0)
-    if service.get("status") == "disabled" and \
-            (service.get("disabled_reason") or "").startswith("consolidator:"):
-        nova.set_service(host.compute_host, enabled=True)
-    return state
+    driver = _driver(ctx, host)
+    return power_on_unjournaled(Nova(ctx.connect()), host, driver,
+                                executor_settings(ctx.config).power_timeout)
 
 
 def power_off(ctx: AppContext, name: str, *, force: bool,
@@ -80,12 +66,10 @@ def power_off(ctx: AppContext, name: str, *, force: bool,
                          "as a plan's still run); or make a plan with 'consolidator plan'")
     host = resolve_host(read_cloud(ctx).cluster, name)
     driver = _driver(ctx, host)
-    conn = ctx.connect()
-    nova = Nova(conn)
     settings = executor_settings(ctx.config)
     engine = ctx.engine()
     cloud = ctx.cloud_name or "default"
-    guarded = GuardedPowerOff(engine, nova, cloud, ctx.report, settings.power_timeout)
+    guarded = GuardedPower(engine, Nova(ctx.connect()), cloud, ctx.report, settings.power_timeout)
     problem = guarded.not_empty(host)
     if problem is not None:
         raise ConsolidatorError(f"refusing to power off {host.name}: {problem}")
@@ -95,7 +79,7 @@ def power_off(ctx: AppContext, name: str, *, force: bool,
     acquire_or_raise(engine, lease, holder, settings.lease_ttl,
                      f"an executor for cloud {cloud!r}")
     try:
-        problem = guarded.run(None, host, driver, OPERATOR_REASON)
+        problem = guarded.power_off(None, host, driver, OPERATOR_REASON)
     finally:
         release(engine, lease, holder)
     if problem is not None:

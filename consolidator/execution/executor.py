@@ -35,13 +35,13 @@ from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, StoredPlan
 from consolidator.core.wording import plural
 from consolidator.execution import progress as mp
-from consolidator.execution.host_power import GuardedPowerOff
+from consolidator.execution.host_power import GuardedPower
 from consolidator.execution.move_queue import MoveQueue
 from consolidator.execution.move_runner import MoveCallbacks, run_moves
 from consolidator.execution.progress import MigrationProgress, ProgressListener, poll_delays
 from consolidator.execution.resume import reconcile
 from consolidator.openstack import placement
-from consolidator.openstack.nova import FINAL_MIGRATION_STATUSES, Nova, up_after
+from consolidator.openstack.nova import FINAL_MIGRATION_STATUSES, Nova
 from consolidator.power.base import read_power
 from consolidator.store import journal
 from consolidator.store.leases import (
@@ -112,7 +112,8 @@ class Executor:
         self.engine, self.nova, self.cloud = engine, nova, cloud
         self.cluster, self.settings, self.power, self.report = cluster, settings, power, report
         self.hosts = {h.name: h for h in cluster.hosts}
-        self.guarded = GuardedPowerOff(engine, nova, cloud, report, settings.power_timeout)
+        self.guarded = GuardedPower(engine, nova, cloud, report, settings.power_timeout,
+                                    settings.poll_interval)
         self.stop = threading.Event()
         #: Who hears of each running migration's progress (None: nobody; nothing is read).
         self.progress: ProgressListener | None = None
@@ -446,59 +447,12 @@ class Executor:
                 outcome.powered_on.append(name)
 
     def _power_on_host(self, plan: StoredPlan, name: str, powered: list[bool]) -> str | None:
-        """Bring one host back: the BMC's power state decides whether to power it on (Nova
-        may still report a powered-off compute up for service_down_time)."""
-        host = self.hosts[name]
-        service = self.nova.services().get(host.compute_host) or {}
-        driver = self.power(name)
-        state = read_power(driver) if driver is not None else None
-        needs_power = state == "off" or (state is None and service.get("state") != "up")
-        if needs_power:
-            if driver is None:
-                return self._note(plan, "power_on", name, journal.SKIPPED,
-                                  "no BMC is configured for it in the BMC file")
-            try:
-                entry = self._begin(plan, "power_on", name, {"bmc_read": state})
-            except LeaseLostError:
-                return self._lost_reason()
-            self.report(f"  power on {name}")
-            try:
-                read = driver.power_on(timeout=self.settings.power_timeout)
-                if service.get("forced_down"):
-                    self.nova.force_down(host.compute_host, False)
-                self._await_service_up(host.compute_host)
-            except ConsolidatorError as exc:
-                journal.finish(self.engine, entry, journal.FAILED, str(exc))
-                return str(exc)
-            journal.finish(self.engine, entry, journal.SUCCEEDED,
-                           f"the BMC reads {read}; nova-compute up")
-            powered.append(True)
-        if service.get("status") == "enabled":
-            return None
+        """Bring one host back through the guarded power path."""
         try:
-            entry = self._begin(plan, "enable", name, {})
-        except LeaseLostError:
+            return self.guarded.power_on(plan.id, self.hosts[name], self.power(name), powered)
+        except LeaseLostError as exc:
+            self._lose(str(exc).partition(": ")[2] or str(exc))
             return self._lost_reason()
-        try:
-            self.nova.set_service(host.compute_host, enabled=True)
-        except ConsolidatorError as exc:
-            journal.finish(self.engine, entry, journal.FAILED, str(exc))
-            return str(exc)
-        journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled")
-        return None
-
-    def _await_service_up(self, compute_host: str) -> None:
-        """Wait for nova-compute to report up in a service record updated after this call
-        began (its next heartbeat). A service that still reads up from before a power cut
-        proves nothing, and neither does a record our own call (clearing forced_down) just
-        updated: Nova judges up from the last heartbeat, not from that update."""
-        deadline = time.monotonic() + self.settings.power_timeout
-        seen = (self.nova.services().get(compute_host) or {}).get("updated_at")
-        while not up_after(self.nova.services().get(compute_host) or {}, seen):
-            if time.monotonic() > deadline:
-                raise ConsolidatorError(f"nova-compute on {compute_host} did not come up "
-                                        f"within {self.settings.power_timeout:.0f} s")
-            time.sleep(self.settings.poll_interval)
 
     # -- power-off ---------------------------------------------------------------------
 
@@ -545,8 +499,8 @@ class Executor:
             return self._note(plan, "power_off", name, journal.SKIPPED,
                               "the plan does not power it off")
         try:
-            return self.guarded.run(plan.id, host, driver,
-                                    f"consolidator: emptied by plan {plan.id} for power-off")
+            return self.guarded.power_off(plan.id, host, driver,
+                                          f"consolidator: emptied by plan {plan.id} for power-off")
         except LeaseLostError as exc:
             self._lose(str(exc).partition(": ")[2] or str(exc))
             return self._lost_reason()

@@ -1,6 +1,6 @@
-"""The one guarded power-off path, for the executor and for 'hosts power off' alike.
+"""The one home of host power, both directions, for the executor and 'hosts power' alike.
 
-Disable the host's nova-compute with a reason, re-check that it is empty to Nova and to
+Power-off: disable the host's nova-compute with a reason, re-check that it is empty to Nova and to
 Placement, journal, power off through the BMC and verify, then mark the service forced down
 (a fenced host, as Nova's documentation asks). A host that is not empty is left on, enabled
 again, and the journal says why. The emptiness is checked once more after the graceful
@@ -8,6 +8,11 @@ shutdown request, right before a forced power-off: if work arrived meanwhile, no
 forced, a host the graceful shutdown still took down (within another grace period) is powered
 on again, and it is enabled again. A power-off that fails while the BMC still reads 'on' enables
 the host again, so a BMC failure never strands capacity.
+
+Power-on: the BMC on where it reads off, the forced-down mark cleared, a nova-compute
+heartbeat awaited, then the service enabled; each step journaled for a plan. An operator's
+'hosts power on' still takes its own, unjournaled path (``power_on_unjournaled``), with no
+lease and a weaker wait: the safety issue makes it the same guarded path.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from sqlalchemy import Engine
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Host
 from consolidator.core.wording import agree, plural
-from consolidator.openstack.nova import Nova
+from consolidator.openstack.nova import Nova, up_after
 from consolidator.power.base import ForceWithheld, read_power, wait_for_state
 from consolidator.store import journal
 
@@ -36,14 +41,16 @@ WITHHELD_POLL_S = 0.2
 
 
 @dataclass
-class GuardedPowerOff:
-    """Powers emptied hosts off for one actor (a plan, or an operator's command)."""
+class GuardedPower:
+    """Powers hosts off and on for one actor (a plan, or an operator's command)."""
 
     engine: Engine
     nova: Nova
     cloud: str
     report: Reporter
     timeout: float
+    #: Seconds between two reads of nova-compute while waiting for it to come up.
+    poll: float = 1.0
     #: The actor's lease: every journal row before a destructive call checks it in the same
     #: transaction (LeaseLostError, and no call, when it is no longer current).
     guard: Guard | None = None
@@ -69,12 +76,12 @@ class GuardedPowerOff:
             return f"Placement still holds {amount:g} {rc} on it"
         return None
 
-    def run(self, plan_id: str | None, host: Host, driver: PowerDriver, reason: str
-            ) -> str | None:
+    def power_off(self, plan_id: str | None, host: Host, driver: PowerDriver, reason: str
+                  ) -> str | None:
         """The whole sequence for one host; None when it is off and fenced, else why not."""
         problem = self.not_empty(host)
         if problem is not None:
-            return self._note(plan_id, host, journal.SKIPPED, problem)
+            return self._note(plan_id, "power_off", host, journal.SKIPPED, problem)
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="disable",
                               target=host.name, params={"reason": reason}, guard=self.guard)
         try:
@@ -86,7 +93,7 @@ class GuardedPowerOff:
         problem = self.not_empty(host) or self._still_disabled(host, reason)
         if problem is not None:
             self.reenable(plan_id, host, problem)
-            return self._note(plan_id, host, journal.SKIPPED, problem)
+            return self._note(plan_id, "power_off", host, journal.SKIPPED, problem)
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id,
                               action="power_off", target=host.name, params={"driver": "bmc"},
                               guard=self.guard)
@@ -166,9 +173,84 @@ class GuardedPowerOff:
         except ConsolidatorError as exc:
             journal.finish(self.engine, entry, journal.FAILED, str(exc))
 
-    def _note(self, plan_id: str | None, host: Host, state: str, result: str) -> str:
-        journal.record(self.engine, cloud=self.cloud, plan_id=plan_id, action="power_off",
+    def power_on(self, plan_id: str, host: Host, driver: PowerDriver | None,
+                 powered: list[bool]) -> str | None:
+        """Bring one host of a plan back, journaled: None when it is on and enabled, else why
+        not. The BMC's power state decides whether to power it on (Nova may still report a
+        powered-off compute up for service_down_time); ``powered`` gets True if it did."""
+        service = self.nova.services().get(host.compute_host) or {}
+        state = read_power(driver) if driver is not None else None
+        if state == "off" or (state is None and service.get("state") != "up"):
+            if driver is None:
+                return self._note(plan_id, "power_on", host, journal.SKIPPED,
+                                  "no BMC is configured for it in the BMC file")
+            entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id,
+                                  action="power_on", target=host.name,
+                                  params={"bmc_read": state}, guard=self.guard)
+            self.report(f"  power on {host.name}")
+            try:
+                read = driver.power_on(timeout=self.timeout)
+                if service.get("forced_down"):
+                    self.nova.force_down(host.compute_host, False)
+                await_service_up(self.nova, host.compute_host,
+                                 (self.nova.services().get(host.compute_host) or {})
+                                 .get("updated_at"), self.timeout, self.poll)
+            except ConsolidatorError as exc:
+                journal.finish(self.engine, entry, journal.FAILED, str(exc))
+                return str(exc)
+            journal.finish(self.engine, entry, journal.SUCCEEDED,
+                           f"the BMC reads {read}; nova-compute up")
+            powered.append(True)
+        if service.get("status") == "enabled":
+            return None
+        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="enable",
+                              target=host.name, params={}, guard=self.guard)
+        try:
+            self.nova.set_service(host.compute_host, enabled=True)
+        except ConsolidatorError as exc:
+            journal.finish(self.engine, entry, journal.FAILED, str(exc))
+            return str(exc)
+        journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled")
+        return None
+
+    def _note(self, plan_id: str | None, action: str, host: Host, state: str,
+              result: str) -> str:
+        journal.record(self.engine, cloud=self.cloud, plan_id=plan_id, action=action,
                        target=host.name, state=state, result=result)
         self.report(f"  {host.name}: {result}")
         return result
 
+
+
+def power_on_unjournaled(nova: Nova, host: Host, driver: PowerDriver, timeout: float) -> str:
+    """An operator's 'hosts power on': power on, clear the forced-down mark, wait for
+    nova-compute to read up, and enable it again if consolidator disabled it; the state the
+    BMC then reports. Neither journaled nor leased (see the module's docstring)."""
+    state = driver.power_on()
+    service = nova.services().get(host.compute_host) or {}
+    if service.get("forced_down"):
+        nova.force_down(host.compute_host, False)
+    try:
+        await_service_up(nova, host.compute_host, None, timeout, 1.0)
+    except ConsolidatorError:
+        raise ConsolidatorError(f"{host.name} is on, but its nova-compute did not come up "
+                                f"within {timeout:.0f} s: it stays disabled") from None
+    if service.get("status") == "disabled" and \
+            (service.get("disabled_reason") or "").startswith("consolidator:"):
+        nova.set_service(host.compute_host, enabled=True)
+    return state
+
+
+def await_service_up(nova: Nova, compute_host: str, seen: str | None, timeout: float,
+                     poll: float) -> None:
+    """Wait for nova-compute to report up in a service record updated after ``seen`` (its
+    updated_at when the wait began: the next heartbeat; None: any record that reads up). A
+    service that still reads up from before a power cut proves nothing, and neither does a
+    record our own call (clearing forced_down) just updated: Nova judges up from the last
+    heartbeat, not from that update."""
+    deadline = time.monotonic() + timeout
+    while not up_after(nova.services().get(compute_host) or {}, seen):
+        if time.monotonic() > deadline:
+            raise ConsolidatorError(f"nova-compute on {compute_host} did not come up "
+                                    f"within {timeout:.0f} s")
+        time.sleep(poll)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from consolidator.app.power import OPERATOR_REASON
-from consolidator.execution.host_power import GuardedPowerOff
+from consolidator.execution.host_power import GuardedPower
 from consolidator.openstack.nova import Nova
 from consolidator.store import journal
 from consolidator.store.db import make_engine
@@ -92,7 +92,7 @@ def test_placement_usage_keeps_an_empty_host_on(bed: Bed) -> None:  # noqa: F811
     picked up) means the host is not empty."""
     bed.plan()
     host = next(h for h in bed.cloud.cluster().hosts if h.name == "c5")
-    guarded = GuardedPowerOff(bed.engine, Nova(bed.cloud.connect()), "fake", lambda _: None,
+    guarded = GuardedPower(bed.engine, Nova(bed.cloud.connect()), "fake", lambda _: None,
                               timeout=10)
     for server in list(bed.cloud.state.hosts["c5"].servers):
         bed.cloud.state.hosts["c5"].servers.pop(server)
