@@ -18,13 +18,14 @@ from consolidator.app.context import AppContext
 from consolidator.app.power_readings import plan_for_objective
 from consolidator.app.settings import algorithm_options, settings_from_config
 from consolidator.core.algorithm_options import check_options
-from consolidator.core.algorithms.base import ALGORITHMS, Ranker
+from consolidator.core.algorithms.base import Ranker
+from consolidator.core.algorithms.catalog import ALGORITHMS
 from consolidator.core.constraints import UsageModel
 from consolidator.core.errors import UsageError
 from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, PlanDraft, StoredPlan
 from consolidator.core.planner import PlanSettings
-from consolidator.core.rankings import get_ranking
+from consolidator.core.rankings.catalog import get_ranking
 from consolidator.core.wording import plural
 from consolidator.store.plans import save_plan
 from consolidator.store.snapshots import Snapshot, usage_history

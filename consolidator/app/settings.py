@@ -136,8 +136,8 @@ def check_plugin_names(config: Config) -> None:
 
     The same registries back 'consolidator algorithms', so the valid names are listed.
     """
-    from consolidator.core.algorithms.base import ALGORITHMS
-    from consolidator.core.rankings import RANKINGS
+    from consolidator.core.algorithms.catalog import ALGORITHMS
+    from consolidator.core.rankings.catalog import RANKINGS
 
     where = f"{config.path}: " if config.path else ""
     for option, registry in (("algorithm", ALGORITHMS), ("ranking", RANKINGS)):

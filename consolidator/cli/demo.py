@@ -6,8 +6,8 @@ import click
 
 from consolidator.app.context import AppContext
 from consolidator.cli.context import pass_app
-from consolidator.core.algorithms.base import get_algorithm
-from consolidator.core.rankings import get_ranking
+from consolidator.core.algorithms.catalog import get_algorithm
+from consolidator.core.rankings.catalog import get_ranking
 from consolidator.demo import DemoOptions, run_demo
 
 

@@ -14,11 +14,11 @@ from consolidator.app.planning import PlanRequest, check_live, make_plan, valida
 from consolidator.app.review import asked_row, change_status, list_plans, show_plan
 from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
 from consolidator.cli.context import BMC_FILE, FORMAT, FiniteRange, pass_app
-from consolidator.core.algorithms.base import ALGORITHMS
+from consolidator.core.algorithms.catalog import ALGORITHMS
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Cluster
 from consolidator.core.plan import STATES, StoredPlan
-from consolidator.core.rankings import RANKINGS
+from consolidator.core.rankings.catalog import RANKINGS
 from consolidator.core.wording import plural
 from consolidator.render import table
 from consolidator.render.compare import render_comparison

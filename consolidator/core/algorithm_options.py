@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from consolidator.core.algorithms.base import ALGORITHMS
+from consolidator.core.algorithms.catalog import ALGORITHMS
 from consolidator.core.errors import UsageError
 from consolidator.core.front import AUTO
-from consolidator.core.rankings import RANKINGS
+from consolidator.core.rankings.catalog import RANKINGS
 
 
 def valid_options(algorithm: str, ranking: str | None) -> dict[str, str]:

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from consolidator.core.algorithms.base import Problem, Ranker, get_algorithm
+from consolidator.core.algorithms.base import Problem, Ranker
+from consolidator.core.algorithms.catalog import get_algorithm
 from consolidator.core.constraints import Rules, build_problem
 from consolidator.core.model import Cluster
 from consolidator.core.plan import PlanDraft

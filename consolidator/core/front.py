@@ -20,7 +20,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from consolidator.core.algorithms.base import Packing, Problem, Ranker, get_algorithm
+from consolidator.core.algorithms.base import Packing, Problem, Ranker
+from consolidator.core.algorithms.catalog import get_algorithm
 from consolidator.core.algorithms.hvp import (
     Witness,
     ZoneSearch,

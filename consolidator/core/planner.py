@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from consolidator.core.algorithms.base import Packing, Problem, Ranker, get_algorithm
+from consolidator.core.algorithms.base import Packing, Problem, Ranker
 from consolidator.core.algorithms.bounds import host_lower_bound, migration_lower_bound
+from consolidator.core.algorithms.catalog import get_algorithm
 from consolidator.core.checker import assert_plan_sound
 from consolidator.core.constraints import Rules, UsageModel, build_problem
 from consolidator.core.errors import ConsolidatorError

@@ -1,16 +1,16 @@
 """Registries of named plug-ins: algorithms, rankings and power drivers are each found here.
 
 A registry maps a name (the one the CLI and the config use) to an entry with a one-line
-summary and where it comes from. Modules register themselves when they are imported; the
-registry imports them on first use, so listing names never depends on import order. The CLI's
-listings and the config validation read the same registries.
+summary and where it comes from. Each kind's catalog module imports its plug-ins and adds
+every one of them once, so no plug-in imports the registry that lists it. The CLI's listings
+and the config validation read the same registries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from consolidator.core.errors import UsageError
 
@@ -32,29 +32,20 @@ class Entry(Generic[T]):
 class Registry(Generic[T]):
     """Named plug-ins of one kind ("algorithm", "ranking", "power driver")."""
 
-    def __init__(self, kind: str, load: Callable[[], Any]) -> None:
+    def __init__(self, kind: str) -> None:
         self.kind = kind
-        self._load = load
-        self._loaded = False
         self._entries: dict[str, Entry[T]] = {}
 
     def add(self, name: str, summary: str, source: str, obj: T,
             options: Mapping[str, str] | None = None) -> T:
-        """Register obj under name, with its typed options; a second registration of a name
-        is a bug."""
-        if name in self._entries and self._entries[name].obj is not obj:
+        """List obj under name, with its typed options; a name listed twice is a bug."""
+        if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is registered twice")
         self._entries[name] = Entry(name, summary, source, obj, dict(options or {}))
         return obj
 
-    def _ensure_loaded(self) -> None:
-        if not self._loaded:
-            self._loaded = True
-            self._load()
-
     def entry(self, name: str) -> Entry[T]:
         """The entry of that name, or a UsageError that lists the valid names."""
-        self._ensure_loaded()
         try:
             return self._entries[name]
         except KeyError:
@@ -67,13 +58,10 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """Every registered name, sorted."""
-        self._ensure_loaded()
         return sorted(self._entries)
 
     def __contains__(self, name: object) -> bool:
-        self._ensure_loaded()
         return name in self._entries
 
     def __iter__(self) -> Iterator[Entry[T]]:
-        self._ensure_loaded()
         return iter(sorted(self._entries.values(), key=lambda e: e.name))

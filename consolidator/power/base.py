@@ -270,8 +270,7 @@ def _redfish(config: BmcConfig) -> PowerDriver:
 
 #: Every power driver by its bmc.yaml name; the object makes a driver from a BmcConfig
 #: (the protocol library is imported only when a driver is made).
-POWER_DRIVERS: Registry[Callable[[BmcConfig], PowerDriver]] = Registry("power driver",
-                                                                      lambda: None)
+POWER_DRIVERS: Registry[Callable[[BmcConfig], PowerDriver]] = Registry("power driver")
 POWER_DRIVERS.add("ipmi", "IPMI 2.0 over LAN (lanplus), chassis power", "pyghmi", _ipmi)
 POWER_DRIVERS.add("redfish", "Redfish ComputerSystem.Reset and PowerState", "sushy", _redfish)
 

@@ -14,7 +14,7 @@ from consolidator.app.config import config_from_sections
 from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, check_live, make_plan
 from consolidator.app.snapshots import record_snapshot
-from consolidator.core.algorithms.base import ALGORITHMS
+from consolidator.core.algorithms.catalog import ALGORITHMS
 from consolidator.core.plan import Move, PlanDraft
 from consolidator.emulators.fake.cloud import FakeCloud
 from consolidator.power.base import driver_for, load_bmc_file

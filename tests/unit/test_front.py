@@ -130,7 +130,7 @@ def test_a_target_is_reached_with_no_more_migrations_than_needed() -> None:
 def test_a_fewest_migrations_plan_names_the_algorithm_that_made_it() -> None:
     """With a tight budget the fewest-migrations choice wins; the plan records hvp (whose
     METAHVPLIGHT packed it), a registered algorithm, and says it was that choice."""
-    from consolidator.core.algorithms.base import get_algorithm
+    from consolidator.core.algorithms.catalog import get_algorithm
     draft = plan_within(FrontBuilder(mixed(60, seed=5), PlanSettings()), AUTO,
                         Budget(max_migrations=20))
     assert get_algorithm(draft.algorithm).name == draft.algorithm == "hvp"

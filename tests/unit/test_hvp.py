@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consolidator.core.algorithms.base import Packing, Problem, get_algorithm
+from consolidator.core.algorithms.base import Packing, Problem
+from consolidator.core.algorithms.catalog import get_algorithm
 from consolidator.core.algorithms.hvp import hvp, select_strategies
 from consolidator.core.algorithms.hvp_pack import (
     Strategy,

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consolidator.core.algorithms.base import Packing, Problem, get_algorithm
+from consolidator.core.algorithms.base import Packing, Problem
+from consolidator.core.algorithms.catalog import get_algorithm
 from consolidator.core.algorithms.importance3d import importance3d
 from consolidator.core.algorithms.mpv3d import Bin, Boxes, Pool, h1, h2
 from consolidator.core.constraints import Rules, build_problem

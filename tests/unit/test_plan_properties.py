@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consolidator.core.algorithms.base import ALGORITHMS
+from consolidator.core.algorithms.catalog import ALGORITHMS
 from consolidator.core.checker import MoveSpec, check_plan
 from consolidator.core.constraints import Rules
 from consolidator.core.model import Cluster, Host, Instance, ServerGroup

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from consolidator.core.algorithms.base import ALGORITHMS
+from consolidator.core.algorithms.catalog import ALGORITHMS
 from consolidator.core.checker import MoveSpec, check_plan
 from consolidator.core.constraints import build_problem, is_important
 from consolidator.core.errors import ModelError, ScenarioError

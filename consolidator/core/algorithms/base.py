@@ -1,8 +1,9 @@
-"""What every packing algorithm shares: the problem, the result, the registry.
+"""What every packing algorithm shares: the problem, the result, the algorithm record.
 
 An algorithm is a pure function ``Problem -> Packing``. The Problem carries NumPy arrays that
 the constraints module derived from a Cluster; the Packing says where every instance ends up
-and which hosts were emptied. The planner turns a Packing into a Plan and checks it.
+and which hosts were emptied. The planner turns a Packing into a Plan and checks it. The
+algorithms are listed, by name, in ``catalog``; no algorithm module imports it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from consolidator.core.model import Cluster
-from consolidator.core.registry import Registry
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,39 +92,9 @@ AlgorithmFunc = Callable[[Problem], Packing]
 
 @dataclass(frozen=True)
 class Algorithm:
-    """A registered algorithm: its CLI name, one-line description, paper and function."""
+    """A catalogued algorithm: its CLI name, one-line description, paper and function."""
 
     name: str
     summary: str
     paper: str
     run: AlgorithmFunc
-
-
-def _load_algorithms() -> None:
-    """Import every algorithm module so that it registers itself."""
-    from consolidator.core.algorithms import (  # noqa: F401
-        firstfit,
-        hvp,
-        importance3d,
-        zoned_bestfit,
-    )
-
-
-#: Every packing algorithm, by its CLI name.
-ALGORITHMS: Registry[Algorithm] = Registry("algorithm", _load_algorithms)
-
-
-def register(name: str, summary: str, paper: str, options: Mapping[str, str] | None = None
-             ) -> Callable[[AlgorithmFunc], AlgorithmFunc]:
-    """Decorator: register an algorithm under its CLI name, with its -o options (key -> the
-    form of its value)."""
-    def wrap(func: AlgorithmFunc) -> AlgorithmFunc:
-        ALGORITHMS.add(name, summary, paper, Algorithm(name=name, summary=summary, paper=paper,
-                                                       run=func), options)
-        return func
-    return wrap
-
-
-def get_algorithm(name: str) -> Algorithm:
-    """The registered algorithm of that name, or a UsageError listing the valid names."""
-    return ALGORITHMS.get(name)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from consolidator.core.algorithms.base import Packing, Problem, register
+from consolidator.core.algorithms.base import Packing, Problem
 from consolidator.core.algorithms.state import PackingState
 from consolidator.core.errors import UsageError
 
@@ -46,9 +46,6 @@ def host_order(problem: Problem) -> np.ndarray:
     return rows[np.argsort(-share.sum(axis=1), kind="stable")]
 
 
-@register("firstfit", "2D first fit: empty hosts from the end, fill from the start",
-          "004 (Hage, Begnum, Yazidi), algorithm I",
-          options={"order": "size|given"})
 def firstfit(problem: Problem) -> Packing:
     """Pack by first fit over the fixed host order; return the final placement."""
     state = PackingState(problem)

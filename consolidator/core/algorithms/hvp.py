@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from consolidator.core.algorithms.base import Packing, Problem, register
+from consolidator.core.algorithms.base import Packing, Problem
 from consolidator.core.algorithms.bounds import host_lower_bound
 from consolidator.core.algorithms.drain import drain_more
 from consolidator.core.algorithms.hvp_pack import MARGIN, Strategy, VPInstance, meta_hvp, strategies
@@ -205,9 +205,6 @@ def apply(state: PackingState, witnesses: list[Witness], ranked: bool) -> bool:
     return True
 
 
-@register("hvp", "heterogeneous vector packing: METAHVP (or --light METAHVPLIGHT), fewest hosts",
-          "002 (Stillwell, Vivien, Casanova), sections 3.5 and 5.1",
-          options={"light": "true|false", "strategies": "ff|bf|pp|NAME,...", "window": "int"})
 def hvp(problem: Problem) -> Packing:
     """Empty the most hosts METAHVP can pack away, the least populated ones first."""
     state = PackingState(problem)

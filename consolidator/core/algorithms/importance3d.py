@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from consolidator.core.algorithms.base import Packing, Problem, register
+from consolidator.core.algorithms.base import Packing, Problem
 from consolidator.core.algorithms.mpv3d import EPS, Bin, Boxes, Pool, fill_bin, h1, h2
 from consolidator.core.algorithms.repair import guided_whole_hosts
 from consolidator.core.errors import UsageError
@@ -291,10 +291,6 @@ def solve_zone(problem: Problem, packer: Packer, zone: Zone, heuristics: tuple[s
                      f"hosts that stay on, to make room; they cannot be reverted: {shown}{more}")
 
 
-@register("importance-3d",
-          "3D bin packing of (vCPU, memory, importance) boxes; bins assigned to keep instances",
-          "004 (Hage, Begnum, Yazidi), algorithm III; MPV heuristics H1/H2",
-          options={"bin": "WxHxD", "heuristic": "best|h1|h2", "assign": "true|false"})
 def importance3d(problem: Problem) -> Packing:
     """Pack each zone with H1 and H2, assign bins to hosts, repair; return the best."""
     shape, assign, heuristics = read_options(problem)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from consolidator.core.algorithms.base import Packing, Problem, register
+from consolidator.core.algorithms.base import Packing, Problem
 from consolidator.core.algorithms.state import PackingState
 
 #: The paper's zones: 24 HQ CPUs at 2:1, 35 LQ CPUs at 8:1.
@@ -42,8 +42,6 @@ def zone_columns(problem: Problem) -> tuple[np.ndarray, np.ndarray] | None:
     return capacity, demand
 
 
-@register("zoned-bestfit", "2D best fit with high/low quality CPU zones, fewest migrations",
-          "004 (Hage, Begnum, Yazidi), algorithm II", options={})
 def zoned_bestfit(problem: Problem) -> Packing:
     """Pack into HQ/LQ CPU zones, emptying the least populated hosts first."""
     columns = zone_columns(problem)

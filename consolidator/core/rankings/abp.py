@@ -37,7 +37,6 @@ import numpy as np
 
 from consolidator.core.errors import UsageError
 from consolidator.core.model import RESOURCES
-from consolidator.core.rankings import RANKINGS
 
 #: Placement columns only, as the rankings in ranking.py.
 R = len(RESOURCES)
@@ -203,7 +202,3 @@ def make_abp(options: Mapping[str, Any]) -> ABPRanking:
     except (TypeError, ValueError):
         raise UsageError(f"abp: alpha must be a number, got {raw!r}") from None
     return ABPRanking(alpha=alpha)
-
-
-RANKINGS.add("abp", "ABP: the host whose utilisation variability after best matches the demand's",
-             "000 III", make_abp, {"alpha": "float"})

@@ -15,7 +15,6 @@ import numpy as np
 
 from consolidator.core.errors import UsageError
 from consolidator.core.model import RESOURCES
-from consolidator.core.rankings import RANKINGS
 
 #: Placement columns only: rankings never look at algorithm-specific columns.
 R = len(RESOURCES)
@@ -102,14 +101,28 @@ def _weights(options: Mapping[str, Any]) -> np.ndarray:
 
 #: The option of the prime-resource rankings.
 PRIME = {"prime_resource": "|".join(RESOURCES)}
-RANKINGS.add("pack", "Pack_r: fill the host with the least prime resource left", "000 II.B",
-             lambda o: PrimeRanking("pack", _resource(o), pack=True), PRIME)
-RANKINGS.add("pack-dist", "Pack_dist: the host whose utilisation vector is longest after",
-             "000 II.B", lambda o: DistanceRanking("pack-dist", pack=True))
-RANKINGS.add("spread", "Spread_r: the host with the most prime resource left", "000 II.C",
-             lambda o: PrimeRanking("spread", _resource(o), pack=False), PRIME)
-RANKINGS.add("spread-dist", "Spread_dist: the host whose utilisation vector is shortest after",
-             "000 II.C", lambda o: DistanceRanking("spread-dist", pack=False))
-RANKINGS.add("xbalance", "XBalance: min w'sigma, spreading (w>0) or packing (w<0) per resource",
-             "000 II.D", lambda o: XBalanceRanking("xbalance", _weights(o)),
-             {"weights": "float,float,float"})
+
+
+def make_pack(options: Mapping[str, Any]) -> PrimeRanking:
+    """Pack_r from its option prime_resource (default vcpus)."""
+    return PrimeRanking("pack", _resource(options), pack=True)
+
+
+def make_spread(options: Mapping[str, Any]) -> PrimeRanking:
+    """Spread_r from its option prime_resource (default vcpus)."""
+    return PrimeRanking("spread", _resource(options), pack=False)
+
+
+def make_pack_dist(options: Mapping[str, Any]) -> DistanceRanking:
+    """Pack_dist (it has no options)."""
+    return DistanceRanking("pack-dist", pack=True)
+
+
+def make_spread_dist(options: Mapping[str, Any]) -> DistanceRanking:
+    """Spread_dist (it has no options)."""
+    return DistanceRanking("spread-dist", pack=False)
+
+
+def make_xbalance(options: Mapping[str, Any]) -> XBalanceRanking:
+    """XBalance from its option weights (default 1,0,-1: spread vCPUs, pack disk)."""
+    return XBalanceRanking("xbalance", _weights(options))

@@ -22,8 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from consolidator.core.rankings import RANKINGS
-
 #: Tolerance for comparing a UCaC with a capacity.
 EPS = 1e-9
 #: The ranking's confidence when neither the options nor the state give one.
@@ -267,7 +265,3 @@ def biheu(mu: np.ndarray, sigma: np.ndarray, capacity: float, alpha: float,
         assignment[queues[k][taken[k]:taken[k] + w]] = row
         taken[k] += w
     return Batch(assignment, _used(c0, assignment))
-
-
-RANKINGS.add("ucac", "BF-UCaC: the host of highest used capacity at confidence after, within V",
-             "003 5.1", make_ucac, {"confidence": "float"})
