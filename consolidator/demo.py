@@ -36,7 +36,8 @@ from consolidator.core.model import Cluster
 from consolidator.core.wording import agree, plural, state_phrase
 from consolidator.emulators.fake.process import stop_child
 from consolidator.execution.executor import Outcome
-from consolidator.power.base import BmcConfig, load_bmc_file
+from consolidator.power.bmc_file import load_bmc_file
+from consolidator.power.driver import BmcConfig
 from consolidator.render import kv, table
 from consolidator.render.hosts import live_hosts, snapshot_hosts
 from consolidator.render.plan import render_plan
@@ -224,7 +225,7 @@ def _show_cloud(served: Served, echo: Echo) -> None:
 
 def _where(bmc: BmcConfig) -> str:
     return (f"{bmc.address}:{bmc.port}/udp" if bmc.driver == "ipmi"
-            else f"{bmc.address}{bmc.system_id or ''}")
+            else f"{bmc.address}{bmc.options.get('system_id') or ''}")
 
 
 def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,

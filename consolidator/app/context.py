@@ -100,7 +100,7 @@ class AppContext:
         directly lists every host it knows of as None: unknown)."""
         if self.power is not None:
             return None
-        from consolidator.power.base import load_bmc_file
+        from consolidator.power.bmc_file import load_bmc_file
 
         path = self.bmc_file or self.config.get("power", "bmc_file")
         if self.bmc_file is None and not Path(path).exists():
@@ -133,7 +133,8 @@ def host_driver(lookup: PowerLookup, host: Host) -> Any:
 
 def _bmc_file_lookup(path: str, *, required: bool) -> PowerLookup:
     """A lookup over a BMC file; a missing default file means no host has a BMC."""
-    from consolidator.power.base import driver_for, load_bmc_file
+    from consolidator.power.bmc_file import load_bmc_file
+    from consolidator.power.catalog import driver_for
 
     configs = load_bmc_file(path) if required or Path(path).exists() else {}
     drivers: dict[str, Any] = {}

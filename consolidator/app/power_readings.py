@@ -45,8 +45,8 @@ def settle_power(ctx: AppContext, cluster: Cluster) -> Cluster:
     """The cluster with the power of each host Nova reports down (power 'unknown') as its
     BMC reads it, on or off: the BMC, not Nova, says whether a host is on. Hosts without a
     BMC, or whose BMC cannot be read, stay unknown."""
-    from consolidator.power.base import POWER_OFF, POWER_ON
-    from consolidator.power.base import read_power as read_state
+    from consolidator.power.driver import POWER_OFF, POWER_ON
+    from consolidator.power.driver import read_power as read_state
 
     unknown = [h for h in cluster.hosts if h.power == "unknown"]
     try:
@@ -67,7 +67,7 @@ def settle_power(ctx: AppContext, cluster: Cluster) -> Cluster:
 def read_power(ctx: AppContext, cluster: Cluster) -> tuple[Reading, ...]:
     """The draw of every powered host with a BMC, read at once ([energy] read_power); a host
     whose BMC has no reading or fails is left out (and counted at [energy] idle_watts)."""
-    from consolidator.power.base import read_watts
+    from consolidator.power.driver import read_watts
 
     if not ctx.config.get("energy", "read_power"):
         return ()

@@ -40,7 +40,7 @@ def powered_off_by_us(ctx: AppContext, cloud: str) -> set[str]:
 def bmc_power(ctx: AppContext, cluster: Cluster) -> dict[str, str]:
     """Each host's power as its BMC reads it (hosts without a BMC are left out; a BMC that
     cannot be read counts as unknown)."""
-    from consolidator.power.base import read_power
+    from consolidator.power.driver import read_power
 
     lookup = ctx.power_lookup()
     drivers = {host.name: lookup(host.name) for host in cluster.hosts}

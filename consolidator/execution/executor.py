@@ -42,7 +42,7 @@ from consolidator.execution.progress import MigrationProgress, ProgressListener,
 from consolidator.execution.resume import reconcile
 from consolidator.openstack import placement
 from consolidator.openstack.nova import FINAL_MIGRATION_STATUSES, Nova
-from consolidator.power.base import read_power
+from consolidator.power.driver import read_power
 from consolidator.store import journal
 from consolidator.store.leases import (
     Guard,
@@ -55,7 +55,7 @@ from consolidator.store.plans import set_status
 from consolidator.store.snapshots import demand_samples
 
 if TYPE_CHECKING:
-    from consolidator.power.base import PowerDriver
+    from consolidator.power.driver import PowerDriver
 
 Reporter = Callable[[str], None]
 PowerLookup = Callable[[str], "PowerDriver | None"]

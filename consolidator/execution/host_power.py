@@ -28,11 +28,11 @@ from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Host
 from consolidator.core.wording import agree, plural
 from consolidator.openstack.nova import Nova, up_after
-from consolidator.power.base import ForceWithheld, read_power, wait_for_state
+from consolidator.power.driver import ForceWithheld, read_power, wait_for_state
 from consolidator.store import journal
 
 if TYPE_CHECKING:
-    from consolidator.power.base import PowerDriver
+    from consolidator.power.driver import PowerDriver
     from consolidator.store.leases import Guard
 
 Reporter = Callable[[str], None]

@@ -21,11 +21,11 @@ from consolidator.core.errors import CloudError
 from consolidator.core.model import Cluster
 from consolidator.openstack import placement
 from consolidator.openstack.nova import Nova, ServerState
-from consolidator.power.base import POWER_OFF, POWER_ON, read_power
+from consolidator.power.driver import POWER_OFF, POWER_ON, read_power
 
 if TYPE_CHECKING:
     from consolidator.execution.executor import PowerLookup
-    from consolidator.power.base import PowerDriver
+    from consolidator.power.driver import PowerDriver
 
 
 class SimulatedNova:

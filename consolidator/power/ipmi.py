@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 from consolidator.power import pyghmi_io
-from consolidator.power.base import (
+from consolidator.power.driver import (
     POWER_OFF,
     POWER_ON,
     POWER_UNKNOWN,
     BeforeForce,
     BmcConfig,
+    KeyTypes,
     PowerError,
     TransientPowerError,
     power_off_sequence,
@@ -31,7 +33,6 @@ _SILENT_MARKERS = ("timeout", "no longer connected", "timed out")
 #: Completion codes a BMC sends when it cannot answer now (IPMI 2.0 table 5-2): node busy,
 #: timeout while processing, response could not be provided (pyghmi gives their text).
 _BUSY_MARKERS = ("node busy", "timeout while processing", "could not be provided")
-
 
 
 class LoginFailed(TransientPowerError):
@@ -108,6 +109,15 @@ def _dcmi_watts(cmd: Any) -> float | None:
 
 class IpmiDriver:
     """Power a host through its BMC over IPMI 2.0 (RMCP+) with pyghmi."""
+
+    #: IPMI needs no bmc.yaml keys beyond the shared ones (port defaults to 623).
+    PROPERTIES: Mapping[str, KeyTypes] = {}
+
+    @staticmethod
+    def validate(host: str, entry: Mapping[str, Any],
+                 resolve: Callable[[str], Path]) -> dict[str, Any]:
+        """Nothing of its own to check: no options."""
+        return {}
 
     def __init__(self, config: BmcConfig, *, poll_interval: float = 1.0) -> None:
         self.config = config

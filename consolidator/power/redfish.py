@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from consolidator.power.base import (
+from consolidator.power.driver import (
     POWER_OFF,
     POWER_ON,
     POWER_UNKNOWN,
     BeforeForce,
     BmcConfig,
+    InvalidBmcEntry,
+    KeyTypes,
     PowerError,
     power_off_sequence,
     power_on_sequence,
@@ -29,14 +33,37 @@ RETRY_DELAY_S = 0.5
 CONNECT_TIMEOUT_S = 10.0
 
 
+@dataclass(frozen=True)
+class RedfishOptions:
+    """Redfish's own keys of one host's bmc.yaml entry (BmcConfig.options), with defaults."""
+
+    verify_tls: bool = True
+    #: A CA bundle (file or directory) to verify the BMC's certificate with.
+    ca_bundle: str | None = None
+    #: Accept a plain http:// address (credentials then cross the wire in clear).
+    allow_insecure_http: bool = False
+    #: The ComputerSystem's path; None: the service's only one.
+    system_id: str | None = None
+
+    @classmethod
+    def of(cls, config: BmcConfig) -> RedfishOptions:
+        """The options a BmcConfig carries."""
+        return cls(**config.options)
+
+    @property
+    def tls_verify(self) -> bool | str:
+        """What TLS verification uses: the CA bundle's path, else verify_tls."""
+        return self.ca_bundle if self.ca_bundle and self.verify_tls else self.verify_tls
+
+
 def base_url(config: BmcConfig) -> str:
     """scheme://host[:port] of the BMC (https unless the address names a scheme).
 
-    Plain http:// is refused (PowerError) unless config.allow_insecure_http.
+    Plain http:// is refused (PowerError) unless the options allow_insecure_http.
     """
     address = config.address if "://" in config.address else f"https://{config.address}"
     parts = urlsplit(address)
-    if parts.scheme.lower() == "http" and not config.allow_insecure_http:
+    if parts.scheme.lower() == "http" and not RedfishOptions.of(config).allow_insecure_http:
         raise config.error("plain http:// is refused (it sends the password in clear); use "
                            "https://, or set allow_insecure_http: true for this host")
     netloc = parts.netloc
@@ -106,20 +133,46 @@ def _chassis_watts(conn: Any, chassis: dict[str, Any]) -> float | None:
 class RedfishDriver:
     """Power a host's ComputerSystem through Redfish Reset actions."""
 
+    #: Redfish's own bmc.yaml keys and the types each accepts.
+    PROPERTIES: Mapping[str, KeyTypes] = {
+        "verify_tls": bool, "ca_bundle": str, "allow_insecure_http": bool, "system_id": str}
+
+    @staticmethod
+    def validate(host: str, entry: Mapping[str, Any],
+                 resolve: Callable[[str], Path]) -> dict[str, Any]:
+        """Redfish's keys of a host's entry: plain http:// refused unless allowed, ca_bundle
+        resolved and present and not beside verify_tls: false (InvalidBmcEntry)."""
+        if (entry["address"].lower().startswith("http://")
+                and not entry.get("allow_insecure_http", False)):
+            raise InvalidBmcEntry(f"Redfish over plain http:// sends the BMC password in "
+                                  f"clear; use https://, or set allow_insecure_http: true "
+                                  f"for {host!r} to accept it")
+        options = {key: entry[key] for key in RedfishDriver.PROPERTIES if key in entry}
+        if "ca_bundle" in entry:
+            bundle = resolve(entry["ca_bundle"])
+            if not bundle.exists():
+                raise InvalidBmcEntry(f"ca_bundle {str(bundle)!r} does not exist")
+            if not entry.get("verify_tls", True):
+                raise InvalidBmcEntry("verify_tls: false conflicts with ca_bundle (a CA "
+                                      "bundle is used to verify): drop one of them")
+            options["ca_bundle"] = str(bundle) if entry["ca_bundle"] else None
+        return options
+
     def __init__(self, config: BmcConfig, *, poll_interval: float = 1.0) -> None:
         self.config = config
+        self.options = RedfishOptions.of(config)
         self.host = config.host
         self.poll_interval = poll_interval
         self._lock = threading.Lock()
         self._root: Any = None
-        self._system_path: str | None = config.system_id
+        self._system_path: str | None = self.options.system_id
 
     def _call(self, what: str, call: Callable[[], T]) -> T:
         """Run call() under this driver's lock, translating sushy errors to PowerError."""
         from sushy import exceptions as sx
 
         with self._lock, warnings.catch_warnings():
-            if not self.config.verify_tls:
+            if not self.options.verify_tls:
                 warnings.filterwarnings("ignore", message="Unverified HTTPS request")
             try:
                 return call()
@@ -139,7 +192,7 @@ class RedfishDriver:
             self._root = sushy.Sushy(
                 base_url(self.config),
                 auth=auth.BasicAuth(self.config.username, self.config.password),
-                verify=self.config.tls_verify, server_side_retries=RETRIES,
+                verify=self.options.tls_verify, server_side_retries=RETRIES,
                 server_side_retries_delay=RETRY_DELAY_S, read_timeout=self.config.timeout,
                 connect_timeout=min(CONNECT_TIMEOUT_S, self.config.timeout))
         system = self._root.get_system(self._system_path)

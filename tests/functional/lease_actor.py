@@ -35,7 +35,8 @@ def _execute(args: argparse.Namespace) -> int:
 
     from consolidator.execution.executor import Executor, ExecutorSettings
     from consolidator.openstack.nova import Nova
-    from consolidator.power.base import driver_for, load_bmc_file
+    from consolidator.power.bmc_file import load_bmc_file
+    from consolidator.power.catalog import driver_for
     from consolidator.store.db import make_engine
     from consolidator.store.leases import LeaseHeldError
     from consolidator.store.plans import load_plan

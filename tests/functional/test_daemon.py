@@ -22,7 +22,8 @@ from consolidator.app.config import config_from_sections
 from consolidator.app.context import AppContext
 from consolidator.daemon import Daemon
 from consolidator.emulators.fake.cloud import FakeCloud
-from consolidator.power.base import driver_for, load_bmc_file
+from consolidator.power.bmc_file import load_bmc_file
+from consolidator.power.catalog import driver_for
 from consolidator.scenario.files import parse_scenario
 from consolidator.store.db import make_engine, upgrade
 from consolidator.store.leases import current

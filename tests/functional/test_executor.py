@@ -28,7 +28,8 @@ from consolidator.emulators.fake.cloud import FakeCloud
 from consolidator.execution.executor import Executor, ExecutorSettings, Outcome
 from consolidator.openstack.inventory import read_inventory
 from consolidator.openstack.nova import Nova
-from consolidator.power.base import driver_for, load_bmc_file
+from consolidator.power.bmc_file import load_bmc_file
+from consolidator.power.catalog import driver_for
 from consolidator.scenario.files import parse_scenario
 from consolidator.store import journal
 from consolidator.store.db import make_engine, upgrade

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from consolidator.power.base import BmcConfig, PowerError, driver_for, load_bmc_file
+from consolidator.power.bmc_file import load_bmc_file
+from consolidator.power.catalog import driver_for
+from consolidator.power.driver import BmcConfig, PowerError
 from tests.functional.served import ServedCloud, served_cloud
 
 HOSTS = [f"ipmi-{i:02d}" for i in range(1, 13)]

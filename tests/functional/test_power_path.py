@@ -164,7 +164,8 @@ def test_rollback_reads_power_from_the_bmc_not_from_nova(tmp_path: Path) -> None
     from consolidator.app.context import AppContext
     from consolidator.app.rollback import prepare_rollback
     from consolidator.emulators.fake.cloud import FakeCloud
-    from consolidator.power.base import driver_for, load_bmc_file
+    from consolidator.power.bmc_file import load_bmc_file
+    from consolidator.power.catalog import driver_for
     from consolidator.scenario.files import parse_scenario
     from consolidator.store.db import upgrade
     from consolidator.store.plans import set_status

@@ -9,7 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from consolidator.power.base import BmcConfig, driver_for, load_bmc_file, read_watts
+from consolidator.power.bmc_file import load_bmc_file
+from consolidator.power.catalog import driver_for
+from consolidator.power.driver import BmcConfig, read_watts
 from tests.functional.served import ServedCloud, served_cloud
 
 IDLE, PEAK = 100.0, 300.0

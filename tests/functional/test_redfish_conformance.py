@@ -14,7 +14,8 @@ import bcrypt
 import pytest
 
 from consolidator.emulators.fake.process import stop_child
-from consolidator.power.base import BmcConfig, PowerError, driver_for
+from consolidator.power.catalog import driver_for
+from consolidator.power.driver import BmcConfig, PowerError
 
 SYSTEM_UUID = "27946b59-9e44-4fa7-8e91-f3527a1ef094"
 USERNAME, PASSWORD = "admin", "redfish-secret"
@@ -74,8 +75,9 @@ def emulator(tmp_path: Path) -> Iterator[str]:
 def _config(url: str, password: str = PASSWORD, system_id: str | None = None) -> BmcConfig:
     """The emulator serves plain http on 127.0.0.1, so the config must allow it."""
     return BmcConfig(host="conformance-01", driver="redfish", address=url, port=None,
-                     username=USERNAME, password=password, verify_tls=True,
-                     system_id=system_id, timeout=10, allow_insecure_http=True)
+                     username=USERNAME, password=password, timeout=10,
+                     options={"verify_tls": True, "system_id": system_id,
+                              "allow_insecure_http": True})
 
 
 def test_power_off_then_on_with_polling(emulator: str) -> None:

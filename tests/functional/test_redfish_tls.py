@@ -18,7 +18,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from consolidator.power.base import BmcConfig, PowerError, driver_for, load_bmc_file
+from consolidator.power.bmc_file import load_bmc_file
+from consolidator.power.catalog import driver_for
+from consolidator.power.driver import BmcConfig, PowerError
 
 SYSTEM = "/redfish/v1/Systems/1"
 DOCS: dict[str, dict[str, Any]] = {
@@ -108,7 +110,7 @@ def test_ca_bundle_verifies_a_privately_signed_bmc(tls_bmc: tuple[str, Path],
                         f"system_id: '{SYSTEM}', ca_bundle: ca.pem}}\n")
     bmc_yaml.chmod(0o600)
     config = load_bmc_file(bmc_yaml)["tls-01"]
-    assert config.ca_bundle == str(ca_pem)
+    assert config.options["ca_bundle"] == str(ca_pem)
     assert driver_for(config).power_state() == "on"
 
 
@@ -116,7 +118,7 @@ def test_without_the_ca_bundle_the_certificate_is_not_trusted(
         tls_bmc: tuple[str, Path]) -> None:
     url, _ = tls_bmc
     config = BmcConfig(host="tls-01", driver="redfish", address=url, port=None, username="u",
-                       password="p", system_id=SYSTEM, timeout=5)
+                       password="p", options={"system_id": SYSTEM}, timeout=5)
     with pytest.raises(PowerError, match="TLS certificate not trusted .*ca_bundle") as err:
         driver_for(config).power_state()
     assert "tried" not in str(err.value)  # a TLS failure is not retried

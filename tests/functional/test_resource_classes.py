@@ -17,7 +17,8 @@ from consolidator.app.snapshots import record_snapshot
 from consolidator.core.algorithms.catalog import ALGORITHMS
 from consolidator.core.plan import Move, PlanDraft
 from consolidator.emulators.fake.cloud import FakeCloud
-from consolidator.power.base import driver_for, load_bmc_file
+from consolidator.power.bmc_file import load_bmc_file
+from consolidator.power.catalog import driver_for
 from consolidator.scenario.files import parse_scenario, read_document
 from consolidator.store import journal
 from consolidator.store.db import make_engine, upgrade

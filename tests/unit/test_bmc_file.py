@@ -10,14 +10,10 @@ from typing import Any
 import pytest
 
 from consolidator.core.errors import ConfigError
-from consolidator.power.base import (
-    BmcConfig,
-    PowerError,
-    TransientPowerError,
-    driver_for,
-    load_bmc_file,
-    retry_reads,
-)
+from consolidator.power.bmc_file import load_bmc_file
+from consolidator.power.catalog import driver_for
+from consolidator.power.driver import BmcConfig, PowerError, TransientPowerError, retry_reads
+from consolidator.power.redfish import RedfishOptions
 
 SECRET = "s3cr3t-do-not-print"
 
@@ -40,11 +36,10 @@ hosts:
 """)
     bmcs = load_bmc_file(path)
     one, two = bmcs["compute-01"], bmcs["compute-02"]
-    assert (one.driver, one.address, one.port, one.username, one.password,
-            one.verify_tls, one.system_id, one.timeout) == (
-        "ipmi", "10.0.0.11", 623, "admin", SECRET, False, None, 30.0)
-    assert (two.username, two.password, two.verify_tls, two.system_id, two.port,
-            two.timeout) == ("root", "other", True, "/redfish/v1/Systems/1", None, 5.0)
+    assert (one.driver, one.address, one.port, one.username, one.password, one.options,
+            one.timeout) == ("ipmi", "10.0.0.11", 623, "admin", SECRET, {}, 30.0)
+    assert (two.username, two.password, two.port, two.timeout) == ("root", "other", None, 5.0)
+    assert two.options == {"verify_tls": True, "system_id": "/redfish/v1/Systems/1"}
 
 
 def test_password_file_relative_to_the_bmc_file(tmp_path: Path) -> None:
@@ -136,10 +131,10 @@ def test_redfish_over_plain_http_is_refused_unless_allowed(tmp_path: Path,
     assert "host 'c1'" in message and "allow_insecure_http: true" in message
     allowed = load_bmc_file(_write(tmp_path, f"hosts: {{c1: {{{entry}, "
                                              f"allow_insecure_http: true}}}}"))
-    assert allowed["c1"].allow_insecure_http is True
+    assert allowed["c1"].options["allow_insecure_http"] is True
     by_default = load_bmc_file(_write(tmp_path, f"defaults: {{allow_insecure_http: true}}\n"
                                                 f"hosts: {{c1: {{{entry}}}}}"))
-    assert by_default["c1"].allow_insecure_http is True
+    assert by_default["c1"].options["allow_insecure_http"] is True
     # https, a bare address (https assumed) and IPMI need no such key.
     plain = load_bmc_file(_write(tmp_path, """
 hosts:
@@ -147,7 +142,7 @@ hosts:
   c2: {driver: redfish, address: 10.0.0.13, username: u, password: p}
   c3: {driver: ipmi, address: 10.0.0.14, username: u, password: p}
 """))
-    assert not any(c.allow_insecure_http for c in plain.values())
+    assert not any(c.options.get("allow_insecure_http") for c in plain.values())
 
 
 def test_the_redfish_driver_refuses_plain_http_it_was_not_allowed() -> None:
@@ -160,7 +155,7 @@ def test_the_redfish_driver_refuses_plain_http_it_was_not_allowed() -> None:
     assert str(err.value).startswith("c1: redfish BMC http://10.0.0.12: ")
     assert SECRET not in str(err.value)
     allowed = BmcConfig(host="c1", driver="redfish", address="http://10.0.0.12", port=8000,
-                        username="u", password="p", allow_insecure_http=True)
+                        username="u", password="p", options={"allow_insecure_http": True})
     assert base_url(allowed) == "http://10.0.0.12:8000"
 
 
@@ -183,8 +178,8 @@ hosts:
   c1: {driver: redfish, address: 'https://10.0.0.12'}
 """)
     config = load_bmc_file(path)["c1"]
-    assert config.ca_bundle == str(tmp_path / "ca.pem")
-    assert config.tls_verify == str(tmp_path / "ca.pem")
+    assert config.options["ca_bundle"] == str(tmp_path / "ca.pem")
+    assert RedfishOptions.of(config).tls_verify == str(tmp_path / "ca.pem")
 
     import sushy
 

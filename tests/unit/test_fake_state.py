@@ -52,7 +52,8 @@ def clock() -> Clock:
 
 @pytest.fixture
 def state(clock: Clock) -> CloudState:
-    return CloudState(parse_scenario(_doc()).cluster, project_id="p", user_id="u", clock=clock)
+    return CloudState(parse_scenario(_doc()).cluster, project_id="p", user_id="u",
+                      handle_event=migration.handle_event, clock=clock)
 
 
 def _migrate(state: CloudState, name: str, host: str | None, fault: str | None = None,

@@ -101,7 +101,7 @@ def pyghmis_own_read() -> Iterator[None]:
 
 
 def test_an_ipmi_driver_installs_it(pyghmis_own_read: None) -> None:
-    from consolidator.power.base import BmcConfig
+    from consolidator.power.driver import BmcConfig
     from consolidator.power.ipmi import IpmiDriver
 
     IpmiDriver(BmcConfig(host="h", driver="ipmi", address="127.0.0.1", port=None, username="u",

@@ -1,124 +1,19 @@
-"""What every emulated BMC shares: power actions on the fake host, credentials and faults."""
+"""The emulated BMCs of a scenario: which protocol each host speaks, serving them, and the
+bmc.yaml that reaches them."""
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from consolidator.core.energy_model import modelled_draw
 from consolidator.core.errors import ScenarioError
-from consolidator.emulators.fake.faults import Faults
+from consolidator.emulators.fake.bmc_power import BmcPower
 from consolidator.emulators.fake.server import Router
-from consolidator.emulators.fake.state import CloudState
 
 DRIVERS = ("ipmi", "redfish")
-
-
-class BmcPower:
-    """Power actions of the emulated BMCs, driving the fake cloud's hosts."""
-
-    def __init__(self, state: CloudState, faults: Faults,
-                 set_power: Callable[[str, bool], None], *, username: str, password: str,
-                 graceful_delay_s: float) -> None:
-        self.state = state
-        self.faults = faults
-        self._set_power = set_power
-        self.username = username
-        self.password = password
-        self.graceful_delay_s = graceful_delay_s
-        self._timers: dict[str, threading.Timer] = {}
-        self._lock = threading.Lock()
-
-    def power(self, host: str) -> str:
-        """'on' or 'off'."""
-        rec = self.state.host(host)
-        if rec is None:
-            raise KeyError(f"unknown host {host!r}")
-        return rec.power
-
-    def watts(self, host: str) -> float | None:
-        """The draw the BMC reports: idle + (peak - idle) x load while on; None while off or
-        under a bmc_no_power_reading fault (the BMC has no power meter)."""
-        rec = self.state.host(host)
-        if rec is None:
-            raise KeyError(f"unknown host {host!r}")
-        if rec.power != "on" or self.faults.bmc_fault("bmc_no_power_reading", host):
-            return None
-        return round(modelled_draw(rec.model, self.state.host_load(host)), 1)
-
-    def _cancel(self, host: str) -> None:
-        with self._lock:
-            timer = self._timers.pop(host, None)
-        if timer is not None:
-            timer.cancel()
-
-    def on(self, host: str) -> None:
-        """Power on (nova-compute comes up after service_up_delay_s)."""
-        self._cancel(host)
-        self._set_power(host, True)
-
-    def force_off(self, host: str) -> None:
-        """Power off at once (nova-compute goes down at once)."""
-        self._cancel(host)
-        self._set_power(host, False)
-
-    def graceful_off(self, host: str) -> None:
-        """An ACPI shutdown: the host powers off after graceful_delay_s."""
-        if self.power(host) == "off":
-            return
-        if self.graceful_delay_s <= 0:
-            self.force_off(host)
-            return
-        timer = threading.Timer(self.graceful_delay_s, self._finish_graceful, (host,))
-        timer.daemon = True
-        with self._lock:
-            if host in self._timers:
-                return
-            self._timers[host] = timer
-        timer.start()
-
-    def _finish_graceful(self, host: str) -> None:
-        with self._lock:
-            self._timers.pop(host, None)
-        self._set_power(host, False)
-
-    def restart(self, host: str) -> None:
-        """Power off then on at once."""
-        self.force_off(host)
-        self.on(host)
-
-    def stop(self) -> None:
-        """Cancel pending graceful shutdowns."""
-        with self._lock:
-            timers, self._timers = list(self._timers.values()), {}
-        for timer in timers:
-            timer.cancel()
-
-    def auth_fails(self, host: str) -> bool:
-        """Whether a bmc_auth_fails fault names this host."""
-        return self.faults.bmc_fault("bmc_auth_fails", host)
-
-    def unreachable(self, host: str) -> bool:
-        """Whether a bmc_unreachable fault names this host."""
-        return self.faults.bmc_fault("bmc_unreachable", host)
-
-    def busy(self, host: str) -> bool:
-        """Whether a bmc_busy fault names this host (a power read it answers uses one shot)."""
-        return self.faults.bmc_shot("bmc_busy", host)
-
-    def drops_login(self, host: str) -> bool:
-        """Whether a bmc_drops_logins fault names this host (a login it ignores uses a shot)."""
-        return self.faults.bmc_shot("bmc_drops_logins", host)
-
-    def credentials_ok(self, host: str, username: str, password: str) -> bool:
-        """Whether this host's BMC accepts these credentials now."""
-        return (not self.auth_fails(host) and username == self.username
-                and password == self.password)
 
 
 class EmulatedBmcs:

@@ -12,7 +12,9 @@ import yaml
 
 from consolidator.core.errors import ScenarioError
 from consolidator.core.model import Cluster
-from consolidator.emulators.fake.bmc import BmcPower, EmulatedBmcs, write_private_yaml
+from consolidator.emulators.fake import migration
+from consolidator.emulators.fake.bmc import EmulatedBmcs, write_private_yaml
+from consolidator.emulators.fake.bmc_power import BmcPower
 from consolidator.emulators.fake.control import Control
 from consolidator.emulators.fake.faults import Faults
 from consolidator.emulators.fake.keystone import Keystone
@@ -109,7 +111,8 @@ class FakeCloud:
                                  project=self.settings["project"],
                                  placement=self.settings["placement"])
         self.state = CloudState(scenario.cluster, project_id=self.keystone.project_id,
-                                user_id=self.keystone.user_id, clock=clock)
+                                user_id=self.keystone.user_id,
+                                handle_event=migration.handle_event, clock=clock)
         self.faults = Faults()
         raw_faults = scenario.extras.get("faults") or []
         if not isinstance(raw_faults, list):

@@ -21,7 +21,7 @@ from pyghmi.ipmi.private import constants, serversession
 from pyghmi.ipmi.private import session as ipmisession
 
 from consolidator.core.model import stable_uuid
-from consolidator.emulators.fake.bmc import BmcPower
+from consolidator.emulators.fake.bmc_power import BmcPower
 from consolidator.power import pyghmi_io
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ import binascii
 import time
 from typing import Any
 
-from consolidator.emulators.fake.bmc import BmcPower
+from consolidator.emulators.fake.bmc_power import BmcPower
 from consolidator.emulators.fake.server import HTTPError, Request, Response, Router, Service
 
 ROOT = "/redfish/v1"

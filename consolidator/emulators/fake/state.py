@@ -168,13 +168,20 @@ class MigrationRecord:
         return self.status in ("queued", "preparing", "running", "post-migrating")
 
 
+#: Runs one due migration event: (state, kind, migration, simulated time).
+MigrationHandler = Callable[["CloudState", str, MigrationRecord, float], None]
+
+
 class CloudState:
-    """The fake cloud's state behind one lock, with a lazily advanced clock."""
+    """The fake cloud's state behind one lock, with a lazily advanced clock; migration
+    events are run by the handler it is given (fake/migration.py's handle_event)."""
 
     def __init__(self, cluster: Cluster, *, project_id: str, user_id: str,
+                 handle_event: MigrationHandler,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.lock = threading.RLock()
         self.clock = clock
+        self._handle_event = handle_event
         self.project_id = project_id
         self.user_id = user_id
         self.hosts: dict[str, HostRecord] = {}
@@ -253,11 +260,9 @@ class CloudState:
 
     def advance(self, now: float) -> None:
         """Run every migration event due by now, in time order."""
-        from consolidator.emulators.fake import migration
-
         while self.events and self.events[0][0] <= now:
             at, _, kind, mig = heapq.heappop(self.events)
-            migration.handle_event(self, kind, mig, at)
+            self._handle_event(self, kind, mig, at)
 
     def schedule(self, at: float, kind: str, mig: MigrationRecord) -> None:
         """Queue a migration event at simulated time `at`."""

@@ -13,7 +13,8 @@ import yaml
 
 from consolidator.core.model import Cluster, Host
 from consolidator.core.wording import plural
-from consolidator.emulators.fake.bmc import BmcPower, EmulatedBmcs, write_private_yaml
+from consolidator.emulators.fake.bmc import EmulatedBmcs, write_private_yaml
+from consolidator.emulators.fake.bmc_power import BmcPower
 from consolidator.emulators.fake.control import Control
 from consolidator.emulators.fake.faults import Faults
 from consolidator.emulators.fake.server import App, HTTPError, Request, Response, Router
