@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,7 +37,9 @@ from consolidator.core.model import Cluster, Host
 from consolidator.core.padding import parse_windows, spare_target
 from consolidator.core.rollback_plan import OUR_REASON
 from consolidator.core.wording import plural
-from consolidator.execution.executor import Outcome
+
+if TYPE_CHECKING:
+    from consolidator.app.apply import Outcome
 
 LOG = logging.getLogger(__name__)
 

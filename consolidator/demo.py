@@ -19,13 +19,15 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from consolidator.app.apply import apply_plan
+from consolidator.app.bmcs import bmc_address, listed_bmcs
 from consolidator.app.context import AppContext
 from consolidator.app.database import upgrade_database
+from consolidator.app.fake_cloud import stop_fake_cloud
 from consolidator.app.hosts import host_rows
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.review import approve, show_plan
@@ -34,14 +36,13 @@ from consolidator.app.snapshots import read_cloud, record_snapshot
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Cluster
 from consolidator.core.wording import agree, plural, state_phrase
-from consolidator.emulators.fake.process import stop_child
-from consolidator.execution.executor import Outcome
-from consolidator.power.bmc_file import load_bmc_file
-from consolidator.power.driver import BmcConfig
 from consolidator.render import kv, table
 from consolidator.render.hosts import live_hosts, snapshot_hosts
 from consolidator.render.plan import render_plan
-from consolidator.store.snapshots import Snapshot
+
+if TYPE_CHECKING:
+    from consolidator.app.apply import Outcome
+    from consolidator.app.snapshots import Snapshot
 
 Echo = Callable[[str], None]
 
@@ -144,7 +145,7 @@ def served_fake_cloud(workdir: Path, backend: str = "fake") -> Iterator[Served]:
             time.sleep(0.05)
         yield Served(process, doc, clouds_yaml, bmc_yaml, log)
     finally:
-        stop_child(process)
+        stop_fake_cloud(process)
 
 
 @contextmanager
@@ -213,19 +214,15 @@ def run_demo(options: DemoOptions, echo: Echo) -> float:
 
 def _show_cloud(served: Served, echo: Echo) -> None:
     doc = served.scenario
-    bmcs = load_bmc_file(served.bmc_yaml)
+    bmcs = listed_bmcs(served.bmc_yaml)
     echo(f"fake Keystone, Nova and Placement at {served.auth_url} (child process "
          f"{served.process.pid}), serving {plural(len(doc['hosts']), 'host')} and "
          f"{plural(len(doc['instances']), 'instance')} shaped like paper 004's cloud")
     echo(table(["HOST", "BMC", "LISTENS AT"],
-               [[b.host, b.driver, _where(b)] for b in bmcs.values()], align="lll"))
+               [list(row) for row in bmcs], align="lll"))
     wanted = {h["name"] for h in doc["hosts"] if h.get("bmc")}
-    check(set(bmcs) == wanted, f"bmc.yaml lists {sorted(bmcs)}, expected {sorted(wanted)}")
-
-
-def _where(bmc: BmcConfig) -> str:
-    return (f"{bmc.address}:{bmc.port}/udp" if bmc.driver == "ipmi"
-            else f"{bmc.address}{bmc.options.get('system_id') or ''}")
+    listed = {row[0] for row in bmcs}
+    check(listed == wanted, f"bmc.yaml lists {sorted(listed)}, expected {sorted(wanted)}")
 
 
 def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
@@ -289,7 +286,7 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
             driver = lookup(host)
             check(driver is not None, f"{host} has no BMC in {bmc_file}")
             assert driver is not None
-            rows.append([host, driver.config.driver, _where(driver.config),  # type: ignore[attr-defined]
+            rows.append([host, driver.config.driver, bmc_address(driver.config),  # type: ignore[attr-defined]
                          driver.power_state()])
         echo(table(["HOST", "DRIVER", "BMC", "POWER"], rows, align="llll"))
         drivers = sorted({r[1] for r in rows})

@@ -6,21 +6,23 @@ import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
 from consolidator.app.apply import PlanRun, check_applicable
 from consolidator.app.context import AppContext
-from consolidator.app.dry_run import dry_rollback_context, verdict
-from consolidator.app.review import approve, cancel
-from consolidator.app.rollback import interrupted_rollback, prepare_rollback
+from consolidator.app.dry_run import verdict
+from consolidator.app.rollback import PreparedRollback
+from consolidator.app.rollback_run import roll_back
 from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.cli.progress import live_progress
 from consolidator.core.errors import ConsolidatorError
-from consolidator.execution.executor import Outcome
 from consolidator.render.outcome import final_line, summary_table
 from consolidator.render.plan import render_plan
-from consolidator.store.leases import LeaseHeldError
+
+if TYPE_CHECKING:
+    from consolidator.app.apply import Outcome
 
 
 @contextmanager
@@ -65,6 +67,17 @@ def dry_run_verdict(plan_id: str, outcome: Outcome, *, rollback: bool = False) -
     if not outcome.ok:
         raise ConsolidatorError(line)
     click.echo(line)
+
+
+def show_rollback(prepared: PreparedRollback) -> None:
+    """Print a prepared rollback's notes, and its plan or that there is nothing to do."""
+    for note in prepared.notes:
+        click.echo(f"note: {note}", err=True)
+    if prepared.plan is None:
+        click.echo(f"the cloud already matches snapshot {prepared.target.info.id}: "
+                   f"nothing to do")
+        return
+    click.echo(render_plan(prepared.plan, prepared.live, approve_hint=False))
 
 
 @click.command("apply")
@@ -125,40 +138,19 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
     reason is reported and left alone, and nothing is moved onto it.
     """
     app.bmc_file = bmc_file
-    if resume:
-        plan = interrupted_rollback(app, snapshot_id)
-        outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel,
-                                    dry_run=dry_run, resume=True, kind="rollback plan")
-        if dry_run:
-            dry_run_verdict(plan.id, outcome, rollback=True)
-        if not outcome.ok:
-            raise ConsolidatorError(f"rollback plan {plan.id} did not finish: see the summary")
+
+    def run(ctx: AppContext, plan_id: str, again: bool) -> Outcome:
+        return run_and_summarise(ctx, plan_id, max_parallel=max_parallel, dry_run=dry_run,
+                                 resume=again, kind="rollback plan")
+
+    def confirm(question: str) -> bool:
+        return yes or click.confirm(question, default=False, abort=True)
+
+    done = roll_back(app, snapshot_id, partial=partial, resume=resume, dry_run=dry_run,
+                     show=show_rollback, confirm=confirm, run=run)
+    if done.plan_id is None or done.outcome is None:
         return
-    if dry_run:    # a scratch database and a simulated cloud: nothing is stored or changed
-        app = dry_rollback_context(app, snapshot_id)
-    prepared = prepare_rollback(app, snapshot_id, partial=partial)
-    for note in prepared.notes:
-        click.echo(f"note: {note}", err=True)
-    target, plan = prepared.target, prepared.plan
-    if plan is None:
-        click.echo(f"the cloud already matches snapshot {target.info.id}: nothing to do")
-        return
-    click.echo(render_plan(plan, prepared.live, approve_hint=False))
-    if not yes and not dry_run and not click.confirm(
-            f"roll back to snapshot {target.info.id} now?", default=False):
-        raise click.exceptions.Abort()
-    approve(app, plan.id, reason=f"rollback to snapshot {target.info.id}")
-    try:
-        outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel, dry_run=dry_run,
-                                    resume=False, kind="rollback plan")
-    except LeaseHeldError:
-        # nothing ran: leave no approved rollback plan behind
-        cancel(app, plan.id, reason="refused: another executor holds the cloud's lease")
-        raise
     if dry_run:
-        dry_run_verdict(plan.id, outcome, rollback=True)
-    if not outcome.ok:
-        raise ConsolidatorError(f"rollback plan {plan.id} did not finish: see the summary")
-
-
-COMMANDS = [apply_cmd, rollback_cmd]
+        dry_run_verdict(done.plan_id, done.outcome, rollback=True)
+    if not done.outcome.ok:
+        raise ConsolidatorError(f"rollback plan {done.plan_id} did not finish: see the summary")

@@ -7,6 +7,7 @@ import logging
 import click
 
 from consolidator.app.context import AppContext
+from consolidator.app.metrics import start_metrics
 from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.wording import plural
@@ -17,17 +18,6 @@ def host_line(counts: dict[str, int]) -> str:
     """'3 active, 1 spare, 2 powered off': a cycle's host counts."""
     return (f"{counts.get('active', 0)} active, {counts.get('spare', 0)} spare, "
             f"{counts.get('powered_off', 0)} powered off")
-
-
-def _metrics(app: AppContext):  # noqa: ANN202 - Metrics or None
-    port = app.config.get("metrics", "port")
-    if not port:
-        return None
-    from consolidator.telemetry.exporter import Metrics
-
-    metrics = Metrics()
-    metrics.start(port, app.config.get("metrics", "address"))
-    return metrics
 
 
 @click.command("daemon")
@@ -46,7 +36,7 @@ def daemon_cmd(app: AppContext, once: bool, bmc_file: str | None) -> None:
     app.bmc_file = bmc_file
     app.engine()
     trigger = cron_trigger(app.config)  # a bad schedule fails now, in one line
-    daemon = Daemon(app, metrics=_metrics(app))
+    daemon = Daemon(app, metrics=start_metrics(app))
     if not once:
         click.echo(f"daemon starting: next cycle at {trigger.get_next_fire_time(None, _now())}",
                    err=True)
@@ -76,6 +66,3 @@ def daemon_cmd(app: AppContext, once: bool, bmc_file: str | None) -> None:
 def _now():  # noqa: ANN202
     from datetime import datetime
     return datetime.now().astimezone()
-
-
-COMMANDS = [daemon_cmd]

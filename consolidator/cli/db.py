@@ -23,6 +23,3 @@ def db_upgrade(app: AppContext) -> None:
         click.echo(f"database {where} is up to date (revision {after})")
     else:
         click.echo(f"database {where} upgraded from {before or 'empty'} to revision {after}")
-
-
-COMMANDS = [db_group]

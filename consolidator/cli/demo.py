@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 
+from consolidator.app.catalog import check_names
 from consolidator.app.context import AppContext
 from consolidator.cli.context import pass_app
-from consolidator.core.algorithms.catalog import get_algorithm
-from consolidator.core.rankings.catalog import get_ranking
 from consolidator.demo import DemoOptions, run_demo
 
 
@@ -35,13 +34,7 @@ def demo_cmd(app: AppContext, algorithm: str | None, ranking: str | None, keep: 
     It uses a temporary SQLite database unless --db-url (or CONSOLIDATOR_DB_URL) is given;
     it never touches a real cloud. Exit 0 only if every step verified.
     """
-    if algorithm:
-        get_algorithm(algorithm)
-    if ranking:
-        get_ranking(ranking, {})
+    check_names(algorithm, ranking)
     seconds = run_demo(DemoOptions(algorithm=algorithm, ranking=ranking, keep=keep,
                                    db_url=app.db_url, backend=backend), click.echo)
     click.echo(f"\ndemo verified: every step passed in {seconds:.1f} s")
-
-
-COMMANDS = [demo_cmd]

@@ -10,9 +10,8 @@ from types import FrameType
 from typing import Any
 
 import click
-import yaml
 
-from consolidator.emulators.fake.cloud import FakeCloud
+from consolidator.app.fake_cloud import ServeRequest, real_nova_argv, serve_fake_cloud
 
 
 def optgroup_nova(func: Any) -> Any:
@@ -42,26 +41,14 @@ def optgroup_nova(func: Any) -> Any:
     return func
 
 
-def _exec_real_nova(scenario: str | None, port: int | None, clouds_yaml: str | None,
-                    cloud_name: str, bmc: bool, bmc_yaml: str | None,
-                    nova: dict[str, Any]) -> None:
+def _exec_real_nova(request: ServeRequest, nova: dict[str, Any]) -> None:
     """Replace this process by the real-Nova server (Nova must monkey-patch a fresh one)."""
-    from consolidator.emulators.realnova.options import ServeOptions
-
-    if bool(scenario) == bool(nova["hosts"]):
+    if bool(request.scenario) == bool(nova["hosts"]):
         raise click.UsageError("--backend nova needs either --scenario or --hosts")
     if importlib.util.find_spec("nova") is None:  # importing it would monkey-patch us
         raise click.ClickException("--backend nova needs Nova: pip install "
                                    "'consolidator[realnova]'")
-    options = ServeOptions(
-        scenario=scenario, hosts=nova["hosts"] or 0, port=port or 0,
-        host_vcpus=nova["host_vcpus"], host_memory_mb=nova["host_memory_mb"],
-        host_disk_gb=nova["host_disk_gb"], clouds_yaml=clouds_yaml, cloud_name=cloud_name,
-        bmc=bmc, bmc_yaml=bmc_yaml, log_file=nova["log_file"],
-        migration_seconds=nova["migration_seconds"],
-        service_down_time=nova["service_down_time"],
-        report_interval=max(1, nova["service_down_time"] // 5))
-    argv = options.argv()
+    argv = real_nova_argv(request, nova)
     click.get_text_stream("stdout").flush()
     os.execv(argv[0], argv)
 
@@ -98,44 +85,27 @@ def serve(backend: str, scenario: str | None, port: int | None, clouds_yaml: str
     """
     if bmc_yaml and not bmc:
         raise click.UsageError("--write-bmc-yaml needs --bmc")
+    request = ServeRequest(scenario=scenario, port=port, clouds_yaml=clouds_yaml,
+                           cloud_name=cloud_name, bmc=bmc, bmc_yaml=bmc_yaml)
     if backend == "nova":
-        _exec_real_nova(scenario, port, clouds_yaml, cloud_name, bmc, bmc_yaml, nova)
+        _exec_real_nova(request, nova)
     if not scenario:
         raise click.UsageError("--scenario is required with --backend fake")
     if nova["hosts"]:
         raise click.UsageError("--hosts needs --backend nova")
-    kwargs: dict[str, Any] = {} if port is None else {"port": port}
-    if bmc:
-        kwargs["bmc"] = True
-    cloud = FakeCloud(scenario, **kwargs)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
+    def wait() -> None:
+        click.get_text_stream("stdout").flush()
+        while not stop.wait(0.5):
+            pass
+
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with cloud:
-            click.echo(f"fake cloud listening: auth URL {cloud.auth_url}")
-            click.echo(f"Prometheus API for [telemetry] prometheus_url: {cloud.prometheus_url}")
-            click.echo(yaml.safe_dump({"clouds": {cloud_name: cloud.cloud_config(cloud_name)}},
-                                      sort_keys=False), nl=False)
-            if cloud.bmcs is not None:
-                for line in cloud.bmcs.listening(cloud.base_url):
-                    click.echo(f"BMC {line}")
-                if bmc_yaml:
-                    cloud.write_bmc_yaml(bmc_yaml)
-                    click.echo(f"wrote {bmc_yaml}")
-            if clouds_yaml:
-                cloud.write_clouds_yaml(clouds_yaml, name=cloud_name)
-                click.echo(f"wrote {clouds_yaml}")
-            click.get_text_stream("stdout").flush()
-            while not stop.wait(0.5):
-                pass
-            click.echo("fake cloud stopped")
+        serve_fake_cloud(request, click.echo, wait)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-COMMANDS = [fake_cloud_group]

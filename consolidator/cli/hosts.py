@@ -82,6 +82,3 @@ def journal_cmd(app: AppContext, plan_id: str | None, limit: int, fmt: str) -> N
         [e.id, e.created_at.strftime("%Y-%m-%d %H:%M:%S"), e.action,
          e.params.get("instance", e.target), e.state, (e.result or "")[:70]] for e in rows],
         align="rlllll"))
-
-
-COMMANDS = [hosts_group, journal_cmd]

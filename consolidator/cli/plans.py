@@ -4,25 +4,26 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from consolidator.app.catalog import algorithm_entries, plan_states, ranking_entries
 from consolidator.app.compare import compare_plans
 from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, check_live, make_plan, validate_request
 from consolidator.app.review import asked_row, change_status, list_plans, show_plan
 from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
 from consolidator.cli.context import BMC_FILE, FORMAT, FiniteRange, pass_app
-from consolidator.core.algorithms.catalog import ALGORITHMS
 from consolidator.core.errors import ConsolidatorError
-from consolidator.core.model import Cluster
-from consolidator.core.plan import STATES, StoredPlan
-from consolidator.core.rankings.catalog import RANKINGS
 from consolidator.core.wording import plural
 from consolidator.render import table
 from consolidator.render.compare import render_comparison
 from consolidator.render.plan import MAX_LISTED, render_plan
+
+if TYPE_CHECKING:
+    from consolidator.core.model import Cluster
+    from consolidator.core.plan import StoredPlan
 
 
 def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -218,7 +219,7 @@ def plans_group() -> None:
 
 
 @plans_group.command("list")
-@click.option("--status", type=click.Choice(list(STATES)),
+@click.option("--status", type=click.Choice(plan_states()),
               help="Only plans in this state.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
               help="Show at most N plans, the newest first.", metavar="N")
@@ -264,14 +265,11 @@ def plans_compare(app: AppContext, plan_ids: tuple[str, ...], fmt: str) -> None:
 def algorithms_cmd() -> None:
     """List the packing algorithms and rankings, each with its paper."""
     click.echo(table(["ALGORITHM", "WHAT IT DOES", "PAPER"],
-                     [[e.name, e.summary, e.source] for e in ALGORITHMS] + [
+                     [list(e) for e in algorithm_entries()] + [
                          ["auto", "the default: zoned-bestfit and hvp --light, keeping the plan "
                           "that frees the most hosts within the budget", ""],
                          ["fewest-migrations", "what a budgeted plan may read: the k least "
                           "populated hosts emptied by METAHVPLIGHT (not an -a choice)", "002"]]))
     click.echo()
     click.echo(table(["RANKING", "WHAT IT DOES", "PAPER"],
-                     [[e.name, e.summary, e.source] for e in RANKINGS]))
-
-
-COMMANDS = [plan_group, plans_group, algorithms_cmd]
+                     [list(e) for e in ranking_entries()]))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta, timezone
 
 import click
@@ -10,8 +9,7 @@ import click
 from consolidator.app.context import AppContext
 from consolidator.app.report import build_report
 from consolidator.cli.context import FiniteRange, pass_app
-from consolidator.core import report
-from consolidator.render.report import render_text
+from consolidator.render.report import render_json, render_text
 
 
 def _utc(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
@@ -44,9 +42,6 @@ def report_cmd(app: AppContext, days: float, until: datetime | None, cloud_optio
     end = until or datetime.now(timezone.utc)
     result = build_report(app, cloud_option or app.cloud_name, end - timedelta(days=days), end)
     if fmt == "json":
-        click.echo(json.dumps(report.to_json(result), indent=2))
+        click.echo(render_json(result))
     else:
         click.echo(render_text(result))
-
-
-COMMANDS = [report_cmd]

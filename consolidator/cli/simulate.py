@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import time
 
 import click
 
+from consolidator.app.experiments import render_experiment, run_experiment
 from consolidator.cli.context import FORMAT
 
 EXPERIMENTS = {
@@ -28,17 +28,15 @@ def _command(name: str, what: str) -> click.Command:
     @click.option("--seed", type=int, default=0, show_default=True, help="The first seed.")
     @FORMAT
     def run(seeds: int | None, seed: int, fmt: str) -> None:
-        module = importlib.import_module(f"consolidator.experiments.{name}")
         kwargs = {"seed": seed} | ({"seeds": seeds} if seeds else {})
         click.echo(f"simulating {what} ...", err=True)
         started = time.monotonic()
-        result = module.run(**kwargs)
+        result = run_experiment(name, **kwargs)
         click.echo(f"done in {time.monotonic() - started:.1f} s", err=True)
-        click.echo(json.dumps(result, indent=2) if fmt == "json" else module.render(result))
+        click.echo(json.dumps(result, indent=2) if fmt == "json"
+                   else render_experiment(name, result))
     return run
 
 
 for _name, _what in EXPERIMENTS.items():
     _command(_name, _what)
-
-COMMANDS = [simulate_group]

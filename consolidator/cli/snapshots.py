@@ -7,6 +7,7 @@ import json
 import click
 
 from consolidator.app.context import AppContext
+from consolidator.app.snapshot_documents import export_snapshot, info_json, snapshot_json
 from consolidator.app.snapshots import (
     get_snapshot,
     record_scenario,
@@ -16,8 +17,6 @@ from consolidator.app.snapshots import (
 from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
 from consolidator.render import kv, table
 from consolidator.render.hosts import snapshot_hosts
-from consolidator.scenario.files import cluster_to_document, dump_document
-from consolidator.store.snapshots import Snapshot
 
 
 @click.command("snapshot")
@@ -52,7 +51,7 @@ def snapshots_list(app: AppContext, limit: int, fmt: str) -> None:
     """List snapshots, newest first."""
     infos = snapshot_list(app, limit=limit)
     if fmt == "json":
-        click.echo(json.dumps([_info_json(i) for i in infos], indent=2))
+        click.echo(json.dumps([info_json(i) for i in infos], indent=2))
         return
     if not infos:
         click.echo("no snapshots yet: record one with 'consolidator snapshot'")
@@ -88,19 +87,6 @@ def snapshots_show(app: AppContext, snapshot_id: str, fmt: str) -> None:
     click.echo(snapshot_hosts(snap.cluster, {r.host: r.watts for r in snap.readings}))
 
 
-def _info_json(info: object) -> dict:
-    data = dict(vars(info))
-    data["taken_at"] = data["taken_at"].isoformat()
-    return data
-
-
-def snapshot_json(snap: Snapshot) -> dict:
-    """The JSON form of a snapshot: its header, every field of its cluster, and the power
-    readings of its hosts' BMCs."""
-    return {**_info_json(snap.info), **cluster_to_document(snap.cluster, full=True),
-            "power_readings": [vars(r) for r in snap.readings]}
-
-
 @snapshots_group.command("export")
 @click.argument("snapshot_id")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
@@ -111,13 +97,8 @@ def snapshot_json(snap: Snapshot) -> dict:
 def snapshots_export(app: AppContext, snapshot_id: str, output: str | None,
                      fmt: str | None) -> None:
     """Write a snapshot as a scenario file that 'snapshot --scenario' loads back."""
-    snap = get_snapshot(app, snapshot_id)
-    doc = cluster_to_document(snap.cluster, {"name": snap.info.cloud})
-    text = dump_document(doc, output, fmt)
+    snapshot, text = export_snapshot(app, snapshot_id, output, fmt)
     if output is None:
         click.echo(text, nl=False)
     else:
-        click.echo(f"wrote snapshot {snap.info.id} to {output}", err=True)
-
-
-COMMANDS = [snapshot_cmd, snapshots_group]
+        click.echo(f"wrote snapshot {snapshot} to {output}", err=True)

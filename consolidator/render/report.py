@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from consolidator.core.report import HostsPoint, Report, hourly
+import json
+
+from consolidator.core.report import HostsPoint, Report, hourly, to_json
 from consolidator.core.wording import duration, plural
 from consolidator.render import count_bar, kv, table
 
@@ -64,3 +66,8 @@ def _measured(point: HostsPoint) -> str:
     if point.measured_watts is None:
         return "-"
     return f"{point.measured_watts:.0f} W ({plural(point.measured_hosts, 'host')})"
+
+
+def render_json(report: Report) -> str:
+    """The report as JSON (its shape: consolidator/core/report.py)."""
+    return json.dumps(to_json(report), indent=2)

@@ -225,3 +225,113 @@ def test_one_code_path_reads_the_cloud() -> None:
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "read_inventory":
                 callers.add(str(path.relative_to(PACKAGE)))
     assert callers == {"app/snapshots.py"}
+
+
+#: What cli/ may take from the core at run time; other core types only under TYPE_CHECKING.
+CLI_CORE = {"consolidator.core.errors", "consolidator.core.wording"}
+#: The entry points that are not commands: like cli/, they call app/ (and render/) only.
+ENTRY_POINTS = {"consolidator.daemon", "consolidator.demo"}
+
+
+class _DropTypeChecking(ast.NodeTransformer):
+    """Removes the `if TYPE_CHECKING:` blocks of a module (keeping their else)."""
+
+    def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt]:
+        test = node.test
+        if getattr(test, "id", None) == "TYPE_CHECKING" or \
+                getattr(test, "attr", None) == "TYPE_CHECKING":
+            return node.orelse or [ast.Pass()]
+        return self.generic_visit(node)
+
+
+def runtime_imports(source: str, known: set[str]) -> set[str]:
+    """What a source imports outside its `if TYPE_CHECKING:` blocks."""
+    tree = _DropTypeChecking().visit(ast.parse(source))
+    return imports(ast.unparse(ast.fix_missing_locations(tree)), known)
+
+
+def _reaches_an_adapter(target: str) -> bool:
+    """Whether a consolidator module is an adapter other than render/."""
+    return layer_of(target) == "adapter" and target.split(".")[1] != "render"
+
+
+def named_adapters(source: str) -> set[str]:
+    """The adapter folders a source names in a string, as an import_module() target would."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        text = node.values[0] if isinstance(node, ast.JoinedStr) and node.values else node
+        value = getattr(text, "value", None)
+        if isinstance(text, ast.Constant) and isinstance(value, str) and \
+                value.startswith("consolidator.") and \
+                LAYERS.get(value.split(".")[1]) == "adapter" and _reaches_an_adapter(value):
+            found.add(value)
+    return found
+
+
+def entry_violations(files: dict[str, str]) -> list[str]:
+    """Every import by which cli/, daemon.py or demo.py reach past app/ (or render/)."""
+    known = set(files)
+    found = []
+    for name, src in files.items():
+        cli = layer_of(name) == "cli"
+        if not cli and name not in ENTRY_POINTS:
+            continue
+        found += [f"{name}: imports {target} (call app/, not an adapter)"
+                  for target in sorted(imports(src, known))
+                  if target in known and target != "consolidator" and _reaches_an_adapter(target)]
+        found += [f"{name}: imports {target} by name (call app/, not an adapter)"
+                  for target in sorted(named_adapters(src))]
+        if cli:
+            found += [f"{name}: imports {target} outside TYPE_CHECKING (cli/ takes only "
+                      f"errors and wording from the core)"
+                      for target in sorted(runtime_imports(src, known))
+                      if target in known and layer_of(target) == "core"
+                      and target not in CLI_CORE]
+    return found
+
+
+def test_the_commands_and_entry_points_call_app_only() -> None:
+    """cli/, daemon.py and demo.py import no adapter but render/; cli/ takes only errors and
+    wording from the core, other core types only for type hints."""
+    assert entry_violations(package_sources()) == []
+
+
+@pytest.mark.parametrize("module, source, rule", [
+    ("consolidator.cli.apply", "from consolidator.store.leases import LeaseHeldError\n",
+     "imports consolidator.store.leases (call app/"),
+    ("consolidator.cli.apply", "if TYPE_CHECKING:\n"
+                               "    from consolidator.execution.executor import Outcome\n",
+     "imports consolidator.execution.executor (call app/"),
+    ("consolidator.cli.plans", "from consolidator.core.plan import STATES\n",
+     "imports consolidator.core.plan outside TYPE_CHECKING"),
+    ("consolidator.cli.simulate",
+     "def run(name):\n    importlib.import_module(f'consolidator.experiments.{name}')\n",
+     "by name"),
+    ("consolidator.daemon", "from consolidator.telemetry.exporter import Metrics\n",
+     "imports consolidator.telemetry.exporter (call app/"),
+    ("consolidator.demo",
+     "if TYPE_CHECKING:\n    from consolidator.store.snapshots import Snapshot\n",
+     "imports consolidator.store.snapshots (call app/"),
+])
+def test_the_entry_check_catches_a_reach_through(module: str, source: str, rule: str) -> None:
+    """A made-up command or entry point that reaches past app/ is reported."""
+    files = package_sources()
+    files[module] = source
+    found = entry_violations(files)
+    assert any(v.startswith(module) and rule in v for v in found), found
+
+
+@pytest.mark.parametrize("module, source", [
+    ("consolidator.cli.plans", "if TYPE_CHECKING:\n"
+                               "    from consolidator.core.model import Cluster\n"
+                               "from consolidator.core.errors import ConsolidatorError\n"
+                               "from consolidator.render.plan import render_plan\n"),
+    ("consolidator.demo", "from consolidator.core.model import Cluster\n"
+                          "from consolidator.render import table\n"),
+])
+def test_the_entry_check_allows_render_and_type_hints(module: str, source: str) -> None:
+    """render/, the core's types under TYPE_CHECKING, and the pure core in daemon.py and
+    demo.py are allowed."""
+    files = package_sources()
+    files[module] = source
+    assert [v for v in entry_violations(files) if v.startswith(module)] == []

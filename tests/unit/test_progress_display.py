@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import io
 
-from consolidator.cli.progress import ProgressDisplay
 from consolidator.execution.progress import DONE, RUNNING, STARTED, MigrationProgress, poll_delays
+from consolidator.render.progress import ProgressDisplay
 
 GIB = 1024 ** 3
 

@@ -1,0 +1,74 @@
+"""The project's fake cloud ('fake-cloud serve', the demo): serve it, or the real Nova."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from consolidator.emulators.fake.process import stop_child
+
+
+@dataclass(frozen=True)
+class ServeRequest:
+    """What 'fake-cloud serve' was asked for, whichever the backend."""
+
+    scenario: str | None
+    port: int | None
+    clouds_yaml: str | None
+    cloud_name: str
+    bmc: bool
+    bmc_yaml: str | None
+
+
+def serve_fake_cloud(request: ServeRequest, echo: Callable[[str], None],
+                     wait: Callable[[], None]) -> None:
+    """Serve the scenario (and its BMCs) until wait() returns; echo says where it listens
+    and what files it wrote."""
+    from consolidator.emulators.fake.cloud import FakeCloud
+
+    kwargs: dict[str, Any] = {} if request.port is None else {"port": request.port}
+    if request.bmc:
+        kwargs["bmc"] = True
+    cloud = FakeCloud(request.scenario, **kwargs)
+    name = request.cloud_name
+    with cloud:
+        echo(f"fake cloud listening: auth URL {cloud.auth_url}")
+        echo(f"Prometheus API for [telemetry] prometheus_url: {cloud.prometheus_url}")
+        echo(yaml.safe_dump({"clouds": {name: cloud.cloud_config(name)}},
+                            sort_keys=False).removesuffix("\n"))
+        if cloud.bmcs is not None:
+            for line in cloud.bmcs.listening(cloud.base_url):
+                echo(f"BMC {line}")
+            if request.bmc_yaml:
+                cloud.write_bmc_yaml(request.bmc_yaml)
+                echo(f"wrote {request.bmc_yaml}")
+        if request.clouds_yaml:
+            cloud.write_clouds_yaml(request.clouds_yaml, name=name)
+            echo(f"wrote {request.clouds_yaml}")
+        wait()
+        echo("fake cloud stopped")
+
+
+def real_nova_argv(request: ServeRequest, nova: dict[str, Any]) -> list[str]:
+    """The command line of the real-Nova server (--backend nova) for a request and the
+    --hosts, --host-*, --migration-seconds, --service-down-time and --log-file options."""
+    from consolidator.emulators.realnova.options import ServeOptions
+
+    options = ServeOptions(
+        scenario=request.scenario, hosts=nova["hosts"] or 0, port=request.port or 0,
+        host_vcpus=nova["host_vcpus"], host_memory_mb=nova["host_memory_mb"],
+        host_disk_gb=nova["host_disk_gb"], clouds_yaml=request.clouds_yaml,
+        cloud_name=request.cloud_name, bmc=request.bmc, bmc_yaml=request.bmc_yaml,
+        log_file=nova["log_file"], migration_seconds=nova["migration_seconds"],
+        service_down_time=nova["service_down_time"],
+        report_interval=max(1, nova["service_down_time"] // 5))
+    return options.argv()
+
+
+def stop_fake_cloud(process: subprocess.Popen[bytes]) -> None:
+    """Stop a fake cloud served by a child process: SIGTERM, then SIGKILL if it lingers."""
+    stop_child(process)
