@@ -7,6 +7,7 @@ import logging
 import click
 
 from consolidator.app.context import AppContext
+from consolidator.app.settings import metrics_settings
 from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.wording import plural
@@ -20,13 +21,13 @@ def host_line(counts: dict[str, int]) -> str:
 
 
 def _metrics(app: AppContext):  # noqa: ANN202 - Metrics or None
-    port = app.config.get("metrics", "port")
-    if not port:
+    settings = metrics_settings(app.config)
+    if not settings.port:
         return None
     from consolidator.telemetry.exporter import Metrics
 
     metrics = Metrics()
-    metrics.start(port, app.config.get("metrics", "address"))
+    metrics.start(settings.port, settings.address)
     return metrics
 
 
