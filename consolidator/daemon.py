@@ -30,7 +30,7 @@ from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.power_readings import watts_off
 from consolidator.app.review import approve, plan_counts, power_on_plan, running_plans
 from consolidator.app.rollback import bmc_power
-from consolidator.app.settings import cron_trigger
+from consolidator.app.settings import cron_trigger, daemon_settings
 from consolidator.app.snapshots import last_readings, read_cloud, record_snapshot
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Cluster, Host
@@ -71,12 +71,12 @@ class Daemon:
                  metrics: Any = None) -> None:
         self.ctx = ctx
         ctx.report = _log_line  # the daemon logs what the CLI would print
-        self.config, self.cloud_name = ctx.config, ctx.cloud_name
-        self.windows = parse_windows(self.config.section("padding"))
+        self.settings, self.cloud_name = daemon_settings(ctx.config), ctx.cloud_name
+        self.windows = parse_windows(self.settings.padding)
         self.clock = clock or (lambda: datetime.now().astimezone())
         self.metrics = metrics
         self.leadership = Leadership(ctx, f"daemon:{self.cloud_name or 'default'}",
-                                     self.config.get("daemon", "lease_ttl"))
+                                     self.settings.lease_ttl)
         self.holder, self.lease = self.leadership.holder, self.leadership.name
         self.stop = threading.Event()
         self.busy = threading.Lock()
@@ -118,7 +118,7 @@ class Daemon:
 
     def target(self) -> int:
         """The spare hosts wanted now."""
-        return spare_target(self.windows, self.clock(), self.config.get("planner", "spare"))
+        return spare_target(self.windows, self.clock(), self.settings.spare)
 
     def cycle(self) -> CycleResult:
         """One cycle; skipped when another daemon leads or a cycle already runs, cancelled
@@ -167,7 +167,7 @@ class Daemon:
         result.plan_id, result.migrations_planned = plan.id, len(draft.migrations)
         self._check_cancelled()
         if draft.migrations or draft.power_off:
-            if self.config.get("daemon", "auto_apply"):
+            if self.settings.auto_apply:
                 approve(self.ctx, plan.id, reason="auto_apply")
                 result.outcome = self._execute(plan.id)
             else:
@@ -257,16 +257,16 @@ class Daemon:
 
         from apscheduler.schedulers.blocking import BlockingScheduler
 
-        trigger = cron_trigger(self.config)
+        trigger = cron_trigger(self.ctx.config)
         scheduler = BlockingScheduler(timezone=trigger.timezone)
         scheduler.add_job(self.cycle, trigger, id="cycle", max_instances=1, coalesce=True,
-                          misfire_grace_time=self.config.get("daemon", "misfire_grace_time"))
-        interval = self.config.get("daemon", "capacity_watch_interval")
+                          misfire_grace_time=self.settings.misfire_grace_time)
+        interval = self.settings.capacity_watch_interval
         if interval > 0:
             scheduler.add_job(self.capacity_watch, "interval", seconds=interval,
                               id="capacity-watch", max_instances=1, coalesce=True)
         scheduler.add_job(self.heartbeat, "interval", id="lease",
-                          seconds=max(self.config.get("daemon", "lease_ttl") / 3, 0.5),
+                          seconds=max(self.settings.lease_ttl / 3, 0.5),
                           max_instances=1, coalesce=True, next_run_time=datetime.now(
                               trigger.timezone))
 
@@ -281,7 +281,7 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, shutdown)
         LOG.info("daemon %s started: schedule %r, lease %s", self.holder,
-                 self.config.get("daemon", "schedule"), self.lease)
+                 self.settings.schedule, self.lease)
         try:
             scheduler.start()
         finally:

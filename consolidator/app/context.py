@@ -13,6 +13,7 @@ from consolidator.app.config import Config, load_config
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from consolidator.app.settings import ContextSettings
     from consolidator.core.model import Host
     from consolidator.execution.executor import PowerLookup
 
@@ -67,9 +68,16 @@ class AppContext:
         return self._config
 
     @property
+    def settings(self) -> ContextSettings:
+        """Where the config says the database, the cloud and the BMC file are."""
+        from consolidator.app.settings import context_settings
+
+        return context_settings(self.config)
+
+    @property
     def database_url(self) -> str | None:
         """--db-url, else [database] url, else None (the SQLite default)."""
-        return self.db_url or self.config.get("database", "url") or None
+        return self.db_url or self.settings.database_url or None
 
     def engine(self, *, migrated: bool = True) -> Engine:
         """The database engine; by default it must be at the current schema revision."""
@@ -84,7 +92,7 @@ class AppContext:
     @property
     def cloud_name(self) -> str | None:
         """--cloud / OS_CLOUD, else [cloud] name, else None."""
-        return self.cloud or self.config.get("cloud", "name") or os.environ.get("OS_CLOUD")
+        return self.cloud or self.settings.cloud_name or os.environ.get("OS_CLOUD")
 
     def connect(self, cloud: str | None = None) -> Any:
         """An openstacksdk Connection to `cloud`, else to this context's cloud."""
@@ -102,7 +110,7 @@ class AppContext:
             return None
         from consolidator.power.bmc_file import load_bmc_file
 
-        path = self.bmc_file or self.config.get("power", "bmc_file")
+        path = self.bmc_file or self.settings.bmc_file
         if self.bmc_file is None and not Path(path).exists():
             return None
         return set(load_bmc_file(path))
@@ -112,13 +120,13 @@ class AppContext:
         does not keep (so bmc_hosts() still tells which hosts the file lists)."""
         if self.power is not None:
             return self.power
-        return _bmc_file_lookup(self.bmc_file or self.config.get("power", "bmc_file"),
+        return _bmc_file_lookup(self.bmc_file or self.settings.bmc_file,
                                 required=self.bmc_file is not None)
 
     def power_lookup(self) -> PowerLookup:
         """host name -> its PowerDriver, from the BMC file (None for hosts it does not list)."""
         if self.power is None:
-            self.power = _bmc_file_lookup(self.bmc_file or self.config.get("power", "bmc_file"),
+            self.power = _bmc_file_lookup(self.bmc_file or self.settings.bmc_file,
                                           required=self.bmc_file is not None)
         return self.power
 

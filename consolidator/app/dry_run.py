@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from consolidator.app.context import AppContext
+from consolidator.app.settings import executor_settings
 from consolidator.core.wording import plural
 from consolidator.execution.simulated_cloud import SimulatedNova, simulated_power
 from consolidator.openstack.nova import Nova
@@ -35,7 +36,7 @@ def dry_context(ctx: AppContext, *, cloud: str, plan_ids: tuple[str, ...] = (),
         raise LeaseHeldError(f"an executor for cloud {cloud!r} is already running: "
                              f"{lease.holder} (until {lease.expires_at:%H:%M:%S} UTC) holds "
                              f"lease {name!r}")
-    window = ctx.config.get("power", "low_demand_window")   # the demand samples it reads
+    window = executor_settings(ctx.config).low_demand_window   # the demand samples it reads
     since = datetime.now(timezone.utc) - timedelta(minutes=window) if window > 0 else None
     scratch = scratch_copy(engine, cloud=cloud, plan_ids=plan_ids, snapshot_ids=snapshot_ids,
                            since=since)

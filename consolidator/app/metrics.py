@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from consolidator.app.context import AppContext
+from consolidator.app.settings import metrics_settings
 
 if TYPE_CHECKING:
     from consolidator.telemetry.exporter import Metrics
@@ -12,11 +13,11 @@ if TYPE_CHECKING:
 
 def start_metrics(ctx: AppContext) -> Metrics | None:
     """The exporter, listening on [metrics] address and port; None when no port is set."""
-    port = ctx.config.get("metrics", "port")
-    if not port:
+    settings = metrics_settings(ctx.config)
+    if not settings.port:
         return None
     from consolidator.telemetry.exporter import Metrics
 
     metrics = Metrics()
-    metrics.start(port, ctx.config.get("metrics", "address"))
+    metrics.start(settings.port, settings.address)
     return metrics

@@ -1,32 +1,37 @@
-"""Making a plan: a snapshot, the config and what the operator asked, merged; then stored."""
+"""Making a plan: the config's [planner] defaults and what the operator asked, merged once;
+the checked plan for the objective (hosts, within the budget, or energy) of a snapshot; then
+stored."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from consolidator.app.budget import (
-    AUTO,
-    FAST_ALGORITHMS,
-    budget_of,
-    check_energy_request,
-    plan_within_budget,
-)
 from consolidator.app.context import AppContext
-from consolidator.app.power_readings import plan_for_objective
-from consolidator.app.settings import algorithm_options, settings_from_config
+from consolidator.app.power_readings import idle_estimates
+from consolidator.app.settings import (
+    EnergySettings,
+    PlannerChoices,
+    energy_settings,
+    planner_choices,
+    settings_from_config,
+)
 from consolidator.core.algorithm_options import check_options
 from consolidator.core.algorithms.base import Ranker
 from consolidator.core.algorithms.catalog import ALGORITHMS
 from consolidator.core.constraints import UsageModel
+from consolidator.core.energy_model import CONFIGURED, saving
 from consolidator.core.errors import UsageError
+from consolidator.core.front import AUTO, FAST_ALGORITHMS, Budget, FrontBuilder, plan_within
 from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, PlanDraft, StoredPlan
 from consolidator.core.planner import PlanSettings
 from consolidator.core.rankings.catalog import get_ranking
 from consolidator.core.wording import plural
+from consolidator.core.zones import zones_for_cluster
 from consolidator.store.plans import save_plan
 from consolidator.store.snapshots import Snapshot, usage_history
 
@@ -48,17 +53,52 @@ class PlanRequest:
     objective: str | None = None
 
 
+@dataclass(frozen=True)
+class PlanChoice:
+    """A request merged with the config's [planner] choices: what a plan is made with."""
+
+    #: The config's choices, the request's where it makes one; max_migrations stays the
+    #: config's (named when the energy objective goes beyond it): the budget holds the limit.
+    planner: PlannerChoices
+    options: dict[str, Any]
+    #: The request's limits; migrations default to [planner] max_migrations (0: none).
+    budget: Budget
+
+
+def choose(config: PlannerChoices, request: PlanRequest) -> PlanChoice:
+    """The request's choices, else the config's: worked out once for a plan."""
+    most = request.max_migrations if request.max_migrations is not None \
+        else (config.max_migrations if config.max_migrations > 0 else None)
+    planner = replace(
+        config, algorithm=request.algorithm or config.algorithm,
+        ranking=request.ranking if request.ranking is not None else config.ranking,
+        spare=request.spare if request.spare is not None else config.spare,
+        capacity_model=request.capacity_model or config.capacity_model,
+        confidence=request.confidence if request.confidence is not None else config.confidence,
+        objective=request.objective or config.objective)
+    return PlanChoice(planner, dict(request.options or {}),
+                      Budget(max_migrations=most, max_moved_gib=request.max_moved_gib,
+                             target_hosts=request.target_hosts))
+
+
 def validate_request(ctx: AppContext, request: PlanRequest) -> None:
     """Fail early, in one line, on an unknown algorithm or ranking or a bad ranking option."""
-    config = ctx.config
-    algorithm = request.algorithm or config.get("planner", "algorithm")
+    choice = choose(planner_choices(ctx.config), request)
+    algorithm, ranking = choice.planner.algorithm, choice.planner.ranking
     if algorithm != AUTO and algorithm not in ALGORITHMS.names():
         raise UsageError(f"unknown algorithm {algorithm!r}: choose one of "
                          f"{', '.join(sorted([AUTO, *ALGORITHMS.names()]))}")
-    ranking = request.ranking if request.ranking is not None \
-        else config.get("planner", "ranking")
-    check_options(algorithm, ranking or None, request.options or {})
-    get_ranking(ranking, request.options or {})
+    check_options(algorithm, ranking or None, choice.options)
+    get_ranking(ranking, choice.options)
+
+
+def check_energy_request(request: PlanRequest) -> None:
+    """Budgets pick among plans by hosts freed: not with --objective energy (UsageError).
+    [planner] max_migrations does not apply to it; -a auto plans with zoned-bestfit."""
+    if request.max_migrations is not None or request.max_moved_gib is not None \
+            or request.target_hosts is not None:
+        raise UsageError("--max-migrations, --max-moved-gib and --target-hosts work with "
+                         "--objective hosts: drop them or the energy objective")
 
 
 @dataclass(frozen=True)
@@ -72,73 +112,110 @@ class PlanInputs:
     options: dict[str, Any]
     ranking: Ranker | None
     no_bmc: list[str]
+    choice: PlanChoice
+    energy: EnergySettings
 
 
-def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> PlanDraft:
-    """Make and check a plan for a snapshot, as the config and the request say."""
-    i = plan_inputs(ctx, snapshot, request)
-    budget = budget_of(ctx.config, request)
-    objective = request.objective or ctx.config.get("planner", "objective")
+def algorithm_options(zones: dict[str, str], algorithm: str, cluster: Cluster,
+                      extra: dict[str, Any]) -> dict[str, Any]:
+    """Options for an algorithm: the [zones] for the zoned ones, then the command line's."""
+    options: dict[str, Any] = {}
+    if algorithm in ("zoned-bestfit", "auto"):
+        found = zones_for_cluster(cluster, zones)
+        if found is not None:
+            options["zones"] = found
+    options.update(extra)
+    return options
+
+
+def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> PlanInputs:
+    """The cluster (pooled with usage history for ucac), settings, options and ranking."""
+    choice = choose(planner_choices(ctx.config), request)
+    planner = choice.planner
+    ranking = get_ranking(planner.ranking, {"confidence": planner.confidence, **choice.options})
+    cluster = snapshot.cluster
+    if planner.capacity_model == "ucac" or planner.ranking == "ucac":
+        history = usage_history(ctx.engine(), snapshot.info.cloud,
+                                before=snapshot.info.taken_at, limit=planner.usage_history)
+        from consolidator.telemetry.prometheus import pooled_cluster
+
+        cluster = pooled_cluster(cluster, history)
+    settings = replace(settings_from_config(ctx.config), usage=UsageModel(
+        confidence=planner.confidence if planner.capacity_model == "ucac" else None,
+        fallback_mean=planner.fallback_mean, fallback_cov=planner.fallback_cov))
+    listed = ctx.bmc_hosts() if not snapshot.info.cloud.startswith("scenario:") else None
+    no_bmc = [] if listed is None else [h.name for h in cluster.hosts
+                                        if h.name not in listed and h.compute_host not in listed]
+    options = algorithm_options(planner.zones, planner.algorithm, cluster, choice.options)
+    return PlanInputs(cluster, planner.algorithm, settings, planner.spare, options, ranking,
+                      no_bmc, choice, energy_settings(ctx.config))
+
+
+def plan_within_budget(cluster: Cluster, algorithm: str, budget: Budget, *,
+                       settings: PlanSettings, spare: int, options: dict[str, Any],
+                       ranking: Ranker | None, no_bmc: Collection[str]) -> PlanDraft:
+    """The checked plan of the algorithm (auto: the fast ones) that frees the most hosts
+    within the budget; draft.choice says which won and why."""
+    builder = FrontBuilder(cluster, settings, spare=spare, options=options, ranking=ranking,
+                           no_bmc=no_bmc)
+    return plan_within(builder, algorithm, budget)
+
+
+def plan_for_objective(ctx: AppContext, snapshot: Snapshot, i: PlanInputs, algorithm: str,
+                       hosts_planner: Any = None) -> PlanDraft:
+    """The checked plan for the objective (hosts: the algorithm's own, or hosts_planner's
+    (cluster, algorithm, **plan_args) when given; energy: the plan that powers off the most
+    idle watts), with each powered-off host's estimated idle draw."""
+    from consolidator.core.energy_objective import energy_plan
+    from consolidator.core.planner import plan_cluster
+
     args: dict[str, Any] = {"settings": i.settings, "spare": i.spare, "options": i.options,
                             "ranking": i.ranking, "no_bmc": i.no_bmc}
-    if objective == "energy":
+    idle, for_energy = i.energy.idle_watts, i.choice.planner.objective == "energy"
+    estimates = idle_estimates(ctx, snapshot, i.energy)
+    if for_energy:
+        draft = energy_plan(i.cluster, algorithm, {h: e.watts for h, e in estimates.items()},
+                            fallback=idle, **args)
+    else:
+        draft = (hosts_planner or plan_cluster)(i.cluster, algorithm, **args)
+    spent = saving(draft.power_off, estimates, idle)
+    if for_energy and all(e.basis == CONFIGURED for e in estimates.values()):
+        draft = replace(draft, notes=(*draft.notes, (
+            f"objective energy: no host has a power reading, so every host counts at "
+            f"[energy] idle_watts ({idle:g} W) and hosts are told apart by "
+            f"size alone; take a snapshot of the live cloud with its BMC file to measure them")))
+    return replace(draft, host_watts=dict(spent.per_host), watts_basis=dict(spent.basis))
+
+
+def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest,
+               i: PlanInputs) -> PlanDraft:
+    """Make and check a plan for a snapshot from its inputs, for the chosen objective."""
+    choice = i.choice
+    if choice.planner.objective == "energy":
         check_energy_request(request)
         algorithm = FAST_ALGORITHMS[0] if i.algorithm == AUTO else i.algorithm
-        draft = plan_for_objective(ctx, snapshot, i.cluster, algorithm, objective, **args)
-        most = ctx.config.get("planner", "max_migrations")
+        draft = plan_for_objective(ctx, snapshot, i, algorithm)
+        most = choice.planner.max_migrations
         if most and len(draft.migrations) > most:
             draft = replace(draft, notes=(*draft.notes, (
                 f"[planner] max_migrations = {most} does not apply with --objective energy: "
                 f"{plural(len(draft.migrations), 'migration')}")))
         return draft
-    if i.algorithm == AUTO or not budget.unlimited:
-        return plan_for_objective(ctx, snapshot, i.cluster, i.algorithm, objective,
-                                  hosts_planner=partial(plan_within_budget, budget=budget),
-                                  **args)
-    return plan_for_objective(ctx, snapshot, i.cluster, i.algorithm, objective, **args)
-
-
-def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> PlanInputs:
-    """The cluster (pooled with usage history for ucac), settings, options and ranking."""
-    config = ctx.config
-    algorithm = request.algorithm or config.get("planner", "algorithm")
-    options = dict(request.options or {})
-    confidence = request.confidence if request.confidence is not None \
-        else config.get("planner", "confidence")
-    ranking_name = request.ranking if request.ranking is not None \
-        else config.get("planner", "ranking")
-    ranking = get_ranking(ranking_name, {"confidence": confidence, **options})
-    model = request.capacity_model or config.get("planner", "capacity_model")
-    cluster = snapshot.cluster
-    if model == "ucac" or ranking_name == "ucac":
-        history = usage_history(ctx.engine(), snapshot.info.cloud,
-                                before=snapshot.info.taken_at,
-                                limit=config.get("telemetry", "history"))
-        from consolidator.telemetry.prometheus import pooled_cluster
-
-        cluster = pooled_cluster(cluster, history)
-    settings = replace(settings_from_config(config), usage=UsageModel(
-        confidence=confidence if model == "ucac" else None,
-        fallback_mean=config.get("telemetry", "fallback_mean"),
-        fallback_cov=config.get("telemetry", "fallback_cov")))
-    spare = request.spare if request.spare is not None else config.get("planner", "spare")
-    listed = ctx.bmc_hosts() if not snapshot.info.cloud.startswith("scenario:") else None
-    no_bmc = [] if listed is None else [h.name for h in cluster.hosts
-                                        if h.name not in listed and h.compute_host not in listed]
-    return PlanInputs(cluster, algorithm, settings, spare,
-                      algorithm_options(config, algorithm, cluster, options), ranking, no_bmc)
+    if i.algorithm == AUTO or not choice.budget.unlimited:
+        return plan_for_objective(ctx, snapshot, i, i.algorithm,
+                                  hosts_planner=partial(plan_within_budget,
+                                                        budget=choice.budget))
+    return plan_for_objective(ctx, snapshot, i, i.algorithm)
 
 
 def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> StoredPlan:
     """Make, check and store a proposed plan for a snapshot."""
-    draft = draft_plan(ctx, snapshot, request)
-    config = ctx.config
-    if (request.capacity_model or config.get("planner", "capacity_model")) == "ucac":
-        confidence = request.confidence if request.confidence is not None \
-            else config.get("planner", "confidence")
+    i = plan_inputs(ctx, snapshot, request)
+    draft = draft_plan(ctx, snapshot, request, i)
+    if i.choice.planner.capacity_model == "ucac":
         # recorded with the plan, so that 'plans list' shows what was asked
         draft = replace(draft, options={**draft.options, "capacity_model": "ucac",
-                                        "confidence": confidence})
+                                        "confidence": i.choice.planner.confidence})
     return save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
                      snapshot_id=snapshot.info.id)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from consolidator.app.context import AppContext
-from consolidator.app.settings import idle_watts
+from consolidator.app.settings import energy_settings
 from consolidator.core import report
 from consolidator.core.errors import UsageError
 from consolidator.core.journal_entry import Entry
@@ -32,7 +32,7 @@ def build_report(ctx: AppContext, cloud: str | None, start: datetime, end: datet
              if start <= i.taken_at <= end]
     points = [report.hosts_point(snap.info.taken_at, snap.cluster, snap.readings)
               for snap in (load_snapshot(engine, i.id) for i in infos)]
-    return report.build(name, start, end, idle_watts(ctx.config), points,
+    return report.build(name, start, end, energy_settings(ctx.config).idle_watts, points,
                         _cycles(ctx, name, start, end), latest_snapshot=newest[0].taken_at,
                         read_at=datetime.now(timezone.utc))
 

@@ -1,21 +1,22 @@
-"""From the config to the objects the core and the adapters take: one place for each.
+"""From the config to the typed settings each use case takes: the one module that reads it.
 
-Planner rules and settings, per-algorithm options, the executor's limits, the inventory's
-fallback allocation ratios and the telemetry source are all read here, so a new option is
-read in exactly one function.
+The planner's defaults and rules, the executor's limits, the inventory's paging, fallback
+ratios and telemetry source, the energy model, the daemon's schedule, the metrics endpoint and
+where the database, cloud and BMC file are: each is read here, in one function, so a new option
+is read in exactly one place and every other module takes the objects made here.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from consolidator.app.config import Config
-from consolidator.core.constraints import Rules, read_name_list
+from consolidator.core.constraints import Rules, parse_name_list
 from consolidator.core.errors import ConfigError
-from consolidator.core.model import Cluster
 from consolidator.core.plan import DEFAULT_IDLE_WATTS
 from consolidator.core.planner import PlanSettings
-from consolidator.core.zones import zones_for_cluster
 
 if TYPE_CHECKING:
     from consolidator.execution.executor import ExecutorSettings
@@ -23,8 +24,111 @@ if TYPE_CHECKING:
     from consolidator.telemetry.prometheus import PrometheusSource
 
 
+@dataclass(frozen=True)
+class ContextSettings:
+    """Where the database, the cloud and the BMC file are ([database], [cloud], [power])."""
+
+    database_url: str
+    cloud_name: str
+    bmc_file: str
+
+
+@dataclass(frozen=True)
+class PlannerChoices:
+    """What a plan is made with, the request's choices aside ([planner], and the [telemetry]
+    usage fallbacks and history of the ucac capacity model)."""
+
+    algorithm: str
+    ranking: str
+    spare: int
+    capacity_model: str
+    confidence: float
+    objective: str
+    #: 0: unlimited.
+    max_migrations: int
+    fallback_mean: float
+    fallback_cov: float
+    usage_history: int
+    #: The raw [zones] section: key -> 'HQxRATIO,LQxRATIO'.
+    zones: dict[str, str]
+
+
+@dataclass(frozen=True)
+class EnergySettings:
+    """[energy]: whether snapshots read the BMCs' draw, the fallback idle draw and the
+    readings fitted to estimate it."""
+
+    read_power: bool
+    idle_watts: float
+    history: int
+
+
+@dataclass(frozen=True)
+class InventorySettings:
+    """How the live cloud is read: [cloud] ratios, [inventory] paging and workers, and the
+    [telemetry] Prometheus source (None without a URL)."""
+
+    ratios: FallbackRatios
+    page_size: int
+    workers: int
+    telemetry: PrometheusSource | None
+
+
+@dataclass(frozen=True)
+class DaemonSettings:
+    """[daemon], the raw [padding] windows and the default spare hosts ([planner] spare)."""
+
+    schedule: str
+    timezone: str
+    auto_apply: bool
+    misfire_grace_time: int
+    lease_ttl: float
+    capacity_watch_interval: int
+    padding: dict[str, str]
+    spare: int
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """[metrics]: the Prometheus endpoint's port (0: none) and address."""
+
+    port: int
+    address: str
+
+
+def _options(config: Config, section: str, *names: str) -> dict[str, Any]:
+    """name -> value, for options of one section named as the settings' fields are."""
+    return {name: config.get(section, name) for name in names}
+
+
+def context_settings(config: Config) -> ContextSettings:
+    """[database] url, [cloud] name and [power] bmc_file."""
+    return ContextSettings(database_url=config.get("database", "url"),
+                           cloud_name=config.get("cloud", "name"),
+                           bmc_file=config.get("power", "bmc_file"))
+
+
+def planner_choices(config: Config) -> PlannerChoices:
+    """The [planner] choices (a request may override some), read once."""
+    return PlannerChoices(
+        **_options(config, "planner", "algorithm", "ranking", "spare", "capacity_model",
+                   "confidence", "objective", "max_migrations"),
+        **_options(config, "telemetry", "fallback_mean", "fallback_cov"),
+        usage_history=config.get("telemetry", "history"), zones=config.section("zones"))
+
+
+def read_name_list(path: str | Path) -> frozenset[str]:
+    """The instance names or ids a list file holds (see core.constraints.parse_name_list)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the importance list: "
+                          f"{exc.strerror or exc}") from None
+    return parse_name_list(text)
+
+
 def rules_from_config(config: Config) -> Rules:
-    """The planner's [planner] rules."""
+    """The planner's [planner] rules (reading the importance file, when one is named)."""
     globs = tuple(g.strip() for g in config.get("planner", "excluded_hosts").split(",")
                   if g.strip())
     listed = config.get("planner", "importance_file")
@@ -35,7 +139,7 @@ def rules_from_config(config: Config) -> Rules:
                  allow_cold_migration=config.get("planner", "allow_cold_migration"))
 
 
-def idle_watts(config: Config) -> float:
+def _idle_watts(config: Config) -> float:
     """[energy] idle_watts; the deprecated [planner] idle_watts while the former is at its
     default."""
     watts = float(config.get("energy", "idle_watts"))
@@ -43,24 +147,18 @@ def idle_watts(config: Config) -> float:
     return old if watts == DEFAULT_IDLE_WATTS and old != DEFAULT_IDLE_WATTS else watts
 
 
+def energy_settings(config: Config) -> EnergySettings:
+    """The [energy] settings, with the deprecated [planner] idle_watts folded in."""
+    return EnergySettings(**_options(config, "energy", "read_power", "history"),
+                          idle_watts=_idle_watts(config))
+
+
 def settings_from_config(config: Config) -> PlanSettings:
     """Rules plus the per-host limit and idle watts."""
     return PlanSettings(rules=rules_from_config(config),
                         per_host_limit=config.get("planner", "max_migrations_per_host"),
-                        idle_watts=idle_watts(config),
+                        idle_watts=_idle_watts(config),
                         n_plus_one=config.get("planner", "n_plus_one"))
-
-
-def algorithm_options(config: Config, algorithm: str, cluster: Cluster,
-                      extra: dict[str, Any]) -> dict[str, Any]:
-    """Options for an algorithm: what the config says for it, then the command line's."""
-    options: dict[str, Any] = {}
-    if algorithm in ("zoned-bestfit", "auto"):
-        zones = zones_for_cluster(cluster, config.section("zones"))
-        if zones is not None:
-            options["zones"] = zones
-    options.update(extra)
-    return options
 
 
 def executor_settings(config: Config, *, max_parallel: int | None = None,
@@ -81,16 +179,19 @@ def executor_settings(config: Config, *, max_parallel: int | None = None,
         low_demand_threshold=config.get("power", "low_demand_threshold"))
 
 
-def fallback_ratios(config: Config) -> FallbackRatios:
-    """[cloud] allocation ratios, for capacity read without Placement."""
+def inventory_settings(config: Config) -> InventorySettings:
+    """How read_cloud reads the live cloud."""
     from consolidator.openstack.inventory import FallbackRatios
 
-    return FallbackRatios(cpu=config.get("cloud", "cpu_allocation_ratio"),
-                          ram=config.get("cloud", "ram_allocation_ratio"),
-                          disk=config.get("cloud", "disk_allocation_ratio"))
+    ratios = FallbackRatios(cpu=config.get("cloud", "cpu_allocation_ratio"),
+                            ram=config.get("cloud", "ram_allocation_ratio"),
+                            disk=config.get("cloud", "disk_allocation_ratio"))
+    return InventorySettings(ratios=ratios, page_size=config.get("inventory", "page_size"),
+                             workers=config.get("inventory", "workers"),
+                             telemetry=_telemetry_source(config))
 
 
-def telemetry_source(config: Config) -> PrometheusSource | None:
+def _telemetry_source(config: Config) -> PrometheusSource | None:
     """The [telemetry] Prometheus source, or None when no URL is set."""
     url = config.get("telemetry", "prometheus_url")
     if not url:
@@ -102,6 +203,19 @@ def telemetry_source(config: Config) -> PrometheusSource | None:
         std_query=config.get("telemetry", "cpu_std_query"),
         instance_label=config.get("telemetry", "instance_label"),
         timeout=config.get("telemetry", "timeout"))
+
+
+def daemon_settings(config: Config) -> DaemonSettings:
+    """The daemon's schedule, lease, watch and padding."""
+    return DaemonSettings(
+        **_options(config, "daemon", "schedule", "timezone", "auto_apply", "misfire_grace_time",
+                   "lease_ttl", "capacity_watch_interval"),
+        padding=config.section("padding"), spare=config.get("planner", "spare"))
+
+
+def metrics_settings(config: Config) -> MetricsSettings:
+    """The [metrics] endpoint."""
+    return MetricsSettings(**_options(config, "metrics", "port", "address"))
 
 
 def cron_trigger(config: Config) -> Any:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from consolidator.app.context import AppContext
-from consolidator.app.settings import fallback_ratios, telemetry_source
+from consolidator.app.settings import inventory_settings
 from consolidator.core.wording import plural
 from consolidator.scenario.files import load_scenario
 from consolidator.store.snapshots import (
@@ -29,12 +29,11 @@ def read_cloud(ctx: AppContext, cloud: str | None = None, *, conn: Any = None) -
     statistics when a Prometheus URL is set."""
     from consolidator.openstack.inventory import read_inventory
 
-    config = ctx.config
+    settings = inventory_settings(ctx.config)
     conn = conn if conn is not None else ctx.connect(cloud)
-    inventory = read_inventory(conn, ratios=fallback_ratios(config),
-                               page_size=config.get("inventory", "page_size"),
-                               workers=config.get("inventory", "workers"))
-    source = telemetry_source(config)
+    inventory = read_inventory(conn, ratios=settings.ratios, page_size=settings.page_size,
+                               workers=settings.workers)
+    source = settings.telemetry
     if source is None:
         return inventory
     from consolidator.telemetry.prometheus import fetch_usage, with_usage
@@ -67,11 +66,11 @@ def record_snapshot(ctx: AppContext, *, source_suffix: str = "") -> tuple[Snapsh
 def store_inventory(ctx: AppContext, inventory: Inventory, *, source_suffix: str = ""
                     ) -> Snapshot:
     """Store an inventory already read as a snapshot of this context's cloud."""
-    from consolidator.app.power_readings import read_power, settle_power
+    from consolidator.app.power_readings import read_watts, settle_power
 
     label = inventory.cloud
     cluster = settle_power(ctx, inventory.cluster)
-    readings = read_power(ctx, cluster)
+    readings = read_watts(ctx, cluster)
     return save_snapshot(ctx.engine(), cluster, cloud=label,
                          source=f"cloud:{label}{source_suffix}",
                          capacity_source=inventory.capacity_source, readings=readings)

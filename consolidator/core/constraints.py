@@ -1,7 +1,7 @@
 """Constraints: which instances may move, which hosts may receive or be emptied, groups.
 
-Turns a Cluster and the operator's rules into the arrays of a Problem. Nothing here does I/O
-except reading the optional importance list file, which the caller names.
+Turns a Cluster and the operator's rules into the arrays of a Problem. Nothing here does I/O:
+the optional importance list arrives as text, read by app/settings.py.
 """
 
 from __future__ import annotations
@@ -9,13 +9,11 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from consolidator.core.algorithms.base import Problem, Ranker
-from consolidator.core.errors import ConfigError
 from consolidator.core.model import Cluster, Host, Instance
 from consolidator.core.wording import plural
 
@@ -157,13 +155,8 @@ def compatibility_columns(cluster: Cluster) -> tuple[np.ndarray, np.ndarray, lis
             np.stack(dem_cols, axis=1).reshape(len(instances), len(dem_cols)), notes)
 
 
-def read_name_list(path: str | Path) -> frozenset[str]:
+def parse_name_list(text: str) -> frozenset[str]:
     """Instance names or ids, one per line; '#' starts a comment."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the importance list: "
-                          f"{exc.strerror or exc}") from None
     return frozenset(line.split("#", 1)[0].strip() for line in text.splitlines()
                      if line.split("#", 1)[0].strip())
 

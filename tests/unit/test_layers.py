@@ -335,3 +335,41 @@ def test_the_entry_check_allows_render_and_type_hints(module: str, source: str) 
     files = package_sources()
     files[module] = source
     assert [v for v in entry_violations(files) if v.startswith(module)] == []
+
+
+#: The modules that read config values: the schema, and the one module that turns the config
+#: into each use case's settings objects.
+CONFIG_READERS = {"consolidator.app.config", "consolidator.app.settings"}
+#: What reads a value of a Config (and of a configparser, should one be passed around).
+CONFIG_READS = {"get", "getint", "getfloat", "getboolean", "section", "values", "sections"}
+
+
+def config_reads(files: dict[str, str]) -> list[str]:
+    """Every read of a config value outside CONFIG_READERS, as 'module:line: the read': a
+    get/section call or a values/sections lookup on anything named like a config."""
+    def names_a_config(node: ast.expr) -> bool:
+        name = getattr(node, "id", None) or getattr(node, "attr", "")
+        return "config" in name.lower() or name in {"cfg", "conf"}
+
+    found = []
+    for module, src in files.items():
+        if module in CONFIG_READERS:
+            continue
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.Attribute) and node.attr in CONFIG_READS \
+                    and names_a_config(node.value):
+                found.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_only_settings_reads_the_config() -> None:
+    """Only app/settings.py reads the config: every other module takes the typed settings it
+    makes (one object per use case), so each option is read in one place; a read added
+    anywhere else is caught."""
+    files = package_sources()
+    assert config_reads(files) == []
+    for read in ('spare = ctx.config.get("planner", "spare")\n',
+                 'zones = config.section("zones")\n',
+                 'port = self._config.values[("metrics", "port")]\n'):
+        breached = {**files, "consolidator.daemon": files["consolidator.daemon"] + read}
+        assert [r for r in config_reads(breached) if r.startswith("consolidator.daemon:")], read
