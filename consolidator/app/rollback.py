@@ -1,10 +1,17 @@
-"""Rollback: read the live cloud and store the plan that puts it back as a snapshot was."""
+"""Rollback: read the live cloud and store the plan that puts it back as a snapshot was; and
+a rollback from start to end (roll_back): prepare it (or find the interrupted one), confirm,
+approve and run it. The caller shows it, asks, and runs the plan under its own progress
+display."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from consolidator.app.context import AppContext
+from consolidator.app.dry_run import dry_rollback_context
+from consolidator.app.review import approve, cancel
 from consolidator.app.settings import settings_from_config
 from consolidator.app.snapshots import read_cloud, store_inventory
 from consolidator.core.errors import UsageError
@@ -12,8 +19,12 @@ from consolidator.core.model import Cluster
 from consolidator.core.plan import StoredPlan
 from consolidator.core.rollback_plan import rollback_draft
 from consolidator.store import journal
+from consolidator.store.leases import LeaseHeldError
 from consolidator.store.plans import list_plans, load_plan, save_plan
 from consolidator.store.snapshots import Snapshot, load_snapshot
+
+if TYPE_CHECKING:
+    from consolidator.execution.executor import Outcome
 
 
 @dataclass(frozen=True)
@@ -79,3 +90,43 @@ def interrupted_rollback(ctx: AppContext, snapshot_ref: str) -> StoredPlan:
             return plan
     raise UsageError(f"no interrupted rollback to snapshot {target.info.id}: start one with "
                      f"'consolidator rollback {target.info.id}'")
+
+
+#: Runs a stored plan: (the context, the plan's id, resume) -> its outcome.
+RunPlan = Callable[[AppContext, str, bool], "Outcome"]
+
+
+@dataclass(frozen=True)
+class RollbackRun:
+    """The rollback plan that ran and its outcome; both None when nothing was to do."""
+
+    plan_id: str | None = None
+    outcome: Outcome | None = None
+
+
+def roll_back(ctx: AppContext, snapshot_ref: str, *, partial: bool, resume: bool,
+              dry_run: bool, show: Callable[[PreparedRollback], None],
+              confirm: Callable[[str], bool], run: RunPlan) -> RollbackRun:
+    """Put the cloud back as a snapshot recorded it, or continue the interrupted rollback to
+    it (resume); a dry run works on a scratch database and a simulated cloud. show() is
+    given the prepared rollback; confirm() is asked before a real run."""
+    if resume:
+        plan = interrupted_rollback(ctx, snapshot_ref)
+        return RollbackRun(plan.id, run(ctx, plan.id, True))
+    if dry_run:    # a scratch database and a simulated cloud: nothing is stored or changed
+        ctx = dry_rollback_context(ctx, snapshot_ref)
+    prepared = prepare_rollback(ctx, snapshot_ref, partial=partial)
+    show(prepared)
+    if prepared.plan is None:
+        return RollbackRun()
+    target, plan_id = prepared.target.info.id, prepared.plan.id
+    if not dry_run and not confirm(f"roll back to snapshot {target} now?"):
+        raise UsageError("not confirmed")
+    approve(ctx, plan_id, reason=f"rollback to snapshot {target}")
+    try:
+        outcome = run(ctx, plan_id, False)
+    except LeaseHeldError:
+        # nothing ran: leave no approved rollback plan behind
+        cancel(ctx, plan_id, reason="refused: another executor holds the cloud's lease")
+        raise
+    return RollbackRun(plan_id, outcome)

@@ -13,8 +13,7 @@ import click
 from consolidator.app.apply import PlanRun, check_applicable
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import verdict
-from consolidator.app.rollback import PreparedRollback
-from consolidator.app.rollback_run import roll_back
+from consolidator.app.rollback import PreparedRollback, roll_back
 from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.cli.progress import live_progress
 from consolidator.core.errors import ConsolidatorError

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from consolidator.app import rollback_run
+from consolidator.app import rollback as rollback_run
 from consolidator.core.errors import UsageError
 from consolidator.store.leases import LeaseHeldError
 
