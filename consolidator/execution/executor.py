@@ -177,6 +177,12 @@ class Executor:
         if first:
             self.report(f"{self._lost_reason()}: starting nothing new")
 
+    def _lost_at(self, exc: LeaseLostError) -> str:
+        """A guarded journal write found the lease gone: count it lost (with the why that
+        LeaseLostError carries after "lost the lease NAME: "); the run's reason."""
+        self._lose(str(exc).partition(": ")[2] or str(exc))
+        return self._lost_reason()
+
     def _lost_reason(self) -> str:
         why = self.guard.why if self.guard is not None else ""
         return f"lost the executor lease ({why})" if why else "lost the executor lease"
@@ -194,7 +200,7 @@ class Executor:
             return journal.begin(self.engine, cloud=self.cloud, plan_id=plan.id, action=action,
                                  target=target, params=params, guard=self.guard)
         except LeaseLostError as exc:
-            self._lose(str(exc).partition(": ")[2] or str(exc))
+            self._lost_at(exc)
             raise
 
     def _finish(self, plan: StoredPlan, outcome: Outcome) -> None:
@@ -385,8 +391,7 @@ class Executor:
                                   params={**_params(move), "migration": record.get("id")},
                                   guard=self.guard)
         except LeaseLostError as exc:
-            self._lose(str(exc).partition(": ")[2] or str(exc))
-            return f"did not {action.replace('_', '-')} it: {self._lost_reason()}"
+            return f"did not {action.replace('_', '-')} it: {self._lost_at(exc)}"
         try:
             if action == "abort":
                 self.nova.abort_migration(move.instance_id, record.get("id"))
@@ -451,8 +456,7 @@ class Executor:
         try:
             return self.guarded.power_on(plan.id, self.hosts[name], self.power(name), powered)
         except LeaseLostError as exc:
-            self._lose(str(exc).partition(": ")[2] or str(exc))
-            return self._lost_reason()
+            return self._lost_at(exc)
 
     # -- power-off ---------------------------------------------------------------------
 
@@ -502,8 +506,7 @@ class Executor:
             return self.guarded.power_off(plan.id, host, driver,
                                           f"consolidator: emptied by plan {plan.id} for power-off")
         except LeaseLostError as exc:
-            self._lose(str(exc).partition(": ")[2] or str(exc))
-            return self._lost_reason()
+            return self._lost_at(exc)
 
     def _note(self, plan: StoredPlan, action: str, target: str, state: str,
               result: str) -> str:

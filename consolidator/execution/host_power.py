@@ -1,8 +1,8 @@
 """The one home of host power, both directions, for the executor and 'hosts power' alike.
 
-Power-off: disable the host's nova-compute with a reason, re-check that it is empty to Nova and to
-Placement, journal, power off through the BMC and verify, then mark the service forced down
-(a fenced host, as Nova's documentation asks). A host that is not empty is left on, enabled
+Power-off: disable the host's nova-compute with a reason, re-check that it is empty to Nova
+and to Placement, journal, power off through the BMC and verify, then mark the service forced
+down (a fenced host, as Nova's documentation asks). A host that is not empty is left on, enabled
 again, and the journal says why. The emptiness is checked once more after the graceful
 shutdown request, right before a forced power-off: if work arrived meanwhile, nothing is
 forced, a host the graceful shutdown still took down (within another grace period) is powered
@@ -192,9 +192,8 @@ class GuardedPower:
                 read = driver.power_on(timeout=self.timeout)
                 if service.get("forced_down"):
                     self.nova.force_down(host.compute_host, False)
-                await_service_up(self.nova, host.compute_host,
-                                 (self.nova.services().get(host.compute_host) or {})
-                                 .get("updated_at"), self.timeout, self.poll)
+                seen = (self.nova.services().get(host.compute_host) or {}).get("updated_at")
+                await_service_up(self.nova, host.compute_host, seen, self.timeout, self.poll)
             except ConsolidatorError as exc:
                 journal.finish(self.engine, entry, journal.FAILED, str(exc))
                 return str(exc)
@@ -219,7 +218,6 @@ class GuardedPower:
                        target=host.name, state=state, result=result)
         self.report(f"  {host.name}: {result}")
         return result
-
 
 
 def power_on_unjournaled(nova: Nova, host: Host, driver: PowerDriver, timeout: float) -> str:

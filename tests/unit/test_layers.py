@@ -251,8 +251,10 @@ def runtime_imports(source: str, known: set[str]) -> set[str]:
 
 
 def _reaches_an_adapter(target: str) -> bool:
-    """Whether a consolidator module is an adapter other than render/."""
-    return layer_of(target) == "adapter" and target.split(".")[1] != "render"
+    """Whether a consolidator module (or a dotted name that may be one) is an adapter other
+    than render/."""
+    top = target.split(".")[1]
+    return LAYERS.get(top) == "adapter" and top != "render"
 
 
 def named_adapters(source: str) -> set[str]:
@@ -262,8 +264,7 @@ def named_adapters(source: str) -> set[str]:
         text = node.values[0] if isinstance(node, ast.JoinedStr) and node.values else node
         value = getattr(text, "value", None)
         if isinstance(text, ast.Constant) and isinstance(value, str) and \
-                value.startswith("consolidator.") and \
-                LAYERS.get(value.split(".")[1]) == "adapter" and _reaches_an_adapter(value):
+                value.startswith("consolidator.") and _reaches_an_adapter(value):
             found.add(value)
     return found
 
