@@ -13,7 +13,7 @@ from consolidator.app.settings import executor_settings
 from consolidator.core.wording import plural
 from consolidator.execution.simulated_cloud import SimulatedNova, simulated_power
 from consolidator.openstack.nova import Nova
-from consolidator.store.leases import LeaseHeldError, current, holder_is_dead
+from consolidator.store.leases import LeaseHeldError, current
 from consolidator.store.plans import load_plan, set_status
 from consolidator.store.scratch import scratch_copy
 
@@ -32,7 +32,7 @@ def dry_context(ctx: AppContext, *, cloud: str, plan_ids: tuple[str, ...] = (),
     engine = ctx.engine()
     name = f"executor:{cloud}"
     lease = current(engine, name)
-    if lease is not None and not holder_is_dead(lease.holder):
+    if lease is not None:
         raise LeaseHeldError(f"an executor for cloud {cloud!r} is already running: "
                              f"{lease.holder} (until {lease.expires_at:%H:%M:%S} UTC) holds "
                              f"lease {name!r}")

@@ -1,10 +1,14 @@
 """One host's power through its BMC, from the command line.
 
-Power-off goes through the same guarded path as a plan's (consolidator.execution.host_power):
-the name is mapped to one Nova compute host, the executor lease of the cloud is taken so that no
-plan runs meanwhile, the service is disabled with a reason, the host is re-checked empty to Nova
-and Placement, and the power-off is journaled, verified and fenced. Outside a plan it needs
---force; the checks are never skipped.
+Both directions go through the same guarded path as a plan's
+(consolidator.execution.host_power): the name is mapped to one Nova compute host, and the
+executor lease of the cloud is taken and renewed for as long as the action runs, so that no
+plan or rollback runs meanwhile, and every destructive call is preceded by a journal row that
+checks the lease generation. Power-off disables the service with a reason, re-checks the host
+empty to Nova and Placement, and is journaled, verified (post-conditions included) and
+fenced; outside a plan it needs --force, and the checks are never skipped. Power-on is
+journaled step by step: the BMC on, the forced-down mark cleared, the service enabled again
+if consolidator disabled it.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from consolidator.app.settings import executor_settings
 from consolidator.app.snapshots import read_cloud
 from consolidator.core.errors import ConsolidatorError, UsageError
 from consolidator.core.model import Cluster, Host
-from consolidator.execution.host_power import GuardedPower, power_on_unjournaled
+from consolidator.execution.host_power import GuardedPower
+from consolidator.execution.lease_keeper import LeaseKeeper
 from consolidator.openstack.nova import Nova
-from consolidator.store.leases import acquire_or_raise, make_holder, release
+from consolidator.store.leases import LeaseLostError
 
 #: The reason written on a host powered off by 'hosts power off --force'.
 OPERATOR_REASON = "consolidator: powered off by an operator (hosts power off --force)"
@@ -49,39 +54,60 @@ def power_status(ctx: AppContext, name: str) -> str:
     return _driver(ctx, resolve_host(read_cloud(ctx).cluster, name)).power_state()
 
 
+def _guarded(ctx: AppContext) -> tuple[GuardedPower, LeaseKeeper]:
+    """The guarded power path for an operator's command, and the keeper of the cloud's
+    executor lease it acts under (renewed for as long as the power action runs)."""
+    settings = executor_settings(ctx.config)
+    engine = ctx.engine()
+    cloud = ctx.cloud_name or "default"
+    guarded = GuardedPower(engine, Nova(ctx.connect()), cloud, ctx.report,
+                           settings.power_timeout, settings.poll_interval)
+    return guarded, LeaseKeeper(engine, cloud, settings.lease_ttl, report=ctx.report)
+
+
+def _lost(exc: LeaseLostError) -> ConsolidatorError:
+    return ConsolidatorError(f"stopped: {exc}; nothing further was sent")
+
+
 def power_on(ctx: AppContext, name: str) -> str:
-    """Power the host on; clear its forced-down mark, wait for nova-compute, and enable it
-    again if consolidator disabled it. The state its BMC then reports."""
+    """Power the host on through the guarded path under the executor lease: the BMC on, its
+    forced-down mark cleared, a nova-compute heartbeat awaited, and the service enabled again
+    if consolidator disabled it; each step journaled. The state its BMC then reports."""
     host = resolve_host(read_cloud(ctx).cluster, name)
     driver = _driver(ctx, host)
-    return power_on_unjournaled(Nova(ctx.connect()), host, driver,
-                                executor_settings(ctx.config).power_timeout)
+    guarded, keeper = _guarded(ctx)
+    with keeper as guard:
+        guarded.guard = guard
+        try:
+            problem = guarded.power_on(None, host, driver, [], only_ours=True)
+        except LeaseLostError as exc:
+            raise _lost(exc) from None
+    if problem is not None:
+        raise ConsolidatorError(f"{host.name}: {problem}")
+    return driver.power_state()
 
 
 def power_off(ctx: AppContext, name: str, *, force: bool,
               confirm: Callable[[str], bool]) -> str:
-    """Power an empty host off outside a plan, through the guarded path; the BMC's state."""
+    """Power an empty host off outside a plan, through the guarded path under the executor
+    lease (renewed while the shutdown runs); the BMC's state."""
     if not force:
         raise UsageError("powering a host off outside a plan needs --force (the same checks "
                          "as a plan's still run); or make a plan with 'consolidator plan'")
     host = resolve_host(read_cloud(ctx).cluster, name)
     driver = _driver(ctx, host)
-    settings = executor_settings(ctx.config)
-    engine = ctx.engine()
-    cloud = ctx.cloud_name or "default"
-    guarded = GuardedPower(engine, Nova(ctx.connect()), cloud, ctx.report, settings.power_timeout)
+    guarded, keeper = _guarded(ctx)
     problem = guarded.not_empty(host)
     if problem is not None:
         raise ConsolidatorError(f"refusing to power off {host.name}: {problem}")
     if not confirm(f"power off {host.name}?"):
         raise UsageError("not confirmed")
-    lease, holder = f"executor:{cloud}", make_holder()
-    acquire_or_raise(engine, lease, holder, settings.lease_ttl,
-                     f"an executor for cloud {cloud!r}")
-    try:
-        problem = guarded.power_off(None, host, driver, OPERATOR_REASON)
-    finally:
-        release(engine, lease, holder)
+    with keeper as guard:
+        guarded.guard = guard
+        try:
+            problem = guarded.power_off(None, host, driver, OPERATOR_REASON)
+        except LeaseLostError as exc:
+            raise _lost(exc) from None
     if problem is not None:
         raise ConsolidatorError(f"refusing to power off {host.name}: {problem}")
     return driver.power_state()

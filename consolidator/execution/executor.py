@@ -35,7 +35,9 @@ from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, StoredPlan
 from consolidator.core.wording import plural
 from consolidator.execution import progress as mp
+from consolidator.execution.bmc_preflight import preflight
 from consolidator.execution.host_power import GuardedPower
+from consolidator.execution.lease_keeper import LeaseKeeper
 from consolidator.execution.move_queue import MoveQueue
 from consolidator.execution.move_runner import MoveCallbacks, run_moves
 from consolidator.execution.progress import MigrationProgress, ProgressListener, poll_delays
@@ -44,13 +46,7 @@ from consolidator.openstack import placement
 from consolidator.openstack.nova import FINAL_MIGRATION_STATUSES, Nova
 from consolidator.power.driver import read_power
 from consolidator.store import journal
-from consolidator.store.leases import (
-    Guard,
-    LeaseLostError,
-    acquire_or_raise,
-    make_holder,
-    release,
-)
+from consolidator.store.leases import Guard, LeaseLostError
 from consolidator.store.plans import set_status
 from consolidator.store.snapshots import demand_samples
 
@@ -117,8 +113,9 @@ class Executor:
         self.stop = threading.Event()
         #: Who hears of each running migration's progress (None: nobody; nothing is read).
         self.progress: ProgressListener | None = None
-        self.holder = make_holder()
         self.guard: Guard | None = None
+        #: The token this run holds the executor lease under (set when the run takes it).
+        self.holder = ""
         self._blocked: dict[str, str] = {}       # source host -> why it is left alone
         self._lock = threading.Lock()
 
@@ -126,27 +123,23 @@ class Executor:
 
     def run(self, plan: StoredPlan, *, resume: bool = False) -> Outcome:
         """Run (or resume) a plan; the plan ends succeeded, failed or stays as it was."""
-        lease = f"executor:{self.cloud}"
-        self.guard = acquire_or_raise(self.engine, lease, self.holder, self.settings.lease_ttl,
-                                      f"an executor for cloud {self.cloud!r}")
-        self.guarded.guard = self.guard
-        heartbeat = threading.Thread(target=self._heartbeat, args=(self.guard,), daemon=True)
-        heartbeat.start()
+        keeper = LeaseKeeper(self.engine, self.cloud, self.settings.lease_ttl,
+                             on_lost=self._lose, report=self.report)
+        self.holder = keeper.holder
         outcome = Outcome()
-        try:
-            set_status(self.engine, plan.id, "running", reason="resumed" if resume else "started")
-            done = self._reconcile(plan) if resume else set()
-            self._power_on(plan, outcome)
-            self._run_waves(plan, done, outcome)
-            self._power_off(plan, outcome)
-        finally:
-            self.stop.set()
-            heartbeat.join(timeout=5)
+        with keeper as guard:
+            self.guard = self.guarded.guard = guard
             try:
-                release(self.engine, lease, self.holder)
-            except ConsolidatorError as exc:     # it expires on its own
-                self.report(f"could not release the executor lease: {exc}")
-        if self.guard.lost:
+                set_status(self.engine, plan.id, "running",
+                           reason="resumed" if resume else "started")
+                done = self._reconcile(plan) if resume else set()
+                self._power_on(plan, outcome)
+                self._preflight(plan)
+                self._run_waves(plan, done, outcome)
+                self._power_off(plan, outcome)
+            finally:
+                self.stop.set()
+        if guard.lost:
             # Another executor may own the plan now: its state is left to that one (or to
             # 'apply --resume').
             outcome.interrupted = True
@@ -155,18 +148,6 @@ class Executor:
             return outcome
         self._finish(plan, outcome)
         return outcome
-
-    def _heartbeat(self, guard: Guard) -> None:
-        """Renew the lease every third of its TTL; any failure counts as losing it."""
-        while not self.stop.wait(self.settings.lease_ttl / 3):
-            try:
-                held = guard.renew(self.settings.lease_ttl)
-                why = "another process holds it now"
-            except Exception as exc:  # noqa: BLE001 - whatever failed, the lease is not held
-                held, why = False, f"renewing it failed: {exc}"
-            if not held:
-                self._lose(why)
-                return
 
     def _lose(self, why: str) -> None:
         """Count the lease as lost: stop, and make every later guarded journal write fail."""
@@ -460,6 +441,17 @@ class Executor:
 
     # -- power-off ---------------------------------------------------------------------
 
+    def _preflight(self, plan: StoredPlan) -> None:
+        """Before the first migration, log in to the BMC of every host the plan powers off
+        and check the system it reaches (execution/bmc_preflight.py): a host whose BMC fails
+        is not emptied; one journaled line names it."""
+        targets = [self.hosts[h] for h in plan.draft.power_off
+                   if h in self.hosts and h not in self._blocked]
+        for name, why in preflight(self.power, targets, list(self.hosts.values())).items():
+            self._block(name, f"not emptied: its BMC failed the pre-flight: {why}")
+            self._note(plan, "bmc_preflight", name, journal.FAILED,
+                       f"not emptied: its BMC failed the pre-flight: {why}")
+
     def _power_off(self, plan: StoredPlan, outcome: Outcome) -> None:
         not_low = self._demand_not_low() if plan.draft.power_off else None
         for host in plan.draft.power_off:
@@ -551,7 +543,9 @@ def _summary(outcome: Outcome) -> str:
     if outcome.skipped:
         parts.append(f"{len(outcome.skipped)} skipped")
     if outcome.left_on:
-        parts.append(f"{plural(len(outcome.left_on), 'host')} left on")
+        first = next(iter(outcome.left_on.items()))
+        parts.append(f"{plural(len(outcome.left_on), 'host')} left on (first: {first[0]}: "
+                     f"{first[1]})")
     if outcome.stopped:
         parts.append(f"stopped: {outcome.stopped}")
     return ", ".join(parts)

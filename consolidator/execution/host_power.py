@@ -1,18 +1,24 @@
-"""The one home of host power, both directions, for the executor and 'hosts power' alike.
+"""The one home of host power, both directions, for every caller: the executor (plans,
+rollbacks, ramps) and an operator's 'hosts power on|off'. Each holds the executor lease
+(execution/lease_keeper.py) for as long as it acts, and every destructive call is preceded by
+a journal row that checks the lease generation.
 
 Power-off: disable the host's nova-compute with a reason, re-check that it is empty to Nova
-and to Placement, journal, power off through the BMC and verify, then mark the service forced
-down (a fenced host, as Nova's documentation asks). A host that is not empty is left on, enabled
-again, and the journal says why. The emptiness is checked once more after the graceful
+and to Placement, journal, power off through the BMC (which first checks its system's
+identity against bmc.yaml) and verify. The emptiness is checked once more after the graceful
 shutdown request, right before a forced power-off: if work arrived meanwhile, nothing is
-forced, a host the graceful shutdown still took down (within another grace period) is powered
-on again, and it is enabled again. A power-off that fails while the BMC still reads 'on' enables
-the host again, so a BMC failure never strands capacity.
+forced, a host the graceful shutdown still took down is powered on again and enabled. Then the
+post-conditions: once the BMC reads off, the host is re-checked (servers, migrations, Placement
+usage) and work that landed during the shutdown gets the host powered on again at once and
+enabled, failing loudly; and its own nova-compute must stop reporting while no other compute
+does (execution/compute_watch.py), else the entry reached another system: every further power
+action is refused (``halted``) and that system is powered on again. Only then is the service
+marked forced down (fenced). A power-off that fails while the host is still on (its BMC reads
+on, or reads nothing and its nova-compute still reports) enables the host again, so a BMC
+failure never strands capacity; the reason says how to recover.
 
 Power-on: the BMC on where it reads off, the forced-down mark cleared, a nova-compute
-heartbeat awaited, then the service enabled; each step journaled for a plan. An operator's
-'hosts power on' still takes its own, unjournaled path (``power_on_unjournaled``), with no
-lease and a weaker wait: the safety issue makes it the same guarded path.
+heartbeat newer than that awaited, then the service enabled; each step journaled.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from sqlalchemy import Engine
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Host
 from consolidator.core.wording import agree, plural
+from consolidator.execution.compute_watch import reporting, silent_after_power_off
 from consolidator.openstack.nova import Nova, up_after
 from consolidator.power.driver import ForceWithheld, read_power, wait_for_state
 from consolidator.store import journal
@@ -54,6 +61,8 @@ class GuardedPower:
     #: The actor's lease: every journal row before a destructive call checks it in the same
     #: transaction (LeaseLostError, and no call, when it is no longer current).
     guard: Guard | None = None
+    #: Why every further power action is refused: a power-off reached another system.
+    halted: str | None = None
 
     def not_empty(self, host: Host) -> str | None:
         """Why the host is not empty to Nova or Placement right now, or None: any server in
@@ -79,6 +88,9 @@ class GuardedPower:
     def power_off(self, plan_id: str | None, host: Host, driver: PowerDriver, reason: str
                   ) -> str | None:
         """The whole sequence for one host; None when it is off and fenced, else why not."""
+        if self.halted is not None:
+            return self._note(plan_id, "power_off", host, journal.SKIPPED,
+                              f"not powered off: power actions are stopped ({self.halted})")
         problem = self.not_empty(host)
         if problem is not None:
             return self._note(plan_id, "power_off", host, journal.SKIPPED, problem)
@@ -94,6 +106,7 @@ class GuardedPower:
         if problem is not None:
             self.reenable(plan_id, host, problem)
             return self._note(plan_id, "power_off", host, journal.SKIPPED, problem)
+        before = self.nova.services()       # who reports, for the post-conditions
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id,
                               action="power_off", target=host.name, params={"driver": "bmc"},
                               guard=self.guard)
@@ -104,14 +117,72 @@ class GuardedPower:
         except ForceWithheld as exc:
             return self._withheld(plan_id, host, driver, entry, str(exc))
         except ConsolidatorError as exc:
-            read = read_power(driver)
-            journal.finish(self.engine, entry, journal.FAILED, f"{exc}; the BMC reads {read}")
-            if read == "on":
-                self.reenable(plan_id, host, "its power-off failed and its BMC reads on")
-            return str(exc)
+            return self._failed(plan_id, host, driver, entry, exc, before)
         journal.finish(self.engine, entry, journal.SUCCEEDED, f"the BMC reads {state}")
+        problem = self._after_off(plan_id, host, driver, before)
+        if problem is not None:
+            return problem
         self._fence(plan_id, host)
         return None
+
+    def _after_off(self, plan_id: str | None, host: Host, driver: PowerDriver,
+                   before: dict[str, dict]) -> str | None:
+        """The post-conditions of a power-off: no work landed in the window (else the host is
+        powered on again at once and enabled), and its own nova-compute went silent while no
+        other did (else every power action stops and the system is powered on again)."""
+        landed = self._recheck(host)
+        if landed is not None:
+            why = f"work landed on it during its shutdown: {landed}"
+            self.report(f"  FAILED {host.name}: {why}; powering it on again")
+            failed = self._back_on(plan_id, host, driver, why)
+            self.reenable(plan_id, host, why)
+            return f"{why}; {failed or 'powered on again and enabled'}"
+        try:
+            wrong = silent_after_power_off(self.nova, host.compute_host, before,
+                                           poll=self.poll, deadline_s=min(self.timeout, 180.0))
+        except ConsolidatorError as exc:
+            wrong = f"its nova-compute could not be watched after the power-off: {exc}"
+        if wrong is None:
+            return None
+        self.halted = f"{host.name}: {wrong}"
+        self.report(f"  FAILED {host.name}: {wrong}; every further power action is stopped")
+        failed = self._back_on(plan_id, host, driver, wrong)
+        self.reenable(plan_id, host, wrong)
+        return (f"{wrong}; every further power action is stopped; "
+                f"{failed or 'the system its BMC entry reaches was powered on again'}; fix "
+                f"the BMC entry (see 'consolidator bmc-check')")
+
+    def _back_on(self, plan_id: str | None, host: Host, driver: PowerDriver, why: str
+                 ) -> str | None:
+        """Power the BMC's system on again after a power-off that must not stand (journaled);
+        None if it reads on, else why not."""
+        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id,
+                              action="power_on", target=host.name, params={"why": why},
+                              guard=self.guard)
+        try:
+            journal.finish(self.engine, entry, journal.SUCCEEDED,
+                           f"the BMC reads {driver.power_on(timeout=self.timeout)}")
+        except ConsolidatorError as exc:
+            journal.finish(self.engine, entry, journal.FAILED, str(exc))
+            return f"powering it on again failed: {exc}"
+        return None
+
+    def _failed(self, plan_id: str | None, host: Host, driver: PowerDriver, entry: int,
+                exc: ConsolidatorError, before: dict[str, dict]) -> str:
+        """A power-off that failed: an (empty) host still on is enabled again so that no
+        capacity is stranded; the reason says how to recover."""
+        read = read_power(driver)
+        still = host.compute_host in reporting(before, self.nova.services())
+        journal.finish(self.engine, entry, journal.FAILED,
+                       f"{exc}; the BMC reads {read}"
+                       f"{'; its nova-compute still reports' if still else ''}")
+        if read == "on" or (read != "off" and still):
+            self.reenable(plan_id, host, f"its power-off failed ({exc}); it is still on")
+            return (f"{exc}; it was left on and enabled again: check its BMC with "
+                    f"'consolidator bmc-check', then plan again")
+        return (f"{exc}; its power reads {read} and it stays disabled: check its BMC with "
+                f"'consolidator bmc-check', then 'consolidator hosts power on {host.name}' "
+                f"or roll back")
 
     def _recheck(self, host: Host) -> str | None:
         """The re-check between the graceful request and the forced power-off: why the
@@ -131,17 +202,10 @@ class GuardedPower:
         journal.finish(self.engine, entry, journal.SKIPPED, f"{why}; the BMC reads {read}")
         self.report(f"  {host.name}: {why}")
         if read == "off":
-            back = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id,
-                                 action="power_on", target=host.name,
-                                 params={"why": "its graceful shutdown completed after the "
-                                                "re-check found work on it"},
-                                 guard=self.guard)
-            try:
-                journal.finish(self.engine, back, journal.SUCCEEDED,
-                               f"the BMC reads {driver.power_on(timeout=self.timeout)}")
-            except ConsolidatorError as exc:
-                journal.finish(self.engine, back, journal.FAILED, str(exc))
-                return f"{why}; powering it on again failed: {exc}"
+            failed = self._back_on(plan_id, host, driver, "its graceful shutdown completed "
+                                   "after the re-check found work on it")
+            if failed is not None:
+                return f"{why}; {failed}"
         self.reenable(plan_id, host, why)
         return why
 
@@ -173,11 +237,16 @@ class GuardedPower:
         except ConsolidatorError as exc:
             journal.finish(self.engine, entry, journal.FAILED, str(exc))
 
-    def power_on(self, plan_id: str, host: Host, driver: PowerDriver | None,
-                 powered: list[bool]) -> str | None:
-        """Bring one host of a plan back, journaled: None when it is on and enabled, else why
-        not. The BMC's power state decides whether to power it on (Nova may still report a
-        powered-off compute up for service_down_time); ``powered`` gets True if it did."""
+    def power_on(self, plan_id: str | None, host: Host, driver: PowerDriver | None,
+                 powered: list[bool], *, only_ours: bool = False) -> str | None:
+        """Bring one host back, each step journaled: the BMC on where it reads off (Nova may
+        still report a powered-off compute up for service_down_time), the forced-down mark
+        cleared, a nova-compute heartbeat newer than that awaited, the service enabled (with
+        only_ours, only if consolidator disabled it). None when it is on and up, else why
+        not; ``powered`` gets True if it powered the host on."""
+        if self.halted is not None:
+            return self._note(plan_id, "power_on", host, journal.SKIPPED,
+                              f"not powered on: power actions are stopped ({self.halted})")
         service = self.nova.services().get(host.compute_host) or {}
         state = read_power(driver) if driver is not None else None
         if state == "off" or (state is None and service.get("state") != "up"):
@@ -190,17 +259,24 @@ class GuardedPower:
             self.report(f"  power on {host.name}")
             try:
                 read = driver.power_on(timeout=self.timeout)
-                if service.get("forced_down"):
-                    self.nova.force_down(host.compute_host, False)
-                seen = (self.nova.services().get(host.compute_host) or {}).get("updated_at")
-                await_service_up(self.nova, host.compute_host, seen, self.timeout, self.poll)
             except ConsolidatorError as exc:
                 journal.finish(self.engine, entry, journal.FAILED, str(exc))
                 return str(exc)
-            journal.finish(self.engine, entry, journal.SUCCEEDED,
-                           f"the BMC reads {read}; nova-compute up")
+            journal.finish(self.engine, entry, journal.SUCCEEDED, f"the BMC reads {read}")
             powered.append(True)
-        if service.get("status") == "enabled":
+        if service.get("forced_down"):
+            problem = self._unfence(plan_id, host)
+            if problem is not None:
+                return problem
+        if powered or service.get("forced_down"):
+            seen = (self.nova.services().get(host.compute_host) or {}).get("updated_at")
+            try:
+                await_service_up(self.nova, host.compute_host, seen, self.timeout, self.poll)
+            except ConsolidatorError as exc:
+                return self._note(plan_id, "enable", host, journal.SKIPPED,
+                                  f"{exc}: it stays disabled")
+        ours = (service.get("disabled_reason") or "").startswith("consolidator:")
+        if service.get("status") == "enabled" or (only_ours and not ours):
             return None
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="enable",
                               target=host.name, params={}, guard=self.guard)
@@ -212,31 +288,25 @@ class GuardedPower:
         journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled")
         return None
 
+    def _unfence(self, plan_id: str | None, host: Host) -> str | None:
+        """Clear the powered-on host's forced-down mark (journaled); None, or why not."""
+        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id,
+                              action="unfence", target=host.name, params={},
+                              guard=self.guard)
+        try:
+            self.nova.force_down(host.compute_host, False)
+        except ConsolidatorError as exc:
+            journal.finish(self.engine, entry, journal.FAILED, str(exc))
+            return str(exc)
+        journal.finish(self.engine, entry, journal.SUCCEEDED, "no longer forced down")
+        return None
+
     def _note(self, plan_id: str | None, action: str, host: Host, state: str,
               result: str) -> str:
         journal.record(self.engine, cloud=self.cloud, plan_id=plan_id, action=action,
                        target=host.name, state=state, result=result)
         self.report(f"  {host.name}: {result}")
         return result
-
-
-def power_on_unjournaled(nova: Nova, host: Host, driver: PowerDriver, timeout: float) -> str:
-    """An operator's 'hosts power on': power on, clear the forced-down mark, wait for
-    nova-compute to read up, and enable it again if consolidator disabled it; the state the
-    BMC then reports. Neither journaled nor leased (see the module's docstring)."""
-    state = driver.power_on()
-    service = nova.services().get(host.compute_host) or {}
-    if service.get("forced_down"):
-        nova.force_down(host.compute_host, False)
-    try:
-        await_service_up(nova, host.compute_host, None, timeout, 1.0)
-    except ConsolidatorError:
-        raise ConsolidatorError(f"{host.name} is on, but its nova-compute did not come up "
-                                f"within {timeout:.0f} s: it stays disabled") from None
-    if service.get("status") == "disabled" and \
-            (service.get("disabled_reason") or "").startswith("consolidator:"):
-        nova.set_service(host.compute_host, enabled=True)
-    return state
 
 
 def await_service_up(nova: Nova, compute_host: str, seen: str | None, timeout: float,

@@ -222,6 +222,14 @@ class SimulatedPower:
             self.state = read_power(self.real)
         return self.state
 
+    def identity(self) -> dict[str, str]:
+        """What the real BMC reports of its system (a read)."""
+        return self.real.identity()
+
+    def expected_identity(self) -> dict[str, str]:
+        """What the real driver's bmc.yaml entry expects."""
+        return self.real.expected_identity()
+
     def power_on(self, *, timeout: float = 300.0) -> str:
         """On at once, with nova-compute up."""
         self.state = POWER_ON

@@ -85,6 +85,16 @@ class PowerDriver(Protocol):
         """Power on and wait until the BMC reports 'on'; returns it."""
         ...
 
+    def identity(self) -> dict[str, str]:
+        """What the BMC reports of the system its entry reaches, read now: e.g. {"uuid",
+        "serial", "hostname"} (Redfish) or {"guid"} (IPMI); only the keys it reports."""
+        ...
+
+    def expected_identity(self) -> dict[str, str]:
+        """What the host's bmc.yaml entry says its system is (same keys; empty: unsaid), so
+        that a mis-wired entry is caught before it powers off another host."""
+        ...
+
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
                   grace: float | None = None, before_force: BeforeForce | None = None) -> str:
         """Shut down gracefully, force after `grace` s (None: config.grace); wait for 'off'.
@@ -160,6 +170,30 @@ def retry_reads(config: BmcConfig, read: Callable[[], T], *,
         raise type(exc)(f"{exc} (tried {attempts} times)") from None
 
 
+def identity_mismatch(expected: Mapping[str, str], reported: Mapping[str, str]) -> str | None:
+    """Why a BMC's reported identity is not the one bmc.yaml expects (each key bmc.yaml gives
+    must be reported, equal up to case), or None."""
+    for key, want in expected.items():
+        got = reported.get(key)
+        if got is None:
+            return f"bmc.yaml expects its system {key} {want!r}, but the BMC reports none"
+        if got.strip().lower() != want.strip().lower():
+            return (f"bmc.yaml expects its system {key} {want!r}, but the BMC reports "
+                    f"{got!r}: the entry reaches another system")
+    return None
+
+
+def check_identity(config: BmcConfig, driver: PowerDriver) -> None:
+    """Raise PowerError unless the BMC's system is the one bmc.yaml expects (nothing to
+    check when the entry gives no identity)."""
+    expected = driver.expected_identity()
+    if not expected:
+        return
+    why = identity_mismatch(expected, driver.identity())
+    if why is not None:
+        raise config.error(why)
+
+
 def read_power(driver: PowerDriver) -> str:
     """The BMC's power state, or 'unknown' when it cannot be read (one line is logged)."""
     try:
@@ -182,10 +216,14 @@ def wait_for_state(read: Callable[[], str], target: str, deadline: float,
 def power_off_sequence(config: BmcConfig, read: Callable[[], str],
                        request: Callable[[str], None], *, graceful: bool, timeout: float,
                        grace: float | None, interval: float,
-                       before_force: BeforeForce | None = None) -> str:
+                       before_force: BeforeForce | None = None,
+                       verify: Callable[[], None] | None = None) -> str:
     """request('soft'), request('force') after `grace` s (None: config.grace); verified off.
-    After a graceful request that did not power the host off, before_force (if given) is
-    asked first: a reason raises ForceWithheld, and nothing is forced."""
+    verify (the identity check) runs before anything is sent. After a graceful request that
+    did not power the host off, before_force (if given) is asked first: a reason raises
+    ForceWithheld, and nothing is forced."""
+    if verify is not None:
+        verify()
     grace = config.grace if grace is None else grace
     deadline = time.monotonic() + timeout
     state = read()
@@ -212,8 +250,11 @@ def power_off_sequence(config: BmcConfig, read: Callable[[], str],
 
 def power_on_sequence(config: BmcConfig, read: Callable[[], str],
                       request: Callable[[], None], *, timeout: float,
-                      interval: float) -> str:
-    """Request power-on unless already on; verified on."""
+                      interval: float, verify: Callable[[], None] | None = None) -> str:
+    """Request power-on unless already on; verified on. verify (the identity check) runs
+    before anything is sent."""
+    if verify is not None:
+        verify()
     deadline = time.monotonic() + timeout
     state = read()
     if state == POWER_ON:

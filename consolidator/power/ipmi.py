@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,9 +17,11 @@ from consolidator.power.driver import (
     POWER_UNKNOWN,
     BeforeForce,
     BmcConfig,
+    InvalidBmcEntry,
     KeyTypes,
     PowerError,
     TransientPowerError,
+    check_identity,
     power_off_sequence,
     power_on_sequence,
     retry_reads,
@@ -107,17 +110,43 @@ def _dcmi_watts(cmd: Any) -> float | None:
     return float(int.from_bytes(data[1:3], "little"))
 
 
+#: Get System GUID (IPMI 2.0, 22.14): netfn App, command 0x37; 16 bytes, the first fields
+#: little-endian (as SMBIOS stores the UUID).
+GET_SYSTEM_GUID = 0x37
+
+
+def _system_guid(cmd: Any) -> dict[str, str]:
+    """Send Get System GUID on an open session: {"guid": ...}, or {} if not offered."""
+    from pyghmi.exceptions import IpmiException
+
+    try:
+        rsp = cmd.xraw_command(netfn=6, command=GET_SYSTEM_GUID)
+    except IpmiException as exc:
+        if getattr(exc, "ipmicode", None) in _NOT_OFFERED:
+            return {}
+        raise
+    data = bytes(rsp["data"])
+    return {"guid": str(uuid.UUID(bytes_le=data[:16]))} if len(data) >= 16 else {}
+
+
 class IpmiDriver:
     """Power a host through its BMC over IPMI 2.0 (RMCP+) with pyghmi."""
 
-    #: IPMI needs no bmc.yaml keys beyond the shared ones (port defaults to 623).
-    PROPERTIES: Mapping[str, KeyTypes] = {}
+    #: IPMI's own bmc.yaml key: the system GUID (Get System GUID), checked before every
+    #: power action where given (port defaults to 623).
+    PROPERTIES: Mapping[str, KeyTypes] = {"system_guid": str}
 
     @staticmethod
     def validate(host: str, entry: Mapping[str, Any],
                  resolve: Callable[[str], Path]) -> dict[str, Any]:
-        """Nothing of its own to check: no options."""
-        return {}
+        """The system GUID, if given, must be a UUID (InvalidBmcEntry)."""
+        if "system_guid" not in entry:
+            return {}
+        try:
+            return {"system_guid": str(uuid.UUID(entry["system_guid"]))}
+        except ValueError:
+            raise InvalidBmcEntry(f"system_guid {entry['system_guid']!r} is not a GUID "
+                                  f"(e.g. 'consolidator bmc-check' shows it)") from None
 
     def __init__(self, config: BmcConfig, *, poll_interval: float = 1.0) -> None:
         self.config = config
@@ -188,6 +217,19 @@ class IpmiDriver:
 
         return retry_reads(self.config, lambda: self._watchdog("power status", call))
 
+    def identity(self) -> dict[str, str]:
+        """The system GUID the BMC reports (Get System GUID), read now; empty when it does
+        not offer the command; retried if transient."""
+        def call() -> dict[str, str]:
+            return self._session(_system_guid)
+
+        return retry_reads(self.config, lambda: self._watchdog("system GUID", call))
+
+    def expected_identity(self) -> dict[str, str]:
+        """The bmc.yaml entry's system_guid, if any."""
+        guid = self.config.options.get("system_guid")
+        return {"guid": guid} if guid else {}
+
     def power_watts(self) -> float | None:
         """The DCMI power reading (Get Power Reading, system power statistics), one try;
         None when the BMC does not offer DCMI or says the measurement is not active."""
@@ -207,7 +249,8 @@ class IpmiDriver:
         """Power on; returns 'on' once the BMC reports it."""
         return power_on_sequence(self.config, self.power_state,
                                  lambda: self._request("on"), timeout=timeout,
-                                 interval=self.poll_interval)
+                                 interval=self.poll_interval,
+                                 verify=lambda: check_identity(self.config, self))
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
                   grace: float | None = None, before_force: BeforeForce | None = None
@@ -217,4 +260,4 @@ class IpmiDriver:
             self.config, self.power_state,
             lambda kind: self._request("softoff" if kind == "soft" else "off"),
             graceful=graceful, timeout=timeout, grace=grace, interval=self.poll_interval,
-            before_force=before_force)
+            before_force=before_force, verify=lambda: check_identity(self.config, self))

@@ -20,6 +20,7 @@ from consolidator.power.driver import (
     InvalidBmcEntry,
     KeyTypes,
     PowerError,
+    check_identity,
     power_off_sequence,
     power_on_sequence,
     retry_reads,
@@ -44,6 +45,11 @@ class RedfishOptions:
     allow_insecure_http: bool = False
     #: The ComputerSystem's path; None: the service's only one.
     system_id: str | None = None
+    #: The system's identity, checked before every power action where given: its UUID,
+    #: SerialNumber and HostName as the ComputerSystem reports them.
+    system_uuid: str | None = None
+    system_serial: str | None = None
+    system_hostname: str | None = None
 
     @classmethod
     def of(cls, config: BmcConfig) -> RedfishOptions:
@@ -135,7 +141,10 @@ class RedfishDriver:
 
     #: Redfish's own bmc.yaml keys and the types each accepts.
     PROPERTIES: Mapping[str, KeyTypes] = {
-        "verify_tls": bool, "ca_bundle": str, "allow_insecure_http": bool, "system_id": str}
+        "verify_tls": bool, "ca_bundle": str, "allow_insecure_http": bool, "system_id": str,
+        "system_uuid": str, "system_serial": str, "system_hostname": str}
+    #: The identity keys of bmc.yaml (system_*) and the ComputerSystem field each checks.
+    IDENTITY = {"uuid": "system_uuid", "serial": "system_serial", "hostname": "system_hostname"}
 
     @staticmethod
     def validate(host: str, entry: Mapping[str, Any],
@@ -213,6 +222,22 @@ class RedfishDriver:
         """'on', 'off' or 'unknown' (also while powering on or off); retried if transient."""
         return retry_reads(self.config, lambda: self._call("power status", self._read))
 
+    def identity(self) -> dict[str, str]:
+        """The ComputerSystem's UUID, SerialNumber and HostName (those it reports); read
+        fresh, retried if transient."""
+        def read() -> dict[str, str]:
+            system = self._system()
+            found = {"uuid": system.uuid, "serial": system.serial_number,
+                     "hostname": system.hostname}
+            return {key: str(value) for key, value in found.items() if value}
+
+        return retry_reads(self.config, lambda: self._call("identity", read))
+
+    def expected_identity(self) -> dict[str, str]:
+        """The system_uuid, system_serial and system_hostname of the bmc.yaml entry."""
+        return {key: str(getattr(self.options, option))
+                for key, option in self.IDENTITY.items() if getattr(self.options, option)}
+
     def power_watts(self) -> float | None:
         """The chassis' draw: Power's PowerControl PowerConsumedWatts, else the newer
         EnvironmentMetrics' PowerWatts reading; one try; None when the BMC has neither."""
@@ -248,7 +273,8 @@ class RedfishDriver:
     def power_on(self, *, timeout: float = 300.0) -> str:
         """Reset On; returns 'on' once PowerState says so."""
         return power_on_sequence(self.config, self.power_state, lambda: self._reset("On"),
-                                 timeout=timeout, interval=self.poll_interval)
+                                 timeout=timeout, interval=self.poll_interval,
+                                 verify=lambda: check_identity(self.config, self))
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
                   grace: float | None = None, before_force: BeforeForce | None = None
@@ -259,4 +285,4 @@ class RedfishDriver:
             lambda kind: self._reset("GracefulShutdown", "ForceOff") if kind == "soft"
             else self._reset("ForceOff"),
             graceful=graceful, timeout=timeout, grace=grace, interval=self.poll_interval,
-            before_force=before_force)
+            before_force=before_force, verify=lambda: check_identity(self.config, self))

@@ -5,6 +5,11 @@ a lease, never by the caller's clock: a process whose clock runs ahead cannot ta
 is still held. Acquiring is one conditional UPDATE (free, expired or already ours) or, the
 first time, one INSERT, so two processes racing for a lease cannot both win on either database.
 
+A holder is a random token, not a host name or a process id: a lease is judged only by its
+expiry on the database's clock, so a process in another PID namespace (a container sharing the
+host's name) can never be mistaken for a dead holder. A holder killed with kill -9 keeps its
+lease until it expires (one TTL).
+
 Each lease carries a generation, incremented whenever it changes holder (not when the same
 holder renews it). ``acquire`` returns a Guard naming the holder and generation; the journal
 checks a guard in the same transaction as each row written before a destructive call.
@@ -12,10 +17,8 @@ checks a guard in the same transaction as each row written before a destructive 
 
 from __future__ import annotations
 
-import os
-import socket
+import secrets
 import threading
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -131,8 +134,9 @@ def db_now(dialect: str, plus: float = 0.0) -> ColumnElement:
 
 
 def make_holder() -> str:
-    """A holder id naming this process: host, pid and a random suffix."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """A new holder token: random, naming no host or process (a lease is judged only by its
+    expiry on the database's clock)."""
+    return f"holder-{secrets.token_hex(8)}"
 
 
 def acquire(engine: Engine, name: str, holder: str, ttl: float) -> Guard | None:
@@ -178,48 +182,12 @@ def current(engine: Engine, name: str) -> Lease | None:
                  expires_at=row.expires_at, generation=row.generation)
 
 
-def holder_is_dead(holder: str) -> bool:
-    """Whether a holder id names a process of this machine that no longer exists."""
-    host, _, rest = holder.partition(":")
-    pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
-def take_over(engine: Engine, name: str, dead: str, holder: str, ttl: float) -> Guard | None:
-    """Take a lease from a holder known to be dead (a new generation); its Guard if it was
-    still theirs."""
-    dialect = engine.dialect.name
-    with translate_errors(engine), engine.begin() as conn:
-        if not conn.execute(update(leases).where(
-                leases.c.name == name, leases.c.holder == dead).values(
-                holder=holder, acquired_at=db_now(dialect), expires_at=db_now(dialect, ttl),
-                generation=leases.c.generation + 1)).rowcount:
-            return None
-        return Guard(engine, name, holder, _generation(conn, name, holder))
-
-
 def acquire_or_raise(engine: Engine, name: str, holder: str, ttl: float, what: str) -> Guard:
-    """Take the lease and return its Guard, or raise LeaseHeldError naming the holder.
-
-    A lease held by a process of this machine that has died (kill -9) is taken over at once
-    instead of waiting for it to expire.
-    """
+    """Take the lease and return its Guard, or raise LeaseHeldError naming the holder and
+    when its lease expires (a holder that died keeps it until then)."""
     guard = acquire(engine, name, holder, ttl)
     if guard is not None:
         return guard
-    lease = current(engine, name)
-    if lease is not None and holder_is_dead(lease.holder):
-        guard = take_over(engine, name, lease.holder, holder, ttl)
-        if guard is not None:
-            return guard
     lease = current(engine, name)
     who = (f"{lease.holder} (until {lease.expires_at:%H:%M:%S} UTC)" if lease
            else "another process")

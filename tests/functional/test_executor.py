@@ -186,25 +186,62 @@ def test_a_second_executor_is_refused_naming_the_holder(bed: Bed) -> None:
     assert all(bed.cloud.power(h.name) == "on" for h in bed.cloud.cluster().hosts)
 
 
-def test_bmc_refusing_the_password_leaves_the_host_on(bed: Bed) -> None:
+def test_bmc_refusing_the_password_keeps_its_host_from_being_emptied(bed: Bed) -> None:
+    """Issue 23, point 10: a host whose BMC refused the login was emptied, then left
+    disabled and on. The pre-flight now logs in first: the host is not emptied at all."""
     plan = bed.plan()
     bed.cloud.add_fault({"type": "bmc_auth_fails", "host": "c3"})
     outcome = bed.run(plan)
+    assert "its BMC failed the pre-flight" in outcome.left_on["c3"]
     assert "authentication refused" in outcome.left_on["c3"]
     assert bed.cloud.power("c3") == "on"
-    assert ("power_off", "c3", journal.FAILED) in states(bed, plan)
+    assert len(bed.cloud.cluster().instances_on("c3")) == 2
+    assert ("bmc_preflight", "c3", journal.FAILED) in states(bed, plan)
+    assert not [r for r in states(bed, plan) if r[1] == "c3" and r[0] != "bmc_preflight"]
+    services = {s.host: s for s in bed.cloud.connect().compute.services()}
+    assert services["c3"].status == "enabled"
+    assert sorted(outcome.powered_off) == ["c4", "c5"]
     assert "password" not in " ".join(e.result or "" for e in journal.entries(bed.engine))
     bed.assert_safe()
 
 
-def test_bmc_that_does_not_answer_leaves_the_host_on(bed: Bed) -> None:
+def test_a_power_off_that_fails_after_the_preflight_enables_the_host_again(bed: Bed) -> None:
+    """Issue 23, point 10: the BMC passed the pre-flight, then refused the power-off: the
+    (empty, on) host is enabled again, journaled, and the reason says how to recover."""
+    plan = bed.plan()
+    executor = bed.executor()
+
+    def report(line: str) -> None:
+        if line == "  power off c3":
+            bed.cloud.add_fault({"type": "bmc_auth_fails", "host": "c3"})
+    executor.report = executor.guarded.report = report
+    outcome = executor.run(plan)
+    assert "authentication refused" in outcome.left_on["c3"]
+    assert "left on and enabled again" in outcome.left_on["c3"]
+    assert "consolidator bmc-check" in outcome.left_on["c3"]
+    assert bed.cloud.power("c3") == "on" and not bed.cloud.cluster().instances_on("c3")
+    services = {s.host: s for s in bed.cloud.connect().compute.services()}
+    assert services["c3"].status == "enabled"
+    rows = [(e.action, e.state, e.result or "") for e in journal.entries(bed.engine)
+            if e.target == "c3"]
+    assert [r[:2] for r in rows][-3:] == [("disable", journal.SUCCEEDED),
+                                          ("power_off", journal.FAILED),
+                                          ("enable", journal.SUCCEEDED)]
+    enabled = [e for e in journal.entries(bed.engine) if e.target == "c3"][-1]
+    assert "power-off failed" in enabled.params["why"] and "still on" in enabled.params["why"]
+    assert "c3" in load_plan(bed.engine, plan.id).reason
+    bed.assert_safe()
+
+
+def test_bmc_that_does_not_answer_keeps_its_host_from_being_emptied(bed: Bed) -> None:
     plan = bed.plan()
     bed.cloud.add_fault({"type": "bmc_unreachable", "host": "c5"})
     started = time.monotonic()
     outcome = bed.run(plan)
     assert time.monotonic() - started < 60
     assert "c5" in outcome.left_on and bed.cloud.power("c5") == "on"
-    assert ("power_off", "c5", journal.FAILED) in states(bed, plan)
+    assert ("bmc_preflight", "c5", journal.FAILED) in states(bed, plan)
+    assert len(bed.cloud.cluster().instances_on("c5")) == 2
     assert sorted(outcome.powered_off) == ["c3", "c4"]
     bed.cloud.clear_faults()
     bed.assert_safe()

@@ -63,17 +63,20 @@ class EmulatedBmcs:
         return self._ipmi.ports() if self._ipmi is not None else {}
 
     def config(self, base_url: str) -> dict[str, Any]:
-        """The bmc.yaml document for every emulated BMC (Redfish here is plain http)."""
+        """The bmc.yaml document for every emulated BMC (Redfish here is plain http), each
+        entry with its system's identity (checked before every power action)."""
         ports = self.ipmi_ports()
         hosts: dict[str, Any] = {}
         for host, driver in self.drivers.items():
+            ident = self.power.identity(host)
             if driver == "ipmi":
                 hosts[host] = {"driver": "ipmi", "address": "127.0.0.1",
-                               "port": ports.get(host)}
+                               "port": ports.get(host), "system_guid": ident["guid"]}
             else:
                 hosts[host] = {"driver": "redfish", "address": base_url,
                                "system_id": f"/redfish/v1/Systems/{host}",
-                               "allow_insecure_http": base_url.startswith("http://")}
+                               "allow_insecure_http": base_url.startswith("http://"),
+                               "system_uuid": ident["uuid"]}
         return {"defaults": {"username": self.power.username,
                              "password": self.power.password}, "hosts": hosts}
 

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 
 from consolidator.core.energy_model import modelled_draw
+from consolidator.core.model import stable_uuid
 from consolidator.emulators.fake.faults import Faults
 from consolidator.emulators.fake.state import CloudState
 
@@ -32,6 +33,16 @@ class BmcPower:
         if rec is None:
             raise KeyError(f"unknown host {host!r}")
         return rec.power
+
+    def identity(self, host: str) -> dict[str, str]:
+        """What the host's BMC reports of its system, distinct per host: the Redfish UUID
+        (the hypervisor's id), SerialNumber and HostName, and the IPMI system GUID."""
+        rec = self.state.host(host)
+        if rec is None:
+            raise KeyError(f"unknown host {host!r}")
+        return {"uuid": rec.model.id or stable_uuid("system", host),
+                "serial": f"FAKE-{stable_uuid('serial', host)[:8]}", "hostname": rec.name,
+                "guid": stable_uuid("system-guid", host)}
 
     def watts(self, host: str) -> float | None:
         """The draw the BMC reports: idle + (peak - idle) x load while on; None while off or

@@ -182,6 +182,10 @@ class FakeIpmiBmc(pyghmi_bmc.Bmc):
         """'on' or 'off'."""
         return self.fake_power.power(self.host_name)
 
+    def get_system_guid(self) -> uuid.UUID:
+        """The host's own system GUID (Get System GUID): distinct per host."""
+        return uuid.UUID(self.fake_power.identity(self.host_name)["guid"])
+
     def power_off(self) -> None:
         """Chassis off: immediate."""
         self.fake_power.force_off(self.host_name)

@@ -117,10 +117,11 @@ class Redfish:
         if self.power.busy(host):
             raise HTTPError(503, f"The BMC of {host} is busy; retry later")
         path = f"{ROOT}/Systems/{host}"
-        rec = self.power.state.host(host)
+        ident = self.power.identity(host)
         return Response(200, {
             "@odata.type": "#ComputerSystem.v1_10_0.ComputerSystem", "@odata.id": path,
-            "Id": host, "Name": host, "UUID": rec.model.id if rec else "",
+            "Id": host, "Name": host, "UUID": ident["uuid"],
+            "SerialNumber": ident["serial"], "HostName": ident["hostname"],
             "SystemType": "Physical",
             "PowerState": "On" if self.power.power(host) == "on" else "Off",
             "Status": {"State": "Enabled", "Health": "OK"},

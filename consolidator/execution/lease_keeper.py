@@ -1,0 +1,64 @@
+"""Holding the executor lease for as long as an actor works: taken once, renewed every third
+of its TTL by a thread, released at the end. A renewal that fails in any way (another holder,
+a database error) counts as losing it: the guard is revoked, so every later guarded journal
+write fails and no destructive call follows. Every actor that changes the cloud (a plan's
+run, an operator's 'hosts power on|off') holds the lease through this one keeper, for the
+whole of what it does, however long a BMC's graceful shutdown takes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from types import TracebackType
+
+from sqlalchemy import Engine
+
+from consolidator.core.errors import ConsolidatorError
+from consolidator.store.leases import Guard, acquire_or_raise, make_holder, release
+
+
+class LeaseKeeper:
+    """The lease ``executor:<cloud>`` held by this process while the block runs."""
+
+    def __init__(self, engine: Engine, cloud: str, ttl: float, *,
+                 on_lost: Callable[[str], None] = lambda _why: None,
+                 report: Callable[[str], None] = lambda _line: None) -> None:
+        self.engine, self.cloud, self.ttl = engine, cloud, ttl
+        self.name = f"executor:{cloud}"
+        self.holder = make_holder()
+        self.on_lost, self.report = on_lost, report
+        self.guard: Guard | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Guard:
+        """Take the lease (LeaseHeldError naming its holder) and start renewing it."""
+        self.guard = acquire_or_raise(self.engine, self.name, self.holder, self.ttl,
+                                      f"an executor for cloud {self.cloud!r}")
+        self._thread = threading.Thread(target=self._renew, args=(self.guard,), daemon=True,
+                                        name=f"lease-{self.cloud}")
+        self._thread.start()
+        return self.guard
+
+    def _renew(self, guard: Guard) -> None:
+        while not self._stop.wait(self.ttl / 3):
+            try:
+                held = guard.renew(self.ttl)
+                why = "another process holds it now"
+            except Exception as exc:  # noqa: BLE001 - whatever failed, the lease is not held
+                held, why = False, f"renewing it failed: {exc}"
+            if not held:
+                self.on_lost(why)
+                guard.revoke(why)
+                return
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        """Stop renewing and give the lease up (it expires on its own if that fails)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        try:
+            release(self.engine, self.name, self.holder)
+        except ConsolidatorError as error:
+            self.report(f"could not release the executor lease: {error}")
