@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                    "List the packing algorithms and rankings, each with its paper."),
     "apply": ("apply", "apply_cmd", "Run a plan: live-migrate, disable and power off the "
                                     "emptied hosts, journaling it all."),
+    "bmc-check": ("bmcs", "bmc_check_cmd",
+                  "Read every BMC: its system's identity and power, and whether Nova agrees."),
     "daemon": ("daemon", "daemon_cmd", "Snapshot, plan, (auto-)apply and keep the padding on "
                                        "schedule ([daemon], [padding])."),
     "db": ("db", "db_group", "Manage the database schema."),

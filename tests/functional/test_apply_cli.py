@@ -17,6 +17,7 @@ import pytest
 
 from consolidator.store import journal
 from consolidator.store.db import make_engine
+from consolidator.store.leases import current
 from tests.functional.cli import Result, run
 from tests.functional.served import ServedCloud, served_cloud
 
@@ -73,7 +74,7 @@ class Operator:
 def operator_for(served: ServedCloud, tmp_path: Path) -> Operator:
     config = tmp_path / "consolidator.conf"
     # A tight packing (no host kept for N+1): these tests are about running plans.
-    config.write_text("[executor]\npoll_interval = 0.05\npower_timeout = 60\nlease_ttl = 30\n"
+    config.write_text("[executor]\npoll_interval = 0.05\npower_timeout = 60\nlease_ttl = 5\n"
                       "[planner]\nn_plus_one = false\n")
     db_url = f"sqlite:///{tmp_path / 'c.db'}"
     op = Operator(served=served, db_url=db_url, config=config)
@@ -154,6 +155,11 @@ def test_kill_9_then_resume(slow: Operator) -> None:
     proc.wait(timeout=10)
     assert any(e.state == journal.RUNNING for e in journal.entries(engine, plan_id=plan["id"])) \
         or len(journal.entries(engine, plan_id=plan["id"])) < len(plan["migrations"])
+    # The killed holder keeps its lease until it expires (holders are random tokens, judged
+    # only by the lease's expiry on the database's clock): a resume is refused until then.
+    early = slow("apply", plan["id"], "--resume")
+    assert early.code == 1 and "already running" in early.err, early.out + early.err
+    wait_for(lambda: current(engine, "executor:fake") is None, timeout=30)
     resumed = slow("apply", plan["id"], "--resume")
     assert resumed.code == 0, resumed.out + resumed.err
     assert "resume:" in resumed.err

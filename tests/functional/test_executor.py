@@ -11,6 +11,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,13 +94,22 @@ class Bed:
                 assert not live.instances_on(host.name), host.name
 
 
-@pytest.fixture
-def bed(tmp_path: Path) -> Iterator[Bed]:
+@contextmanager
+def fake_bed(tmp_path: Path, doc: dict | None = None, **settings: float) -> Iterator[Bed]:
+    """A Bed on a new database and a fake cloud of `doc` (default: scenario()) with BMCs;
+    settings override the fast defaults (migration bandwidth, delays)."""
     engine = make_engine(f"sqlite:///{tmp_path / 'c.db'}")
     upgrade(engine)
-    with FakeCloud(parse_scenario(scenario()), bmc=True, migration_bandwidth_mb_s=1e6,
-                   service_up_delay_s=0.05, bmc_graceful_delay_s=0.05) as cloud:
+    options = {"migration_bandwidth_mb_s": 1e6, "service_up_delay_s": 0.05,
+               "bmc_graceful_delay_s": 0.05, **settings}
+    with FakeCloud(parse_scenario(doc or scenario()), bmc=True, **options) as cloud:
         yield Bed(cloud=cloud, engine=engine, tmp=tmp_path)
+
+
+@pytest.fixture
+def bed(tmp_path: Path) -> Iterator[Bed]:
+    with fake_bed(tmp_path) as made:
+        yield made
 
 
 def states(bed: Bed, plan: StoredPlan) -> list[tuple[str, str, str]]:
@@ -336,11 +346,8 @@ def test_a_failed_lease_renewal_stops_the_run_before_its_next_destructive_call(
         tmp_path: Path) -> None:
     """One database error in the heartbeat: the lease counts as lost, the migration under
     way finishes, and nothing else is started (no migration, disable or power call)."""
-    engine = make_engine(f"sqlite:///{tmp_path / 'c.db'}")
-    upgrade(engine)
-    with FakeCloud(parse_scenario(scenario()), bmc=True, migration_bandwidth_mb_s=4096,
-                   service_up_delay_s=0.05, bmc_graceful_delay_s=0.05) as cloud:
-        bed = Bed(cloud=cloud, engine=engine, tmp=tmp_path)
+    with fake_bed(tmp_path, migration_bandwidth_mb_s=4096) as bed:
+        engine, cloud = bed.engine, bed.cloud
         plan = bed.plan()
         armed = threading.Event()
         failed_at = fail_next_lease_update(engine, armed)
