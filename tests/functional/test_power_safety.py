@@ -51,14 +51,15 @@ def assert_guarded(engine: object) -> None:
 
 
 def assert_no_work_on_a_powered_off_host(state: dict) -> None:
-    """From the fake cloud's own state: no host that is off holds a server or a migration."""
+    """From the fake cloud's own state: no host that is off holds a server, an unfinished
+    migration (as source or destination) or Placement usage."""
     for name, host in state["hosts"].items():
         if host["power"] == "off":
             assert not [s for s, v in state["servers"].items() if v["host"] == name], name
-            assert not [m for m in state.get("migrations", [])
-                        if m.get("status") not in ("completed", "error", "cancelled",
-                                                   "failed", "done")
-                        and name in (m.get("source_compute"), m.get("dest_compute"))], name
+            assert not [m for m in state["migrations"]
+                        if m["status"] not in ("completed", "error", "cancelled", "failed")
+                        and name in (m["source"], m["dest"])], name
+            assert not any(host["used"]), (name, host["used"])
 
 
 # -- point 4: lease holders ----------------------------------------------------------------
@@ -189,6 +190,7 @@ def test_work_landing_while_a_graceful_shutdown_completes_is_rescued(tmp_path: P
                              ("power_on", journal.SUCCEEDED), ("enable", journal.SUCCEEDED)]
         assert load_plan(engine, plan.id).status == "failed"
         bed.assert_safe()
+        assert_no_work_on_a_powered_off_host(cloud.state.summary())
         assert_guarded(engine)
 
 
@@ -258,6 +260,7 @@ def test_a_miswired_bmc_entry_is_caught_before_anything_moves(bed: Bed,  # noqa:
     assert len(bed.cloud.cluster().instances_on("c3")) == 2
     assert sorted(outcome.powered_off) == ["c4", "c5"]
     bed.assert_safe()
+    assert_no_work_on_a_powered_off_host(bed.cloud.state.summary())
 
 
 def test_a_power_off_that_silences_another_compute_is_undone(tmp_path: Path) -> None:
@@ -295,6 +298,7 @@ def test_a_power_off_that_silences_another_compute_is_undone(tmp_path: Path) -> 
             ("disable", journal.SUCCEEDED), ("power_off", journal.SUCCEEDED),
             ("power_on", journal.SUCCEEDED), ("enable", journal.SUCCEEDED)]
         assert len(cloud.cluster().instances) == 3
+        assert_no_work_on_a_powered_off_host(cloud.state.summary())
         assert_guarded(engine)
 
 

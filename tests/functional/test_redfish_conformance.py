@@ -115,3 +115,19 @@ def test_closed_port_fails_fast() -> None:
     with pytest.raises(PowerError, match="does not answer"):
         driver.power_state()
     assert time.monotonic() - start < 5
+
+
+def test_the_system_identity_is_read_and_checked_before_a_power_action(emulator: str
+                                                                      ) -> None:
+    """The ComputerSystem's UUID as sushy-tools reports it; an entry expecting another
+    system's refuses to power it, and sends no Reset."""
+    driver = driver_for(_config(emulator))
+    assert driver.identity()["uuid"] == SYSTEM_UUID
+    right = BmcConfig(**{**vars(_config(emulator)), "options": {
+        "allow_insecure_http": True, "system_uuid": SYSTEM_UUID.upper()}})
+    assert driver_for(right).expected_identity() == {"uuid": SYSTEM_UUID.upper()}
+    wrong = BmcConfig(**{**vars(_config(emulator)), "options": {
+        "allow_insecure_http": True, "system_uuid": "00000000-0000-4000-8000-000000000001"}})
+    with pytest.raises(PowerError, match="expects its system uuid"):
+        driver_for(wrong).power_off(timeout=5)
+    assert driver.power_state() == "on"
