@@ -9,6 +9,11 @@ host beyond the target is powered off only through a plan.
 
 A daemon that loses its lease (the heartbeat finds another holder, or cannot renew it) cancels
 its running cycle: the running plan starts nothing new, and the cycle ends cancelled.
+
+A plan a crash left running is resumed only with auto_apply on and when nothing has overtaken
+it since (app/interrupted.py); otherwise it becomes interrupted, logged. No cycle is lost
+without a log line: a cycle that finds the capacity watch running waits for it, a skipped or
+failed cycle says why in one line, and 'daemon --once' gives the lease back however it ends.
 """
 
 from __future__ import annotations
@@ -25,10 +30,17 @@ import numpy as np
 
 from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
-from consolidator.app.leadership import Leadership, executor_holder
+from consolidator.app.interrupted import mark_interrupted, triage_running
+from consolidator.app.leadership import (
+    Leadership,
+    LeaseHeldError,
+    executor_cloud,
+    executor_holder,
+    refuse_while_executor_runs,
+)
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.power_readings import watts_off
-from consolidator.app.review import approve, plan_counts, power_on_plan, running_plans
+from consolidator.app.review import approve, cancel, plan_counts, power_on_plan
 from consolidator.app.rollback import bmc_power
 from consolidator.app.settings import cron_trigger, daemon_settings
 from consolidator.app.snapshots import last_readings, read_cloud, record_snapshot
@@ -56,6 +68,8 @@ class CycleResult:
     powered_on: list[str] = field(default_factory=list)
     duration_s: float = 0.0
     skipped: str = ""
+    #: Why the cycle failed (an error, or its apply refused), in one line; "" if it did not.
+    failed: str = ""
     hosts: dict[str, int] = field(default_factory=dict)   # active, spare, powered_off
     watts_saved: float = 0.0    # the powered-off hosts' idle draw, estimated as plans do
 
@@ -80,7 +94,10 @@ class Daemon:
         self.holder, self.lease = self.leadership.holder, self.leadership.name
         self.stop = threading.Event()
         self.busy = threading.Lock()
+        self.doing = ""                         # what holds busy: "cycle", "capacity watch"
+        self.working = False                    # a cycle or watch got past lead() and works
         self.run: PlanRun | None = None
+        self._leased_cloud: str | None = None
         self.cancelled = threading.Event()     # set when the lease is lost during a cycle
         self.cancel_reason = ""
         if metrics is not None:    # what the database holds, until the first cycle
@@ -101,14 +118,19 @@ class Daemon:
         self.leadership.release()
 
     def cancel(self, why: str) -> None:
-        """Cancel the running cycle, if any: its plan run starts nothing new."""
-        self.cancel_reason = why
+        """Cancel the running cycle, if any: its plan run starts nothing new. Warned once,
+        and only for work this daemon started as the leader (a standby has none)."""
+        first = not self.cancelled.is_set()
+        if first:
+            self.cancel_reason = why
         self.cancelled.set()
         run = self.run
         if run is not None:
             run.stop()
-        if self.busy.locked():
-            LOG.warning("%s: cancelling the running cycle", why)
+        if first and self.working:
+            LOG.warning("%s: cancelling the running %s", why, self.doing or "cycle")
+        else:
+            LOG.debug("%s", why)
 
     def _check_cancelled(self) -> None:
         if self.cancelled.is_set():
@@ -120,38 +142,74 @@ class Daemon:
         """The spare hosts wanted now."""
         return spare_target(self.windows, self.clock(), self.settings.spare)
 
+    def once(self) -> CycleResult:
+        """One cycle now ('daemon --once'); the lease is given back however it ends."""
+        try:
+            return self.cycle()
+        finally:
+            try:
+                self.resign()
+            except ConsolidatorError as exc:     # it expires on its own
+                LOG.warning("could not release the daemon lease: %s", exc)
+
     def cycle(self) -> CycleResult:
-        """One cycle; skipped when another daemon leads or a cycle already runs, cancelled
-        when the lease is lost during it."""
-        if not self.busy.acquire(blocking=False):
-            return CycleResult(skipped="a cycle or a capacity watch is already running")
+        """One cycle; it waits for a running capacity watch; skipped (saying why) when
+        another daemon leads or an apply runs, cancelled when the lease is lost during it,
+        failed in one line on an error."""
+        if not self._take_turn("cycle"):
+            return _skipped("the daemon is stopping")
         started = time.monotonic()
         try:
             self.cancelled.clear()
             if not self.lead():
-                return CycleResult(skipped="another daemon holds the lease")
-            holder = executor_holder(self.ctx, self.cloud_name)
+                return _skipped("another daemon holds the lease")
+            self.working = True
+            holder = executor_holder(self.ctx, self._executor_cloud())
             if holder is not None:
-                LOG.info("cycle skipped: an apply or a rollback is running (%s holds the "
-                         "executor lease); planning now would start from a half-migrated "
-                         "cloud", holder)
-                return CycleResult(skipped=f"an apply or a rollback is running ({holder} "
-                                           f"holds the executor lease)")
+                return _skipped(f"an apply or a rollback is running ({holder} holds the "
+                                f"executor lease); planning now would start from a "
+                                f"half-migrated cloud")
             result = self._cycle()
         except _Cancelled as exc:
             result = CycleResult(skipped=f"cancelled: {exc}",
                                  duration_s=time.monotonic() - started)
             LOG.warning("cycle cancelled after %.1f s: %s", result.duration_s, exc)
             return result
+        except ConsolidatorError as exc:
+            result = CycleResult(failed=str(exc), duration_s=time.monotonic() - started)
+            LOG.error("cycle failed after %.1f s: %s", result.duration_s, exc)
+            return result
         finally:
+            self.working = False
             self.busy.release()
         result.duration_s = time.monotonic() - started
-        LOG.info("cycle done in %.1f s: plan %s, %s planned, spare target %d",
-                 result.duration_s, result.plan_id,
-                 plural(result.migrations_planned, "migration"), result.spare_target)
+        if result.failed:
+            LOG.warning("cycle failed after %.1f s: plan %s: %s", result.duration_s,
+                        result.plan_id, result.failed)
+        else:
+            LOG.info("cycle done in %.1f s: plan %s, %s planned, spare target %d",
+                     result.duration_s, result.plan_id,
+                     plural(result.migrations_planned, "migration"), result.spare_target)
         if self.metrics is not None:
             self._observe(result)
         return result
+
+    def _executor_cloud(self) -> str:
+        """The name of the cloud's executor lease (read once)."""
+        if self._leased_cloud is None:
+            self._leased_cloud = executor_cloud(self.ctx)
+        return self._leased_cloud
+
+    def _take_turn(self, what: str) -> bool:
+        """Take the busy lock for a cycle, waiting (logged) while a capacity watch or another
+        cycle holds it; False if the daemon stops meanwhile."""
+        if not self.busy.acquire(blocking=False):
+            LOG.info("%s waits for the running %s to finish", what, self.doing or "work")
+            while not self.busy.acquire(timeout=0.5):
+                if self.stop.is_set():
+                    return False
+        self.doing = what
+        return True
 
     def _cycle(self) -> CycleResult:
         self._resume_interrupted()
@@ -168,8 +226,14 @@ class Daemon:
         self._check_cancelled()
         if draft.migrations or draft.power_off:
             if self.settings.auto_apply:
+                refuse_while_executor_runs(self.ctx, plan.cloud)
                 approve(self.ctx, plan.id, reason="auto_apply")
-                result.outcome = self._execute(plan.id)
+                try:
+                    result.outcome = self._execute(plan.id)
+                except LeaseHeldError as exc:     # an apply took the lease meanwhile
+                    cancel(self.ctx, plan.id, reason=f"refused: {exc}")
+                    result.failed = str(exc)
+                    return result
             else:
                 LOG.info("plan %s proposed (%s, %s to power off): review it with "
                          "'consolidator plan show %s' and approve it with 'consolidator plan "
@@ -197,26 +261,45 @@ class Daemon:
         return outcome
 
     def _resume_interrupted(self) -> None:
-        """Finish plans a crash left running, before anything else."""
-        for plan_id in running_plans(self.ctx, self.cloud_name):
+        """Before anything else, finish the plans a crash left running that nothing has
+        overtaken, with auto_apply on; mark the others interrupted, saying why."""
+        for plan_id, why_not in triage_running(self.ctx, self.cloud_name,
+                                               auto_apply=self.settings.auto_apply):
+            if why_not is not None:
+                LOG.warning("plan %s was left running and is not resumed: %s", plan_id,
+                            mark_interrupted(self.ctx, plan_id, why_not))
+                continue
             LOG.info("resuming plan %s, which was left running", plan_id)
             self._execute(plan_id, resume=True)
 
     # -- power-on: the morning ramp and the capacity watch -----------------------------
 
     def capacity_watch(self) -> list[str]:
-        """Power hosts on when the powered hosts' free capacity falls below the padding."""
+        """Power hosts on when the powered hosts' free capacity falls below the padding;
+        skipped while a cycle or an apply runs (a cycle ramps too), one line on an error."""
         if not self.busy.acquire(blocking=False):
+            LOG.debug("capacity watch skipped: the %s is running", self.doing or "cycle")
             return []
+        self.doing = "capacity watch"
         try:
             self.cancelled.clear()
             if not self.lead():
+                return []
+            self.working = True
+            holder = executor_holder(self.ctx, self._executor_cloud())
+            if holder is not None:
+                LOG.info("capacity watch skipped: an apply or a rollback is running (%s "
+                         "holds the executor lease)", holder)
                 return []
             return self._ramp(self.target(), spares_only=False)[0]
         except _Cancelled as exc:
             LOG.warning("capacity watch cancelled: %s", exc)
             return []
+        except ConsolidatorError as exc:
+            LOG.warning("capacity watch failed: %s", exc)
+            return []
         finally:
+            self.working = False
             self.busy.release()
 
     def _ramp(self, target: int, *, spares_only: bool) -> tuple[list[str], Cluster]:
@@ -304,6 +387,12 @@ class Daemon:
         if now != was:
             LOG.info("daemon %s is now %s", self.holder,
                      "the active daemon" if now else "standby (another holds the lease)")
+
+
+def _skipped(why: str) -> CycleResult:
+    """A skipped cycle, logged with its reason."""
+    LOG.info("cycle skipped: %s", why)
+    return CycleResult(skipped=why)
 
 
 def _log_line(line: str) -> None:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import dry_context, simulated_cloud
+from consolidator.app.leadership import refuse_while_executor_runs
 from consolidator.app.settings import executor_settings
 from consolidator.core.errors import UsageError
 from consolidator.core.plan import StoredPlan
@@ -62,10 +63,12 @@ def check_applicable(ctx: AppContext, plan_ref: str, *, yes: bool, dry_run: bool
     if ctx.cloud_name and ctx.cloud_name != plan.cloud:
         raise UsageError(f"plan {plan.id} is for cloud {plan.cloud!r}, not {ctx.cloud_name!r}: "
                          f"apply it with --cloud {plan.cloud}")
+    if not dry_run:     # a dry run's context refuses it itself
+        refuse_while_executor_runs(ctx, plan.cloud)
     if resume:
-        if plan.status not in ("running", "failed"):
-            raise UsageError(f"plan {plan.id} {state_phrase(plan.status)}: only a running or "
-                             f"failed plan can be resumed")
+        if plan.status not in ("running", "failed", "interrupted"):
+            raise UsageError(f"plan {plan.id} {state_phrase(plan.status)}: only a running, "
+                             f"failed or interrupted plan can be resumed")
     elif plan.status == "proposed":
         if not yes and not dry_run:
             raise UsageError(f"plan {plan.id} is proposed, not approved: run 'consolidator plan "
@@ -73,7 +76,8 @@ def check_applicable(ctx: AppContext, plan_ref: str, *, yes: bool, dry_run: bool
         if not dry_run:
             set_status(engine, plan.id, "approved", reason="approved by apply --yes")
     elif plan.status != "approved":
-        hint = " (resume it with --resume)" if plan.status in ("running", "failed") else ""
+        hint = (" (resume it with --resume)" if plan.status in ("running", "failed",
+                                                                "interrupted") else "")
         raise UsageError(f"plan {plan.id} {state_phrase(plan.status)}: it cannot be applied{hint}")
     return plan
 

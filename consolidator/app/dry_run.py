@@ -9,11 +9,11 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from consolidator.app.context import AppContext
+from consolidator.app.leadership import refuse_while_executor_runs
 from consolidator.app.settings import executor_settings
 from consolidator.core.wording import plural
 from consolidator.execution.simulated_cloud import SimulatedNova, simulated_power
 from consolidator.openstack.nova import Nova
-from consolidator.store.leases import LeaseHeldError, current
 from consolidator.store.plans import load_plan, set_status
 from consolidator.store.scratch import scratch_copy
 
@@ -30,12 +30,7 @@ def dry_context(ctx: AppContext, *, cloud: str, plan_ids: tuple[str, ...] = (),
     if ctx.simulate:
         return ctx
     engine = ctx.engine()
-    name = f"executor:{cloud}"
-    lease = current(engine, name)
-    if lease is not None:
-        raise LeaseHeldError(f"an executor for cloud {cloud!r} is already running: "
-                             f"{lease.holder} (until {lease.expires_at:%H:%M:%S} UTC) holds "
-                             f"lease {name!r}")
+    refuse_while_executor_runs(ctx, cloud)
     window = executor_settings(ctx.config).low_demand_window   # the demand samples it reads
     since = datetime.now(timezone.utc) - timedelta(minutes=window) if window > 0 else None
     scratch = scratch_copy(engine, cloud=cloud, plan_ids=plan_ids, snapshot_ids=snapshot_ids,

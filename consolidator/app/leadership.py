@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from consolidator.app.context import AppContext
-from consolidator.store.leases import acquire, current, make_holder, release
+from consolidator.store.leases import (
+    LeaseHeldError,
+    acquire,
+    current,
+    make_holder,
+    release,
+)
 
 
 class Leadership:
@@ -27,3 +33,25 @@ def executor_holder(ctx: AppContext, cloud: str | None) -> str | None:
     """Who holds the cloud's executor lease (an apply or a rollback is running), or None."""
     lease = current(ctx.engine(), f"executor:{cloud or 'default'}")
     return lease.holder if lease is not None else None
+
+
+def refuse_while_executor_runs(ctx: AppContext, cloud: str) -> None:
+    """Raise LeaseHeldError, naming the holder, while another executor holds the cloud's
+    lease: checked before a plan is stored, approved or shown, so that a second apply or
+    rollback leaves nothing behind. The executor takes the lease itself when it starts."""
+    name = f"executor:{cloud}"
+    lease = current(ctx.engine(), name)
+    if lease is not None:
+        raise LeaseHeldError(f"an executor for cloud {cloud!r} is already running: "
+                             f"{lease.holder} (until {lease.expires_at:%H:%M:%S} UTC) holds "
+                             f"lease {name!r}")
+
+
+def executor_cloud(ctx: AppContext) -> str:
+    """The cloud name an executor of this context leases: the context's cloud, else the name
+    openstacksdk gives its connection (what the plans and snapshots it stores are under)."""
+    if ctx.cloud_name:
+        return ctx.cloud_name
+    from consolidator.openstack.connection import cloud_label
+
+    return cloud_label(ctx.connect())

@@ -63,12 +63,6 @@ def cancel(ctx: AppContext, plan_id: str, reason: str) -> None:
     stored.set_status(ctx.engine(), plan_id, "cancelled", reason=reason)
 
 
-def running_plans(ctx: AppContext, cloud: str | None) -> list[str]:
-    """Ids of the plans left running (of one cloud, or of all)."""
-    return [row.id for row in stored.list_plans(ctx.engine(), cloud=None, status="running")
-            if not cloud or row.cloud == cloud]
-
-
 def plan_counts(ctx: AppContext) -> dict[str, int]:
     """How many plans are in each state."""
     return stored.count_by_status(ctx.engine())

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import dry_rollback_context
+from consolidator.app.leadership import refuse_while_executor_runs
 from consolidator.app.review import approve, cancel
 from consolidator.app.settings import settings_from_config
-from consolidator.app.snapshots import read_cloud, store_inventory
+from consolidator.app.snapshots import check_read_from, read_cloud, store_inventory
 from consolidator.core.errors import UsageError
 from consolidator.core.model import Cluster
 from consolidator.core.plan import StoredPlan
@@ -42,10 +43,17 @@ class PreparedRollback:
         return self.plan.id if self.plan is not None else None
 
 
-def powered_off_by_us(ctx: AppContext, cloud: str) -> set[str]:
-    """The hosts whose power-off consolidator journaled (and made) in a cloud."""
+#: Journal actions that take a host out of service: a row of any of them, whatever its end
+#: (succeeded, failed, or left running by a crash), is consolidator's intent on that host.
+TAKEN_OUT = ("disable", "power_off", "force_down")
+
+
+def taken_out_by_us(ctx: AppContext, cloud: str) -> set[str]:
+    """The hosts consolidator set out to disable or power off in a cloud, from the journal's
+    intent: succeeded or not, so that a kill -9 between the disable and the power-off or
+    during it, or a BMC that refused its login, leaves nothing behind for rollback."""
     return {e.target for e in journal.entries(ctx.engine(), cloud=cloud)
-            if e.action == "power_off" and e.state == journal.SUCCEEDED}
+            if e.action in TAKEN_OUT and e.state != journal.SKIPPED}
 
 
 def bmc_power(ctx: AppContext, cluster: Cluster) -> dict[str, str]:
@@ -65,10 +73,11 @@ def prepare_rollback(ctx: AppContext, snapshot_ref: str, *, partial: bool = Fals
     engine = ctx.engine()
     target = load_snapshot(engine, snapshot_ref)
     inventory = read_cloud(ctx, ctx.cloud_name or target.info.cloud)
+    check_read_from(target.info, inventory, "roll this cloud back")
     live = inventory.cluster
     draft = rollback_draft(target.cluster, live,
                            per_host_limit=settings_from_config(ctx.config).per_host_limit,
-                           ours=powered_off_by_us(ctx, inventory.cloud), partial=partial,
+                           ours=taken_out_by_us(ctx, inventory.cloud), partial=partial,
                            target_id=target.info.id, bmc_power=bmc_power(ctx, live))
     if not draft.migrations and not draft.power_on:
         return PreparedRollback(target, live, draft.notes, None)
@@ -83,13 +92,20 @@ def interrupted_rollback(ctx: AppContext, snapshot_ref: str) -> StoredPlan:
     engine = ctx.engine()
     target = load_snapshot(engine, snapshot_ref)
     for row in list_plans(engine, status=None, limit=1000):
-        if row.algorithm != "rollback" or row.status not in ("running", "failed"):
+        if row.algorithm != "rollback" or row.status not in ("running", "failed",
+                                                             "interrupted"):
             continue
         plan = load_plan(engine, row.id)
         if plan.draft.options.get("target_snapshot") == target.info.id:
             return plan
     raise UsageError(f"no interrupted rollback to snapshot {target.info.id}: start one with "
                      f"'consolidator rollback {target.info.id}'")
+
+
+def refuse_while_running(ctx: AppContext, snapshot_ref: str) -> None:
+    """LeaseHeldError while another executor holds the lease of the snapshot's cloud."""
+    refuse_while_executor_runs(ctx, ctx.cloud_name or
+                               load_snapshot(ctx.engine(), snapshot_ref).info.cloud)
 
 
 #: Runs a stored plan: (the context, the plan's id, resume) -> its outcome.
@@ -110,6 +126,8 @@ def roll_back(ctx: AppContext, snapshot_ref: str, *, partial: bool, resume: bool
     """Put the cloud back as a snapshot recorded it, or continue the interrupted rollback to
     it (resume); a dry run works on a scratch database and a simulated cloud. show() is
     given the prepared rollback; confirm() is asked before a real run."""
+    if not dry_run:    # before anything is stored or shown (a dry run's context checks it)
+        refuse_while_running(ctx, snapshot_ref)
     if resume:
         plan = interrupted_rollback(ctx, snapshot_ref)
         return RollbackRun(plan.id, run(ctx, plan.id, True))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from consolidator.app.context import AppContext
 from consolidator.app.settings import inventory_settings
+from consolidator.core.errors import UsageError
 from consolidator.core.wording import plural
 from consolidator.scenario.files import load_scenario
 from consolidator.store.snapshots import (
@@ -73,7 +74,22 @@ def store_inventory(ctx: AppContext, inventory: Inventory, *, source_suffix: str
     readings = read_watts(ctx, cluster)
     return save_snapshot(ctx.engine(), cluster, cloud=label,
                          source=f"cloud:{label}{source_suffix}",
-                         capacity_source=inventory.capacity_source, readings=readings)
+                         capacity_source=inventory.capacity_source, readings=readings,
+                         endpoint=inventory.endpoint)
+
+
+def check_read_from(snapshot: SnapshotInfo, inventory: Inventory, doing: str) -> None:
+    """Refuse, in one line, to act on the live cloud from a snapshot that was not read from
+    it: one recorded from a scenario file, or one read from another cloud (another Keystone
+    URL or region, whatever the clouds.yaml entry is called)."""
+    if snapshot.cloud.startswith("scenario:") or snapshot.source.startswith("scenario:"):
+        raise UsageError(f"snapshot {snapshot.id} was recorded from a scenario file "
+                         f"({snapshot.source}), not read from a cloud: it cannot be used to "
+                         f"{doing}")
+    if snapshot.endpoint and inventory.endpoint and snapshot.endpoint != inventory.endpoint:
+        raise UsageError(f"snapshot {snapshot.id} was read from another cloud "
+                         f"({snapshot.endpoint}), not from this one ({inventory.endpoint}): "
+                         f"it cannot be used to {doing}")
 
 
 def record_scenario(ctx: AppContext, path: str) -> Snapshot:

@@ -42,7 +42,9 @@ def daemon_cmd(app: AppContext, once: bool, bmc_file: str | None) -> None:
                    err=True)
         daemon.serve()
         return
-    result = daemon.cycle()
+    result = daemon.once()      # the lease is given back however the cycle ends
+    if result.failed:
+        raise ConsolidatorError(f"cycle failed: {result.failed}")
     if result.skipped:
         click.echo(f"cycle skipped: {result.skipped}")
         return
@@ -57,7 +59,6 @@ def daemon_cmd(app: AppContext, once: bool, bmc_file: str | None) -> None:
                    f"powered off, {len(outcome.failed)} failed")
     if result.powered_on:
         click.echo(f"powered on for the padding: {', '.join(result.powered_on)}")
-    daemon.resign()
     if outcome is not None and not outcome.ok:
         raise ConsolidatorError(f"the cycle's plan {result.plan_id} did not finish: see "
                                 f"'consolidator journal --plan {result.plan_id}'")

@@ -1,9 +1,10 @@
 """A plan: its moves and power actions, its lifecycle, and its JSON contract.
 
 proposed -> approved -> running -> succeeded | failed | cancelled; a newer plan for the same
-cloud marks older proposed plans superseded. The store persists plans; this module says what
-a plan is and which transitions are allowed, so that rendering, metrics and reports need no
-database to read one.
+cloud marks older proposed plans superseded; a plan a crash left running that the daemon may
+not resume becomes interrupted (the operator resumes or cancels it). The store persists plans;
+this module says what a plan is and which transitions are allowed, so that rendering, metrics
+and reports need no database to read one.
 """
 
 from __future__ import annotations
@@ -92,8 +93,11 @@ TRANSITIONS: dict[str, set[str]] = {
     # running -> running and failed -> running: apply --resume after a crash or a signal;
     # the executor's lease, not the state, keeps two executors apart. A running plan is not
     # cancelled: it is stopped (SIGINT/SIGTERM) and then resumed or left failed.
-    "running": {"running", "succeeded", "failed"},
+    "running": {"running", "succeeded", "failed", "interrupted"},
     "failed": {"running"},
+    # interrupted: left running by a crash and overtaken (a rollback, a newer plan), or found
+    # by a daemon without auto_apply; nothing resumes it unless the operator does.
+    "interrupted": {"running", "cancelled"},
     "succeeded": set(), "cancelled": set(), "superseded": set(),
 }
 
@@ -139,7 +143,8 @@ class StoredPlan:
 
 
 #: Every plan state, in lifecycle order.
-STATES = ("proposed", "approved", "running", "succeeded", "failed", "cancelled", "superseded")
+STATES = ("proposed", "approved", "running", "succeeded", "failed", "interrupted", "cancelled",
+          "superseded")
 
 
 def check_transition(plan_id: str, current: str, status: str) -> None:

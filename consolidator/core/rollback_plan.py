@@ -1,14 +1,15 @@
 """Rollback: a plan that puts the cloud back as a snapshot recorded it.
 
-Rollback touches only what consolidator did. Hosts that consolidator powered off (their
-nova-compute disabled with a reason that names a consolidator plan, and their power-off in the
-journal: the caller says which) and that were on in the snapshot are powered on and enabled
-first; a host disabled or down for any other reason is reported and left alone, and nothing
-moves onto it. Then every instance that still exists moves back to its host in the snapshot,
-in waves, through the same executor. Instances created since stay where they are; instances
-deleted since are reported. With partial, the moves that no longer fit or cannot be ordered
-are reported instead of refusing the whole. When the cloud already matches, the plan is
-empty.
+Rollback touches only what consolidator did, and all of it. Hosts that consolidator took out of
+service (their nova-compute disabled with a reason that names a consolidator plan, and a
+disable or power-off of theirs in the journal, succeeded or not: the caller says which) and
+that were on in the snapshot are powered on and enabled first; a host whose BMC cannot be read
+is noted: the run reads it again and leaves it disabled if it still cannot; a host disabled or
+down for any other reason is reported and left alone, and nothing moves onto it. Then every
+instance that still exists moves back to its host in the snapshot, in waves, through the same
+executor. Instances created since stay where they are; instances deleted since are reported.
+With partial, the moves that no longer fit or cannot be ordered are reported instead of
+refusing the whole. When the cloud already matches, the plan is empty.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
                    bmc_power: Mapping[str, str] | None = None) -> PlanDraft:
     """The plan that moves the live cloud back to the target snapshot's placement.
 
-    ours: the hosts whose power-off consolidator journaled (None: any host disabled with a
-    consolidator reason counts as ours). bmc_power: each host's power as its BMC reads it,
-    which wins over Nova's service state (Nova may report a powered-off compute up).
+    ours: the hosts consolidator journaled a disable or power-off of (None: any host disabled
+    with a consolidator reason counts as ours). bmc_power: each host's power as its BMC reads
+    it ('on', 'off' or 'unknown'), which wins over Nova's service state (Nova may report a
+    powered-off compute up).
     """
     rules = rules or Rules()
     bmc_power = bmc_power or {}
@@ -58,6 +60,11 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
     if theirs:
         notes.append(f"left alone, not disabled or powered off by consolidator: "
                      f"{', '.join(theirs)}")
+    unread = [name for name in power_on if bmc_power.get(name) == "unknown"]
+    if unread:
+        notes.append(f"{', '.join(unread)}: {agree(len(unread), 'its', 'their')} BMC cannot "
+                     f"be read now; the rollback reads it again, and a host whose power still "
+                     f"cannot be read stays disabled")
     # After the power-on step those hosts are usable again: plan against that future state.
     future = Cluster(hosts=tuple(replace(h, status="enabled", state="up", power="on")
                                  if h.name in power_on else h for h in live.hosts),

@@ -9,7 +9,7 @@ _IRREGULAR = {"is": "are", "was": "were", "has": "have", "stays": "stay", "this"
 _STATE_PHRASES = {
     "proposed": "is proposed", "approved": "is approved", "running": "is running",
     "succeeded": "has succeeded", "failed": "has failed", "cancelled": "was cancelled",
-    "superseded": "was superseded",
+    "superseded": "was superseded", "interrupted": "was interrupted",
 }
 
 

@@ -44,7 +44,7 @@ from consolidator.execution.progress import MigrationProgress, ProgressListener,
 from consolidator.execution.resume import reconcile
 from consolidator.openstack import placement
 from consolidator.openstack.nova import FINAL_MIGRATION_STATUSES, Nova
-from consolidator.power.driver import read_power
+from consolidator.power.driver import POWER_UNKNOWN, read_power
 from consolidator.store import journal
 from consolidator.store.leases import Guard, LeaseLostError
 from consolidator.store.plans import set_status
@@ -433,9 +433,15 @@ class Executor:
                 outcome.powered_on.append(name)
 
     def _power_on_host(self, plan: StoredPlan, name: str, powered: list[bool]) -> str | None:
-        """Bring one host back through the guarded power path."""
+        """Bring one host back through the guarded power path; a host whose BMC cannot be
+        read, twice, is never taken for 'on': it stays disabled, journaled."""
+        driver = self.power(name)
+        if driver is not None and _unreadable(driver, self.settings.poll_interval):
+            return self._note(plan, "power_on", name, journal.SKIPPED,
+                              "its BMC cannot be read (power unknown): it stays disabled; "
+                              "once its BMC answers, run the rollback again")
         try:
-            return self.guarded.power_on(plan.id, self.hosts[name], self.power(name), powered)
+            return self.guarded.power_on(plan.id, self.hosts[name], driver, powered)
         except LeaseLostError as exc:
             return self._lost_at(exc)
 
@@ -518,6 +524,14 @@ class Executor:
 
 #: What _migrate returns for a move it did not start (the run is stopping).
 _NOT_STARTED = "not started"
+
+
+def _unreadable(driver: PowerDriver, pause: float) -> bool:
+    """Whether the BMC's power reads 'unknown', and again after a pause."""
+    if read_power(driver) != POWER_UNKNOWN:
+        return False
+    time.sleep(min(pause, 1.0))
+    return read_power(driver) == POWER_UNKNOWN
 
 
 def demand_of(cluster: Cluster, move: Move) -> placement.Demand:

@@ -90,6 +90,17 @@ def cloud_label(conn: Connection) -> str:
     return getattr(conn.config, "name", None) or "default"
 
 
+def cloud_identity(conn: Connection) -> str | None:
+    """Which deployment a connection reaches, whatever its clouds.yaml entry is called: its
+    Keystone URL and region, or (a cloud without Keystone) its compute endpoint."""
+    config = conn.config
+    where = (config.get_auth_args() or {}).get("auth_url") or config.get_endpoint("compute")
+    if not where:
+        return None
+    region = getattr(config, "region_name", None) or ""
+    return f"{str(where).rstrip('/')} {region}".strip()
+
+
 @contextmanager
 def cloud_errors(conn: Connection, doing: str) -> Iterator[None]:
     """Translate openstacksdk/keystoneauth exceptions into CloudError naming cloud and cause."""

@@ -26,6 +26,7 @@ from consolidator.core.wording import agree, plural
 from consolidator.openstack.connection import (
     HttpStatusError,
     cloud_errors,
+    cloud_identity,
     cloud_label,
     compute_microversion,
     get_json,
@@ -66,6 +67,8 @@ class Inventory:
     notes: tuple[str, ...] = field(default_factory=tuple)
     #: The cloud's name (its clouds.yaml entry).
     cloud: str = "default"
+    #: Where it was read (connection.cloud_identity): tells two clouds of one name apart.
+    endpoint: str | None = None
 
 
 def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
@@ -126,7 +129,8 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
     for note in notes:
         LOG.info("inventory: %s", note)
     return Inventory(cluster=cluster, capacity_source=source, microversion=mv,
-                     notes=tuple(notes), cloud=cloud_label(conn))
+                     notes=tuple(notes), cloud=cloud_label(conn),
+                     endpoint=cloud_identity(conn))
 
 
 def _resource(inventories: dict[str, Any], rc: str) -> tuple[int, int, float]:

@@ -10,6 +10,12 @@ The result is the safe loader's result. Whatever this builder does not handle it
 and aliases, explicit tags, merge keys, complex keys, several documents, a parse error) makes it
 hand the whole text to PyYAML's safe loader, so rare documents and every error message are
 PyYAML's own. Without libyaml, PyYAML's pure-Python safe loader does the work.
+
+Before that, the aliases are counted from the parser's events, with nothing expanded: a
+document whose aliases would add more values than it writes itself (and more than
+``ALIAS_VALUES``) is refused (``AliasExpansionError``), so a few hundred bytes of nested
+aliases (a "billion laughs") cannot exhaust memory here, in the scenario cache or in the
+validation that walks the document.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 from yaml.events import (
+    AliasEvent,
     DocumentEndEvent,
     DocumentStartEvent,
     MappingEndEvent,
@@ -46,14 +53,77 @@ class _Unsupported(Exception):
     """The document uses something this builder leaves to PyYAML."""
 
 
+#: Values that aliases may add to a document beyond the ones it writes (or as many as it
+#: writes, if that is more).
+ALIAS_VALUES = 1_000_000
+
+
+class AliasExpansionError(yaml.MarkedYAMLError):
+    """The document's aliases would expand it beyond the bound."""
+
+
 def load(text: str) -> Any:
-    """Parse YAML text as ``yaml.safe_load`` does (one document; raises yaml.YAMLError)."""
+    """Parse YAML text as ``yaml.safe_load`` does (one document; raises yaml.YAMLError, and
+    AliasExpansionError for aliases that would expand it too far)."""
     if CParser is not None:
         try:
             return build(text)
         except (_Unsupported, yaml.YAMLError):
             pass  # PyYAML's loader gives the result, or its own error, below
+    check_aliases(text)
     return yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 - a safe loader
+
+
+def check_aliases(text: str, bound: int = ALIAS_VALUES) -> None:
+    """Raise AliasExpansionError if expanding the aliases would add more than
+    max(bound, values written) values; counted from parser events, nothing is built. A
+    parse error is left to the loader, which reports it."""
+    written = extra = 0
+    sizes: dict[str, int] = {}
+    stack: list[list[Any]] = []    # per open collection: [its size so far, its anchor]
+    try:
+        for event in _events(text):
+            kind = type(event)
+            if kind is AliasEvent:
+                size = sizes.get(event.anchor, 1)
+                extra += size - 1
+                if extra > max(bound, written):
+                    raise AliasExpansionError(
+                        None, None, f"its aliases expand to more than {max(bound, written):,} "
+                        f"values (an alias bomb?): write the values out, or use fewer "
+                        f"nested aliases", event.start_mark)
+            elif kind is ScalarEvent:
+                written, size = written + 1, 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            elif kind is MappingStartEvent or kind is SequenceStartEvent:
+                written += 1
+                stack.append([1, event.anchor])
+                continue
+            elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                size, anchor = stack.pop()
+                if anchor is not None:
+                    sizes[anchor] = size
+            else:
+                continue
+            if stack:
+                stack[-1][0] += size
+    except AliasExpansionError:
+        raise
+    except yaml.YAMLError:
+        return
+
+
+def _events(text: str) -> Any:
+    """The parser's events: libyaml's where it is installed."""
+    if CParser is not None:
+        parser = CParser(text)
+        while (event := parser.get_event()) is not None:
+            yield event
+            if type(event) is StreamEndEvent:
+                return
+    else:
+        yield from yaml.parse(text, Loader=yaml.SafeLoader)
 
 
 def build(text: str) -> Any:

@@ -32,6 +32,8 @@ class SnapshotInfo:
     capacity_source: str
     host_count: int
     instance_count: int
+    #: The identity of the cloud it was read from (None: a scenario file, or unknown).
+    endpoint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,10 @@ _INSTANCE_COLUMNS = ("name", "host", "vcpus", "memory_mb", "disk_gb", "status", 
 
 def save_snapshot(engine: Engine, cluster: Cluster, *, cloud: str, source: str,
                   capacity_source: str = "placement", taken_at: datetime | None = None,
-                  readings: tuple[Reading, ...] = ()) -> Snapshot:
+                  readings: tuple[Reading, ...] = (), endpoint: str | None = None
+                  ) -> Snapshot:
     """Store a cluster as a new snapshot in one transaction; return it as stored."""
-    header = {"id": str(uuid.uuid4()), "cloud": cloud,
+    header = {"id": str(uuid.uuid4()), "cloud": cloud, "endpoint": endpoint,
               "taken_at": taken_at or datetime.now(timezone.utc), "source": source,
               "capacity_source": capacity_source, "host_count": len(cluster.hosts),
               "instance_count": len(cluster.instances)}

@@ -58,6 +58,9 @@ snapshots = Table(
     Column("capacity_source", String(32), nullable=False),
     Column("host_count", Integer, nullable=False),
     Column("instance_count", Integer, nullable=False),
+    # where it was read: the cloud's identity (connection.cloud_identity); NULL for a
+    # scenario file and for snapshots older than revision 0006
+    Column("endpoint", String(1024)),
 )
 
 _CASCADE = {"ondelete": "CASCADE"}

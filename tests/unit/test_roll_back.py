@@ -23,6 +23,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     monkeypatch.setattr(rollback_run, "prepare_rollback",
                         lambda ctx, ref, partial: done.append(("prepare", ctx)) or prepared)
     monkeypatch.setattr(rollback_run, "dry_rollback_context", lambda ctx, ref: "dry")
+    monkeypatch.setattr(rollback_run, "refuse_while_running", lambda ctx, ref: None)
     monkeypatch.setattr(rollback_run, "interrupted_rollback", lambda ctx, ref: PLAN)
     monkeypatch.setattr(rollback_run, "approve",
                         lambda ctx, plan_id, reason: done.append(("approve", reason)))
@@ -77,3 +78,17 @@ def test_a_held_lease_cancels_the_approved_plan(calls: list[tuple[str, Any]]) ->
     with pytest.raises(LeaseHeldError):
         roll(calls, run=held)
     assert calls[-1] == ("cancel", "p-1")
+
+
+def test_a_held_lease_refuses_before_anything_is_prepared(calls: list[tuple[str, Any]],
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """Issue 23, point 12: refused only after the plan was printed, leaving a cancelled plan
+    and a 'before rollback' snapshot behind."""
+    def held(ctx: Any, ref: str) -> None:
+        raise LeaseHeldError("held")
+    monkeypatch.setattr(rollback_run, "refuse_while_running", held)
+    for resume in (False, True):
+        with pytest.raises(LeaseHeldError):
+            roll(calls, resume=resume)
+    assert calls == []
