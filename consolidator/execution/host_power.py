@@ -249,6 +249,7 @@ class GuardedPower:
                               f"not powered on: power actions are stopped ({self.halted})")
         service = self.nova.services().get(host.compute_host) or {}
         state = read_power(driver) if driver is not None else None
+        entry, read = None, ""
         if state == "off" or (state is None and service.get("state") != "up"):
             if driver is None:
                 return self._note(plan_id, "power_on", host, journal.SKIPPED,
@@ -262,19 +263,16 @@ class GuardedPower:
             except ConsolidatorError as exc:
                 journal.finish(self.engine, entry, journal.FAILED, str(exc))
                 return str(exc)
-            journal.finish(self.engine, entry, journal.SUCCEEDED, f"the BMC reads {read}")
-            powered.append(True)
-        if service.get("forced_down"):
-            problem = self._unfence(plan_id, host)
+        if entry is not None or service.get("forced_down"):
+            problem = self._come_up(plan_id, host, bool(service.get("forced_down")))
+            if entry is not None:
+                journal.finish(self.engine, entry,
+                               journal.FAILED if problem else journal.SUCCEEDED,
+                               f"the BMC reads {read}; {problem or 'nova-compute up'}")
             if problem is not None:
-                return problem
-        if powered or service.get("forced_down"):
-            seen = (self.nova.services().get(host.compute_host) or {}).get("updated_at")
-            try:
-                await_service_up(self.nova, host.compute_host, seen, self.timeout, self.poll)
-            except ConsolidatorError as exc:
-                return self._note(plan_id, "enable", host, journal.SKIPPED,
-                                  f"{exc}: it stays disabled")
+                return f"{problem}: it stays disabled"
+            if entry is not None:
+                powered.append(True)
         ours = (service.get("disabled_reason") or "").startswith("consolidator:")
         if service.get("status") == "enabled" or (only_ours and not ours):
             return None
@@ -286,6 +284,20 @@ class GuardedPower:
             journal.finish(self.engine, entry, journal.FAILED, str(exc))
             return str(exc)
         journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled")
+        return None
+
+    def _come_up(self, plan_id: str | None, host: Host, fenced: bool) -> str | None:
+        """Clear the forced-down mark (if set), then wait for a nova-compute heartbeat newer
+        than that; None once it reports up, else why not."""
+        if fenced:
+            problem = self._unfence(plan_id, host)
+            if problem is not None:
+                return problem
+        seen = (self.nova.services().get(host.compute_host) or {}).get("updated_at")
+        try:
+            await_service_up(self.nova, host.compute_host, seen, self.timeout, self.poll)
+        except ConsolidatorError as exc:
+            return str(exc)
         return None
 
     def _unfence(self, plan_id: str | None, host: Host) -> str | None:
