@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from consolidator.store.leases import Guard
 
 Reporter = Callable[[str], None]
+#: The journal action recording that a power-off silenced another compute: that host is not
+#: powered off again until its BMC entry names its system.
+MISWIRED = "bmc_miswired"
 #: Seconds between BMC reads while waiting out a graceful shutdown that was not forced.
 WITHHELD_POLL_S = 0.2
 
@@ -91,7 +94,7 @@ class GuardedPower:
         if self.halted is not None:
             return self._note(plan_id, "power_off", host, journal.SKIPPED,
                               f"not powered off: power actions are stopped ({self.halted})")
-        problem = self.not_empty(host)
+        problem = self.not_empty(host) or self._once_miswired(host, driver)
         if problem is not None:
             return self._note(plan_id, "power_off", host, journal.SKIPPED, problem)
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="disable",
@@ -145,12 +148,27 @@ class GuardedPower:
         if wrong is None:
             return None
         self.halted = f"{host.name}: {wrong}"
+        journal.record(self.engine, cloud=self.cloud, plan_id=plan_id, action=MISWIRED,
+                       target=host.name, state=journal.FAILED, result=wrong)
         self.report(f"  FAILED {host.name}: {wrong}; every further power action is stopped")
         failed = self._back_on(plan_id, host, driver, wrong)
         self.reenable(plan_id, host, wrong)
         return (f"{wrong}; every further power action is stopped; "
                 f"{failed or 'the system its BMC entry reaches was powered on again'}; fix "
                 f"the BMC entry (see 'consolidator bmc-check')")
+
+    def _once_miswired(self, host: Host, driver: PowerDriver) -> str | None:
+        """Why a host whose BMC entry once powered off another system may not be powered off
+        until its entry names its system's identity (which every power action then checks)."""
+        if driver.expected_identity():
+            return None
+        found = journal.last(self.engine, cloud=self.cloud, action=MISWIRED, target=host.name)
+        if found is None:
+            return None
+        return (f"its BMC entry powered off another system on "
+                f"{found.created_at:%Y-%m-%d %H:%M} UTC (journal row {found.id}); give the "
+                f"entry its system's identity (system_uuid, system_guid...: see 'consolidator "
+                f"bmc-check') before it is powered off again")
 
     def _back_on(self, plan_id: str | None, host: Host, driver: PowerDriver, why: str
                  ) -> str | None:

@@ -90,8 +90,12 @@ def test_a_power_off_that_silences_another_compute_is_undone(cloud: Cloud) -> No
     path.write_text(yaml.safe_dump(doc))
     try:
         refused = cloud.op("hosts", "power", "off", "c3", "--force", "--yes")
+        cloud.nova.wait(lambda: cloud.nova.services()["c1"].state == "up",
+                        "c1's compute back up")
+        again = cloud.op("hosts", "power", "off", "c3", "--force", "--yes")
     finally:
         path.write_text(cloud.bmc_yaml)
+    assert again.code == 1 and "powered off another system" in again.err, again.err
     assert refused.code == 1, refused.out + refused.err
     assert "reaches another" in refused.err and "every further power action is stopped" in \
         refused.err, refused.err
