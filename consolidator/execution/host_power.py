@@ -140,16 +140,19 @@ class GuardedPower:
             failed = self._back_on(plan_id, host, driver, why)
             self.reenable(plan_id, host, why)
             return f"{why}; {failed or 'powered on again and enabled'}"
+        miswired = True
         try:
             wrong = silent_after_power_off(self.nova, host.compute_host, before,
                                            poll=self.poll, deadline_s=min(self.timeout, 180.0))
-        except ConsolidatorError as exc:
-            wrong = f"its nova-compute could not be watched after the power-off: {exc}"
+        except ConsolidatorError as exc:   # unverified: undone, but no entry is blamed
+            wrong, miswired = f"its nova-compute could not be watched after the power-off: " \
+                f"{exc}", False
         if wrong is None:
             return None
         self.halted = f"{host.name}: {wrong}"
-        journal.record(self.engine, cloud=self.cloud, plan_id=plan_id, action=MISWIRED,
-                       target=host.name, state=journal.FAILED, result=wrong)
+        if miswired:
+            journal.record(self.engine, cloud=self.cloud, plan_id=plan_id, action=MISWIRED,
+                           target=host.name, state=journal.FAILED, result=wrong)
         self.report(f"  FAILED {host.name}: {wrong}; every further power action is stopped")
         failed = self._back_on(plan_id, host, driver, wrong)
         self.reenable(plan_id, host, wrong)
