@@ -46,6 +46,8 @@ Reporter = Callable[[str], None]
 #: The journal action recording that a power-off silenced another compute: that host is not
 #: powered off again until its BMC entry names its system.
 MISWIRED = "bmc_miswired"
+#: The longest wait for a heartbeat that tells whether a host whose BMC reads nothing is on.
+HEARTBEAT_WAIT_S = 60.0
 #: Seconds between BMC reads while waiting out a graceful shutdown that was not forced.
 WITHHELD_POLL_S = 0.2
 
@@ -194,6 +196,14 @@ class GuardedPower:
         capacity is stranded; the reason says how to recover."""
         read = read_power(driver)
         still = host.compute_host in reporting(before, self.nova.services())
+        if read not in ("on", "off") and not still:     # wait one heartbeat to know
+            seen = (before.get(host.compute_host) or {}).get("updated_at")
+            try:
+                await_service_up(self.nova, host.compute_host, seen,
+                                 min(self.timeout, HEARTBEAT_WAIT_S), self.poll)
+                still = True
+            except ConsolidatorError:
+                still = False
         journal.finish(self.engine, entry, journal.FAILED,
                        f"{exc}; the BMC reads {read}"
                        f"{'; its nova-compute still reports' if still else ''}")
