@@ -43,6 +43,11 @@ if TYPE_CHECKING:
     from consolidator.store.leases import Guard
 
 Reporter = Callable[[str], None]
+#: The journal action recording that a power-off silenced another compute: that host is not
+#: powered off again until its BMC entry names its system.
+MISWIRED = "bmc_miswired"
+#: The longest wait for a heartbeat that tells whether a host whose BMC reads nothing is on.
+HEARTBEAT_WAIT_S = 60.0
 #: Seconds between BMC reads while waiting out a graceful shutdown that was not forced.
 WITHHELD_POLL_S = 0.2
 
@@ -91,7 +96,7 @@ class GuardedPower:
         if self.halted is not None:
             return self._note(plan_id, "power_off", host, journal.SKIPPED,
                               f"not powered off: power actions are stopped ({self.halted})")
-        problem = self.not_empty(host)
+        problem = self.not_empty(host) or self._once_miswired(host, driver)
         if problem is not None:
             return self._note(plan_id, "power_off", host, journal.SKIPPED, problem)
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="disable",
@@ -137,20 +142,38 @@ class GuardedPower:
             failed = self._back_on(plan_id, host, driver, why)
             self.reenable(plan_id, host, why)
             return f"{why}; {failed or 'powered on again and enabled'}"
+        miswired = True
         try:
             wrong = silent_after_power_off(self.nova, host.compute_host, before,
                                            poll=self.poll, deadline_s=min(self.timeout, 180.0))
-        except ConsolidatorError as exc:
-            wrong = f"its nova-compute could not be watched after the power-off: {exc}"
+        except ConsolidatorError as exc:   # unverified: undone, but no entry is blamed
+            wrong, miswired = f"its nova-compute could not be watched after the power-off: " \
+                f"{exc}", False
         if wrong is None:
             return None
         self.halted = f"{host.name}: {wrong}"
+        if miswired:
+            journal.record(self.engine, cloud=self.cloud, plan_id=plan_id, action=MISWIRED,
+                           target=host.name, state=journal.FAILED, result=wrong)
         self.report(f"  FAILED {host.name}: {wrong}; every further power action is stopped")
         failed = self._back_on(plan_id, host, driver, wrong)
         self.reenable(plan_id, host, wrong)
         return (f"{wrong}; every further power action is stopped; "
                 f"{failed or 'the system its BMC entry reaches was powered on again'}; fix "
                 f"the BMC entry (see 'consolidator bmc-check')")
+
+    def _once_miswired(self, host: Host, driver: PowerDriver) -> str | None:
+        """Why a host whose BMC entry once powered off another system may not be powered off
+        until its entry names its system's identity (which every power action then checks)."""
+        if driver.expected_identity():
+            return None
+        found = journal.last(self.engine, cloud=self.cloud, action=MISWIRED, target=host.name)
+        if found is None:
+            return None
+        return (f"its BMC entry powered off another system on "
+                f"{found.created_at:%Y-%m-%d %H:%M} UTC (journal row {found.id}); give the "
+                f"entry its system's identity (system_uuid, system_guid...: see 'consolidator "
+                f"bmc-check') before it is powered off again")
 
     def _back_on(self, plan_id: str | None, host: Host, driver: PowerDriver, why: str
                  ) -> str | None:
@@ -173,6 +196,14 @@ class GuardedPower:
         capacity is stranded; the reason says how to recover."""
         read = read_power(driver)
         still = host.compute_host in reporting(before, self.nova.services())
+        if read not in ("on", "off") and not still:     # wait one heartbeat to know
+            seen = (before.get(host.compute_host) or {}).get("updated_at")
+            try:
+                await_service_up(self.nova, host.compute_host, seen,
+                                 min(self.timeout, HEARTBEAT_WAIT_S), self.poll)
+                still = True
+            except ConsolidatorError:
+                still = False
         journal.finish(self.engine, entry, journal.FAILED,
                        f"{exc}; the BMC reads {read}"
                        f"{'; its nova-compute still reports' if still else ''}")
@@ -249,6 +280,7 @@ class GuardedPower:
                               f"not powered on: power actions are stopped ({self.halted})")
         service = self.nova.services().get(host.compute_host) or {}
         state = read_power(driver) if driver is not None else None
+        entry, read = None, ""
         if state == "off" or (state is None and service.get("state") != "up"):
             if driver is None:
                 return self._note(plan_id, "power_on", host, journal.SKIPPED,
@@ -262,19 +294,16 @@ class GuardedPower:
             except ConsolidatorError as exc:
                 journal.finish(self.engine, entry, journal.FAILED, str(exc))
                 return str(exc)
-            journal.finish(self.engine, entry, journal.SUCCEEDED, f"the BMC reads {read}")
-            powered.append(True)
-        if service.get("forced_down"):
-            problem = self._unfence(plan_id, host)
+        if entry is not None or service.get("forced_down"):
+            problem = self._come_up(plan_id, host, bool(service.get("forced_down")))
+            if entry is not None:
+                journal.finish(self.engine, entry,
+                               journal.FAILED if problem else journal.SUCCEEDED,
+                               f"the BMC reads {read}; {problem or 'nova-compute up'}")
             if problem is not None:
-                return problem
-        if powered or service.get("forced_down"):
-            seen = (self.nova.services().get(host.compute_host) or {}).get("updated_at")
-            try:
-                await_service_up(self.nova, host.compute_host, seen, self.timeout, self.poll)
-            except ConsolidatorError as exc:
-                return self._note(plan_id, "enable", host, journal.SKIPPED,
-                                  f"{exc}: it stays disabled")
+                return f"{problem}: it stays disabled"
+            if entry is not None:
+                powered.append(True)
         ours = (service.get("disabled_reason") or "").startswith("consolidator:")
         if service.get("status") == "enabled" or (only_ours and not ours):
             return None
@@ -286,6 +315,20 @@ class GuardedPower:
             journal.finish(self.engine, entry, journal.FAILED, str(exc))
             return str(exc)
         journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled")
+        return None
+
+    def _come_up(self, plan_id: str | None, host: Host, fenced: bool) -> str | None:
+        """Clear the forced-down mark (if set), then wait for a nova-compute heartbeat newer
+        than that; None once it reports up, else why not."""
+        if fenced:
+            problem = self._unfence(plan_id, host)
+            if problem is not None:
+                return problem
+        seen = (self.nova.services().get(host.compute_host) or {}).get("updated_at")
+        try:
+            await_service_up(self.nova, host.compute_host, seen, self.timeout, self.poll)
+        except ConsolidatorError as exc:
+            return str(exc)
         return None
 
     def _unfence(self, plan_id: str | None, host: Host) -> str | None:

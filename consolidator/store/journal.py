@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from consolidator.store.leases import Guard
 
 __all__ = ["FAILED", "RUNNING", "SKIPPED", "SUCCEEDED", "Entry", "begin", "entries", "finish",
-           "record"]
+           "last", "record"]
 
 
 def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, target: str,
@@ -74,3 +74,13 @@ def entries(engine: Engine, *, plan_id: str | None = None, cloud: str | None = N
         query = query.limit(limit)
     with translate_errors(engine), engine.connect() as conn:
         return [Entry(**row._mapping) for row in conn.execute(query)]
+
+
+def last(engine: Engine, *, cloud: str, action: str, target: str) -> Entry | None:
+    """The newest row of one action on one target in a cloud's journal, or None."""
+    query = select(journal).where(journal.c.cloud == cloud, journal.c.action == action,
+                                  journal.c.target == target).order_by(
+        journal.c.id.desc()).limit(1)
+    with translate_errors(engine), engine.connect() as conn:
+        row = conn.execute(query).first()
+    return Entry(**row._mapping) if row is not None else None

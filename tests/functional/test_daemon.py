@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -150,27 +151,35 @@ def test_two_daemons_fail_over_on_postgresql(pg_url: str, tmp_path: Path) -> Non
                       "capacity_watch_interval = 0\n")
     env = {**os.environ, "CONSOLIDATOR_DB_URL": pg_url, "OS_CLOUD": "nowhere",
            "OS_CLIENT_CONFIG_FILE": str(tmp_path / "none.yaml")}
+    logs = [tmp_path / f"daemon-{i}.err" for i in range(2)]
     procs = [subprocess.Popen([sys.executable, "-m", "consolidator", "--config", str(config),
-                               "daemon"], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+                               "daemon"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=log.open("w"), text=True) for log in logs]
     engine = make_engine(pg_url)
+
+    def holder_of(log: Path) -> str | None:
+        """The random lease holder token a daemon logs when it starts."""
+        found = re.search(r"daemon (\S+) started", log.read_text())
+        return found.group(1) if found else None
     try:
         deadline = time.monotonic() + 30
-        while (lease := current(engine, "daemon:nowhere")) is None:
+        while (lease := current(engine, "daemon:nowhere")) is None or \
+                None in (holders := [holder_of(log) for log in logs]):
             assert time.monotonic() < deadline, "no daemon took the lease"
             time.sleep(0.2)
-        pids = {str(p.pid): p for p in procs}
-        active = pids[lease.holder.split(":")[1]]
+        active = procs[holders.index(lease.holder)]
         standby = next(p for p in procs if p is not active)
+        standby_holder = holders[procs.index(standby)]
         active.send_signal(signal.SIGKILL)
         active.wait(timeout=10)
         killed_at = time.monotonic()
         while (lease := current(engine, "daemon:nowhere")) is None or \
-                lease.holder.split(":")[1] != str(standby.pid):
+                lease.holder != standby_holder:
             assert time.monotonic() - killed_at < 3 + 3, "the standby did not take over"
             time.sleep(0.2)
         standby.send_signal(signal.SIGTERM)
-        _, err = standby.communicate(timeout=30)
+        standby.wait(timeout=30)
+        err = logs[procs.index(standby)].read_text()
         assert standby.returncode == 0, err
         assert "is now the active daemon" in err and "stopped" in err
         assert current(engine, "daemon:nowhere") is None      # released on shutdown

@@ -296,7 +296,12 @@ def test_a_power_off_that_silences_another_compute_is_undone(tmp_path: Path) -> 
         assert services["c3"].status == "enabled"
         assert [(e.action, e.state) for e in journal.entries(engine) if e.target == "c3"] == [
             ("disable", journal.SUCCEEDED), ("power_off", journal.SUCCEEDED),
-            ("power_on", journal.SUCCEEDED), ("enable", journal.SUCCEEDED)]
+            ("bmc_miswired", journal.FAILED), ("power_on", journal.SUCCEEDED),
+            ("enable", journal.SUCCEEDED)]
+        # The same entry is not trusted again until it names its system.
+        with pytest.raises(ConsolidatorError, match="powered off another system"):
+            power.power_off(ctx, "c3", force=True, confirm=lambda _q: True)
+        assert cloud.power("c1") == "on" and cloud.power("c3") == "on"
         assert len(cloud.cluster().instances) == 3
         assert_no_work_on_a_powered_off_host(cloud.state.summary())
         assert_guarded(engine)

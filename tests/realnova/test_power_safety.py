@@ -90,8 +90,12 @@ def test_a_power_off_that_silences_another_compute_is_undone(cloud: Cloud) -> No
     path.write_text(yaml.safe_dump(doc))
     try:
         refused = cloud.op("hosts", "power", "off", "c3", "--force", "--yes")
+        cloud.nova.wait(lambda: cloud.nova.services()["c1"].state == "up",
+                        "c1's compute back up")
+        again = cloud.op("hosts", "power", "off", "c3", "--force", "--yes")
     finally:
         path.write_text(cloud.bmc_yaml)
+    assert again.code == 1 and "powered off another system" in again.err, again.err
     assert refused.code == 1, refused.out + refused.err
     assert "reaches another" in refused.err and "every further power action is stopped" in \
         refused.err, refused.err
@@ -201,4 +205,28 @@ def test_a_bmc_refusing_its_login_keeps_its_host_from_being_emptied(cloud: Cloud
     assert [n for n, h in nova.where().items() if h == "c2"] == \
         [n for n, h in before.items() if h == "c2"]
     assert nova.power()["c2"] == "on" and nova.services()["c2"].status == "enabled"
+    cloud.assert_safe()
+
+
+def test_a_power_off_its_bmc_refuses_leaves_the_host_on_and_enabled(cloud: Cloud) -> None:
+    """Point 10, the power-off that fails anyway: the BMC refuses the login at the power-off
+    itself (no pre-flight outside a plan). Real Nova's next heartbeat shows the host still
+    on, so it is enabled again, journaled, and the error says how to recover."""
+    op, nova = cloud.op, cloud.nova
+    if nova.power()["c3"] == "off":
+        op.ok("hosts", "power", "on", "c3")
+    assert "c3" not in nova.where().values()
+    nova.served.add_fault({"type": "bmc_auth_fails", "host": "c3"})
+    try:
+        refused = op("hosts", "power", "off", "c3", "--force", "--yes")
+    finally:
+        nova.served.clear_faults()
+    assert refused.code == 1, refused.out + refused.err
+    assert "authentication refused" in refused.err
+    assert "left on and enabled again" in refused.err and "bmc-check" in refused.err
+    assert nova.power()["c3"] == "on" and nova.services()["c3"].status == "enabled"
+    rows = [(e.action, e.state) for e in journal.entries(make_engine(op.db_url))
+            if e.target == "c3"][-3:]
+    assert rows == [("disable", journal.SUCCEEDED), ("power_off", journal.FAILED),
+                    ("enable", journal.SUCCEEDED)]
     cloud.assert_safe()

@@ -315,3 +315,28 @@ def test_driver_for_picks_the_driver() -> None:
     assert isinstance(driver_for(ipmi), IpmiDriver)
     assert isinstance(driver_for(redfish), RedfishDriver)
     assert base_url(redfish) == "https://10.0.0.2:8443"
+
+
+def test_identity_keys_are_each_protocols_own(tmp_path: Path) -> None:
+    """system_uuid/serial/hostname are Redfish's, system_guid IPMI's (normalised; a value
+    that is no GUID is one line); each driver says what it expects."""
+    path = _write(tmp_path, f"""
+defaults: {{username: admin, password: {SECRET}}}
+hosts:
+  compute-01: {{driver: ipmi, address: 10.0.0.11,
+               system_guid: 4C4C4544-0042-3510-8052-B7C04F4E4C32}}
+  compute-02: {{driver: redfish, address: https://10.0.0.12, system_uuid: ABC-1,
+               system_hostname: compute-02.example.org}}
+""")
+    bmcs = load_bmc_file(path)
+    assert driver_for(bmcs["compute-01"]).expected_identity() == {
+        "guid": "4c4c4544-0042-3510-8052-b7c04f4e4c32"}
+    assert driver_for(bmcs["compute-02"]).expected_identity() == {
+        "uuid": "ABC-1", "hostname": "compute-02.example.org"}
+    bad = _write(tmp_path, f"""
+hosts:
+  compute-01: {{driver: ipmi, address: 10.0.0.11, username: a, password: {SECRET},
+               system_guid: not-a-guid}}
+""")
+    with pytest.raises(ConfigError, match="compute-01.*system_guid 'not-a-guid' is not a GUID"):
+        load_bmc_file(bad)
