@@ -22,6 +22,7 @@ import numpy as np
 
 from consolidator.core.algorithms.base import Packing, Problem, Ranker
 from consolidator.core.algorithms.catalog import get_algorithm
+from consolidator.core.algorithms.chance import with_chance_column
 from consolidator.core.algorithms.hvp import (
     Witness,
     ZoneSearch,
@@ -209,6 +210,7 @@ def fewest_migrations_packing(problem: Problem, k: int) -> Packing | None:
     """Empty the first k hosts of fewest_migrations_order, packed by METAHVPLIGHT, or None
     when they do not pack."""
     hosts = fewest_migrations_order(problem)[:k]
+    problem = with_chance_column(problem)
     state = PackingState(problem)
     witnesses = fewest_witnesses(problem, k, state)
     if witnesses is None:
@@ -308,10 +310,11 @@ class FrontBuilder:
         """The largest k <= top that fewest_migrations_packing packs (binary search on the
         packing alone, feasibility taken as monotone in k)."""
         lo, hi = 0, top + 1
-        state = PackingState(self.problem)
+        problem = with_chance_column(self.problem)
+        state = PackingState(problem)
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if fewest_witnesses(self.problem, mid, state) is None:
+            if fewest_witnesses(problem, mid, state) is None:
                 hi = mid
             else:
                 lo = mid

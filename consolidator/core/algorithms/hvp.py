@@ -26,9 +26,11 @@ independent problems and their best k add up):
 Beyond the paper as well: a bin is a host's residual capacity after the instances that stay,
 hosts already empty receive nothing (filling them would not lower the host count), and hard
 anti-affinity is a constraint of every heuristic (a grouped item never shares a bin with its
-group). Soft policies and rankings act when the packing is applied: each instance's target is
-routed through the ranking among the packing's bins; if the ranked choices fail to empty every
-chosen host, the heuristic's own targets are used instead.
+group), and so is the chance constraint of paper 003 under capacity model ucac, as a linear
+column that implies it (chance.py). Soft policies and rankings act when the packing is
+applied: each instance's target is routed through the ranking among the packing's bins; if
+the ranked choices fail to empty every chosen host, the heuristic's own targets are used
+instead.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import numpy as np
 
 from consolidator.core.algorithms.base import Packing, Problem
 from consolidator.core.algorithms.bounds import host_lower_bound
+from consolidator.core.algorithms.chance import with_chance_column
 from consolidator.core.algorithms.drain import drain_more
 from consolidator.core.algorithms.hvp_pack import MARGIN, Strategy, VPInstance, meta_hvp, strategies
 from consolidator.core.algorithms.state import PackingState
@@ -207,6 +210,7 @@ def apply(state: PackingState, witnesses: list[Witness], ranked: bool) -> bool:
 
 def hvp(problem: Problem) -> Packing:
     """Empty the most hosts METAHVP can pack away, the least populated ones first."""
+    problem = with_chance_column(problem)
     state = PackingState(problem)
     tried = select_strategies(problem.options)
     scale = column_scale(problem)

@@ -162,7 +162,9 @@ class PackingState:
         mean, var = self.usage_mean[item], self.usage_var_item[item]
         self.usage_mu[source] -= mean
         self.usage_mu[host] += mean
-        self.usage_var[source] -= var
+        # Sums of floats taken off in another order than they were added can end a hair
+        # below zero, where sqrt is NaN and the host would count as full: clamp at zero.
+        self.usage_var[source] = max(float(self.usage_var[source]) - var, 0.0)
         self.usage_var[host] += var
         for g in self._groups_of.get(item, ()):
             counts = self._group_hosts[g]
