@@ -21,6 +21,8 @@ from typing import TypeVar
 import numpy as np
 
 from consolidator.core.algorithms.base import Packing, Problem, Ranker
+from consolidator.core.algorithms.bounds import budget_host_bound
+from consolidator.core.algorithms.budget_search import Limits, budget_packing
 from consolidator.core.algorithms.catalog import get_algorithm
 from consolidator.core.algorithms.chance import with_chance_column
 from consolidator.core.algorithms.hvp import (
@@ -40,8 +42,12 @@ from consolidator.core.wording import plural
 
 #: The name of the migration-minimising choice of hosts, as a point's algorithm.
 FEWEST = "fewest-migrations"
+#: The exact solver's -a name: within a budget it is seeded with the best fast plan.
+EXACT = "exact"
+#: The name of the budget-aware search (budget_search.py), as a point's algorithm.
+BUDGET_SEARCH = "budget-search"
 #: The registered algorithm whose packing a search's points are (a plan names it).
-MADE_BY = {FEWEST: "hvp"}
+MADE_BY = {FEWEST: "hvp", BUDGET_SEARCH: "hvp"}
 #: The algorithms -a auto runs (each under a second at 1,000 hosts); with a budget, FEWEST
 #: as well. firstfit is left out: zoned-bestfit's plans dominate its plans on the mixed and
 #: identical clusters of tools/bench (fewer hosts for fewer migrations).
@@ -366,6 +372,29 @@ class FrontBuilder:
                 return found
         return None
 
+    def budget_search(self, budget: Budget) -> list[Candidate]:
+        """The budget-aware search's plan (budget_search.py), if it finds one that fits."""
+        packing = budget_packing(self.problem, Limits(
+            budget.max_migrations,
+            None if budget.max_moved_gib is None else budget.max_moved_gib * 1024.0,
+            budget.target_hosts))
+        if packing is None:
+            return []
+        found = self.estimate(packing, BUDGET_SEARCH,
+                              f"{plural(len(packing.emptied), 'host')} chosen by capacity and "
+                              f"population")
+        return [found] if budget.fits(found) else []
+
+    def exact(self, budget: Budget, seed: Candidate | None) -> Candidate:
+        """CP-SAT's plan within the budget, seeded with a plan (the best heuristic's)."""
+        options: dict[str, object] = {"max_migrations": budget.max_migrations,
+                                      "max_moved_gib": budget.max_moved_gib,
+                                      "target_hosts": budget.target_hosts}
+        if seed is not None:
+            options["seed_target"] = seed.packing.target
+        packing = self.run(EXACT, {k: v for k, v in options.items() if v is not None})
+        return self.estimate(packing, EXACT, packing.notes[-1] if packing.notes else "CP-SAT")
+
     def fewest_points(self, top: int) -> list[FrontPoint]:
         """Fewest-migrations points from none to the most hosts it can empty up to top."""
         best = self.largest_fewest_k(top)
@@ -395,7 +424,7 @@ def best_within(builder: FrontBuilder, algorithms: Sequence[str], budget: Budget
     it won. Candidates are compared on estimated costs; only the winner is drafted."""
     candidates: list[Candidate] = []
     for algorithm in algorithms:
-        if algorithm == FEWEST:
+        if algorithm in (FEWEST, EXACT):
             continue
         packing = builder.run(algorithm, FAST_OPTIONS.get(algorithm) if fast else None)
         whole = builder.estimate(packing, algorithm, "its whole run")
@@ -406,8 +435,11 @@ def best_within(builder: FrontBuilder, algorithms: Sequence[str], budget: Budget
         found = builder.fewest_within(budget)
         if found is not None:
             candidates.append(found)
+        candidates.extend(builder.budget_search(budget))
     candidates.append(builder.estimate(Packing(target=builder.problem.placement.copy(),
                                                emptied=()), algorithms[0], "no migration"))
+    if EXACT in algorithms:         # seeded with the best of the heuristics' plans
+        candidates.insert(0, builder.exact(budget, pick(candidates, budget)))  # wins ties
     chosen = pick(candidates, budget)
     assert chosen is not None     # the empty plan fits every budget
     point = builder.draft(chosen)
@@ -469,11 +501,16 @@ AUTO = "auto"
 def plan_within(builder: FrontBuilder, algorithm: str, budget: Budget) -> PlanDraft:
     """The plan of `algorithm` (AUTO: the fast ones) that frees the most hosts within the
     budget, checked, with the choice recorded in draft.choice."""
-    algorithms = FAST_ALGORITHMS if algorithm == AUTO else (algorithm,)
-    chosen, why = best_within(builder, algorithms, budget, fast=algorithm == AUTO)
+    algorithms = FAST_ALGORITHMS if algorithm == AUTO else \
+        (*FAST_ALGORITHMS, EXACT) if algorithm == EXACT else (algorithm,)
+    chosen, why = best_within(builder, algorithms, budget, fast=algorithm in (AUTO, EXACT))
     search = chosen.algorithm if chosen.algorithm in MADE_BY else None
     choice = {"asked": algorithm, "algorithm": chosen.draft.algorithm, "search": search,
               "how": chosen.how,
               "budget": budget.to_json(), "moved_gib": round(chosen.moved_gib, 1),
               "why": why}
-    return replace(chosen.draft, choice=choice)
+    p = builder.problem
+    bound = budget_host_bound(p, budget.max_migrations, None if budget.max_moved_gib is None
+                              else budget.max_moved_gib * 1024.0) + p.spare
+    bound = max(chosen.draft.lower_bound, min(bound, int(p.powered.sum())))
+    return replace(chosen.draft, choice=choice, lower_bound=bound)

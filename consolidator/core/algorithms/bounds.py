@@ -55,3 +55,21 @@ def usage_hosts_bound(problem: Problem) -> int:
         return 0
     return fewest_hosts_covering(problem.cpu_limit[problem.powered],
                                  float(problem.usage_mean.sum()))
+
+
+def budget_host_bound(problem: Problem, max_migrations: int | None,
+                      max_moved_mib: float | None) -> int:
+    """The fewest hosts left on within a budget: no plan empties more hosts than the most
+    that the budget pays for, each host costing at least its own instances (and their
+    memory), the cheapest first. Not below host_lower_bound."""
+    population = np.bincount(problem.placement, minlength=problem.n_hosts)
+    mib = problem.demand[:, 1] if problem.demand.shape[1] > 1 else np.zeros(problem.n_instances)
+    memory = np.bincount(problem.placement, weights=mib, minlength=problem.n_hosts) \
+        if problem.n_instances else np.zeros(problem.n_hosts)
+    pool = problem.powered & problem.emptiable
+    most = int(pool.sum())
+    for limit, cost in ((max_migrations, population), (max_moved_mib, memory)):
+        if limit is not None:
+            most = min(most, int(np.searchsorted(np.cumsum(np.sort(cost[pool])), limit + 1e-6,
+                                                 side="right")))
+    return max(host_lower_bound(problem), int(problem.powered.sum()) - most)

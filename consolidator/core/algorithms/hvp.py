@@ -87,7 +87,7 @@ class ZoneSearch:
             "least load": pool[np.lexsort((pool, population[pool], load[pool]))]}
         self.bins_mask = problem.receivers & in_zone & (population > 0)
         self.groups = [rows_ for rows_ in problem.anti_affinity if len(rows_) > 1]
-        self.failed: set[tuple[bytes, int]] = set()      # (order, k) METAHVP cannot pack
+        self.failed: set[tuple[bytes, int]] = set()      # (hosts, k) METAHVP cannot pack
 
     def volume_bound(self, order: np.ndarray) -> int:
         """The largest k whose hosts' demand fits, column by column, in the others' room."""
@@ -99,7 +99,7 @@ class ZoneSearch:
 
     def probe(self, order: np.ndarray, k: int, tried: list[Strategy]) -> Witness | None:
         """Empty the first k hosts of the order if one heuristic packs their instances."""
-        if (order.tobytes()[:64], k) in self.failed:
+        if (order[:k].tobytes(), k) in self.failed:
             return None
         hosts = order[:k]
         rank = np.full(self.problem.n_hosts, -1, dtype=np.int64)
@@ -126,7 +126,7 @@ class ZoneSearch:
         found = meta_hvp(inst, tried)
         if found is None:
             if tried is self.tried:
-                self.failed.add((order.tobytes()[:64], k))
+                self.failed.add((order[:k].tobytes(), k))
             return None
         target, strategy = found
         if tried is self.tried and strategy in self.tried:   # the last winner goes first
