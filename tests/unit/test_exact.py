@@ -93,7 +93,8 @@ def test_exact_within_a_budget_keeps_it_and_is_no_worse_than_auto() -> None:
 @pytest.mark.parametrize("hosts_count,seed", [(30, 1), (40, 2), (40, 3)])
 def test_the_budget_is_used_within_one_host_of_cp_sat(hosts_count: int, seed: int) -> None:
     """At 10, 25, 50, 75 and 90 % of the unbudgeted migrations, plan --max-migrations M
-    keeps at most one host more than CP-SAT's optimum (or its best, when unproven)."""
+    keeps at most one host more than CP-SAT's optimum (or its best, when unproven), in the
+    looser model where a host that stays may also give instances away."""
     c = mixed(hosts_count, seed)
     unbudgeted = len(plan_within(FrontBuilder(c, NO_N_PLUS_ONE), AUTO, Budget()).migrations)
     problem = build_problem(c, Rules())
@@ -102,7 +103,7 @@ def test_the_budget_is_used_within_one_host_of_cp_sat(hosts_count: int, seed: in
         ours = plan_within(FrontBuilder(c, NO_N_PLUS_ONE), AUTO, Budget(max_migrations=most))
         assert len(ours.migrations) <= most
         best = solve(problem, Limits(max_migrations=most), None, TIME_LIMIT,
-                     fewest_migrations=False)
+                     fewest_migrations=False, whole_hosts=False)
         assert best is not None
         assert ours.hosts_after <= best.hosts + 1, (percent, most, best)
         assert ours.lower_bound <= best.hosts       # our bound is a true lower bound

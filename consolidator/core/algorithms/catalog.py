@@ -30,7 +30,8 @@ def _add(name: str, summary: str, paper: str, run: AlgorithmFunc,
 _add("firstfit", "2D first fit: empty hosts from the end, fill from the start",
      "004 (Hage, Begnum, Yazidi), algorithm I", firstfit, {"order": "size|given"})
 _add("zoned-bestfit", "2D best fit with high/low quality CPU zones, fewest migrations",
-     "004 (Hage, Begnum, Yazidi), algorithm II", zoned_bestfit, {})
+     "004 (Hage, Begnum, Yazidi), algorithm II", zoned_bestfit,
+     {"order": "keep-set|capacity|paper"})
 _add("importance-3d",
      "3D bin packing of (vCPU, memory, importance) boxes; bins assigned to keep instances",
      "004 (Hage, Begnum, Yazidi), algorithm III; MPV heuristics H1/H2", importance3d,

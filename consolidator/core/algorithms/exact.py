@@ -85,12 +85,13 @@ def fits(problem: Problem, target: np.ndarray, budgets: Limits) -> bool:
 
 
 def solve(problem: Problem, budgets: Limits, seed: np.ndarray | None,
-          time_limit: float, workers: int = 2, *, fewest_migrations: bool = True
-          ) -> ExactResult | None:
+          time_limit: float, workers: int = 2, *, fewest_migrations: bool = True,
+          whole_hosts: bool = True) -> ExactResult | None:
     """The fewest hosts in use within the budgets (then, if fewest_migrations, the fewest
-    migrations for them); None when the solver finds no solution in time."""
+    migrations for them); None when the solver finds no solution in time. whole_hosts
+    False lets a host that stays in use give instances away (a looser yardstick)."""
     problem = with_chance_column(problem)
-    built = PlacementModel(problem, budgets)
+    built = PlacementModel(problem, budgets, whole_hosts)
     if seed is not None:
         built.hint(seed)
     solver = built.cp_model.CpSolver()

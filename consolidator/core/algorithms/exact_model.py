@@ -14,7 +14,10 @@ What is modelled (see ../shared/FACTS.md, "OR-Tools CP-SAT"):
 - availability zones (an instance stays in its own), hosts that may not receive, hosts
   already over capacity (they keep what they have and receive nothing), powered-off hosts
   (they receive nothing);
-- budgets: at most M migrations, at most G GiB of memory moved, and a target on hosts.
+- budgets: at most M migrations, at most G GiB of memory moved, and a target on hosts;
+- whole hosts (as every plan of the product): a host keeps all its instances or ends empty;
+  without it (``whole_hosts=False``) the model is the looser one of FACTS.md, whose optimum
+  is a lower bound for the product's plans.
 
 Objective: first the fewest hosts in use, then (with the time left) the fewest migrations
 for that many hosts. Soft policies and rankings are not modelled.
@@ -96,7 +99,7 @@ def classify(problem: Problem) -> Classes:
 class PlacementModel:
     """The CP-SAT model of one problem, its variables, and how to read a solution back."""
 
-    def __init__(self, problem: Problem, budgets: Limits) -> None:
+    def __init__(self, problem: Problem, budgets: Limits, whole_hosts: bool = True) -> None:
         cp_model = load_cp_model()
         self.problem, self.budgets = problem, budgets
         self.model = cp_model.CpModel()
@@ -122,6 +125,8 @@ class PlacementModel:
         self.origin: list[dict[int, int]] = []
         self.x: list[dict[int, Any]] = []
         self.stay_terms: list[Any] = []
+        own: dict[int, list[Any]] = defaultdict(list)       # host -> its instances' stays
+        own_count: dict[int, int] = defaultdict(int)
         self.moved_memory_terms: list[Any] = []
         memory = problem.demand[:, 1] if problem.demand.shape[1] > 1 else \
             np.zeros(problem.n_instances)
@@ -148,6 +153,8 @@ class PlacementModel:
                 stay = self.model.NewIntVar(0, n, f"s{c}_{h}")
                 self.model.AddMinEquality(stay, [xs[h], n])
                 self.stay_terms.append(stay)
+                own[h].append(stay)
+                own_count[h] += n
                 self.moved_memory_terms.append(mem * (n - stay))
         self.b: dict[int, dict[int, Any]] = {}
         for i in self.classes.single:
@@ -162,6 +169,8 @@ class PlacementModel:
             self.model.AddExactlyOne(bs.values())
             self.b[i] = bs
             self.stay_terms.append(bs[here])
+            own[here].append(bs[here])
+            own_count[here] += 1
             self.moved_memory_terms.append(int(round(float(memory[i]))) * (1 - bs[here]))
         for rows in problem.anti_affinity:
             members = [int(m) for m in rows.tolist() if int(m) in self.b]
@@ -184,6 +193,9 @@ class PlacementModel:
                 if terms:
                     self.model.Add(sum(terms) <= int(max(room[r], 0)) * self.used[h]
                                    if h not in pinned_hosts else sum(terms) <= int(room[r]))
+        if whole_hosts:             # a host keeps all its instances or is emptied
+            for h, stays in own.items():
+                self.model.Add(sum(stays) == own_count[h] * self.used[h])
         self.movable_total = sum(len(rows) for rows in self.classes.members) + \
             len(self.classes.single)
         self.migrations = self.movable_total - sum(self.stay_terms)
