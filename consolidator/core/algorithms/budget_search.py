@@ -9,10 +9,12 @@ Lagrangian family of trade-offs lambda between the two, hosts are ordered by
     weight(h) = budget share(h) + lambda x max over columns of capacity share(h)
 
 (lambda 0: the least populated first; large lambda: the smallest first), and for each order
-the longest prefix within the budget that METAHVPLIGHT packs into the hosts kept (their
-residual room, every resource column, groups and zones; under ucac the chance column) is
-found by binary search. A local search then tries to empty one more host: add a host outside
-the set when the budget allows, else swap the costliest host of the set for two cheaper ones.
+the longest prefix within the budget that METAHVPLIGHT's Best Fit packs into the hosts kept
+(their residual room, every resource column, groups and zones; under ucac the chance column)
+is found by binary search (an order is dropped after one probe when it cannot beat the best
+so far); the best order is then extended with the whole METAHVPLIGHT set. A local search
+then tries to empty one more host: add a host outside the set when the budget allows, else
+swap the costliest host of the set for two cheaper ones.
 
 Every emptied host moves exactly its own instances, so a set's migrations and GiB are the
 sums of its hosts' own: the budget is met exactly and spent where it frees the most hosts.
@@ -77,7 +79,11 @@ class KeepSetSearch:
         self.pool = np.flatnonzero(p.emptiable & p.powered & (self.population > 0))
         self.state = PackingState(self.problem)
         self.scale = column_scale(self.problem)
-        self.tried = select_strategies({"light": True})
+        # The orders are compared with Best Fit alone (cheap); the best one is then extended
+        # with the whole METAHVPLIGHT set, whose Permutation Pack costs ten times as much.
+        self.full = select_strategies({"light": True})
+        self.cheap = [s for s in self.full if s.algo == "bf"]
+        self.tried = self.cheap
         self.zone_searches: dict[int, ZoneSearch] = {}
 
     def budget_share(self) -> np.ndarray:
@@ -138,9 +144,17 @@ class KeepSetSearch:
         return Found(list(hosts), witnesses, int(self.population[rows].sum()),
                      float(self.mib[rows].sum()))
 
-    def longest_prefix(self, order: np.ndarray, top: int) -> Found | None:
-        """The longest prefix of order, at most top hosts, that packs (binary search)."""
-        lo, hi, best = 0, top + 1, None
+    def longest_prefix(self, order: np.ndarray, top: int, beat: int = 0) -> Found | None:
+        """The longest prefix of order, at most top hosts, that packs (binary search); None
+        at once when the prefix one longer than `beat` does not pack."""
+        if beat >= top:
+            return None
+        lo, hi, best = beat, top + 1, None
+        if beat:
+            best = self.probe(order[:beat + 1].tolist())
+            if best is None:
+                return None
+            lo = beat + 1
         while hi - lo > 1:
             mid = (lo + hi) // 2
             found = self.probe(order[:mid].tolist())
@@ -167,10 +181,18 @@ class KeepSetSearch:
         """The most hosts emptied within the budget, fewest migrations among equals."""
         best: Found | None = None
         orders = self.orders()
+        best_order = orders[0]
         for order in orders:
-            found = self.longest_prefix(order, self.affordable(order))
+            found = self.longest_prefix(order, self.affordable(order),
+                                        len(best.hosts) if best is not None else 0)
             if found is not None and better(found, best):
-                best = found
+                best, best_order = found, order
+        self.tried = self.full
+        found = self.longest_prefix(best_order, self.affordable(best_order),
+                                    len(best.hosts) if best is not None else 0)
+        if found is not None and better(found, best):
+            best = found
+        self.tried = self.cheap
         return self.improve(best, orders) if best is not None else None
 
     def improve(self, best: Found, orders: list[np.ndarray]) -> Found:

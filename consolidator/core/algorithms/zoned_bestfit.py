@@ -13,8 +13,8 @@ populated; each instance goes to the most populated host with room, among the ho
 populated than the one being emptied (the paper's C_r == C_e stop), which keeps migrations
 few. On mixed hardware that order empties a large host with few instances before a small one
 with many, and keeps the small hosts: by default (``order=keep-set``) the hosts to empty are
-those the budget-aware search (budget_search.py) chooses by capacity and population
-together, smallest first, then the others; they are emptied in that order, each into the
+those hvp's METAHVPLIGHT search empties (it chooses them by capacity, then population, and
+proves they pack), smallest first, then the others; they are emptied in that order, each into the
 most populated host with room among the hosts later in the order. ``order=capacity`` takes
 the smallest hosts first without the search.
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from consolidator.core.algorithms.base import Packing, Problem
-from consolidator.core.algorithms.budget_search import KeepSetSearch, Limits
+from consolidator.core.algorithms.hvp import light_emptied
 from consolidator.core.algorithms.state import PackingState
 
 #: The order hosts are emptied in, by default (the -o order values: ORDERS).
@@ -57,8 +57,9 @@ def emptying_order(problem: Problem, population: np.ndarray, how: str) -> np.nda
 
     paper: the fewest instances first (Sort('VM_COUNT', 'ASC'), ties in host order);
     capacity: the smallest host first (its largest Placement column relative to the
-    largest host's), then the fewest instances; keep-set: the hosts the budget-aware search
-    (budget_search.py, no budget) would empty first, smallest first, then the others.
+    largest host's), then the fewest instances; keep-set: the hosts METAHVPLIGHT empties
+    (hvp.py, which chooses them by capacity and population) first, smallest first, then the
+    others.
     """
     hosts = np.arange(problem.n_hosts)
     if how == "paper":
@@ -68,10 +69,8 @@ def emptying_order(problem: Problem, population: np.ndarray, how: str) -> np.nda
     size = (problem.capacity[:, :3] / scale).max(axis=1)
     if how == "capacity":
         return np.lexsort((hosts, population, size))
-    found = KeepSetSearch(problem, Limits()).most_hosts()
     chosen = np.zeros(problem.n_hosts, dtype=bool)
-    if found is not None:
-        chosen[found.hosts] = True
+    chosen[list(light_emptied(problem))] = True
     return np.lexsort((hosts, population, size, ~chosen))
 
 
