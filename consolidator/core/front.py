@@ -153,21 +153,24 @@ def moved_gib(cluster: Cluster, draft: PlanDraft) -> float:
     return float(sum(memory)) / 1024.0
 
 
-def dominates(a: FrontPoint, b: FrontPoint) -> bool:
+Point = TypeVar("Point", FrontPoint, Candidate)
+
+
+def dominates(a: FrontPoint | Candidate, b: FrontPoint | Candidate) -> bool:
     """a is no worse than b on every axis and better on one."""
     ca, cb = a.costs(), b.costs()
     return all(x <= y + 1e-9 for x, y in zip(ca, cb, strict=True)) and ca != cb
 
 
-def non_dominated(points: Iterable[FrontPoint]) -> list[FrontPoint]:
+def non_dominated(points: Iterable[Point]) -> list[Point]:
     """The points no other point dominates, one per cost triple, fewest hosts first."""
-    unique: dict[tuple[int, int, float], FrontPoint] = {}
+    unique: dict[tuple[int, int, float], Point] = {}
     for point in points:
         key = (point.hosts_after, point.migrations, round(point.moved_gib, 6))
         unique.setdefault(key, point)
     pool = list(unique.values())
     kept = [p for p in pool if not any(dominates(q, p) for q in pool)]
-    return sorted(kept, key=FrontPoint.costs)
+    return sorted(kept, key=lambda p: p.costs())
 
 
 def pick(points: Iterable[Point], budget: Budget) -> Point | None:
@@ -182,8 +185,6 @@ def pick(points: Iterable[Point], budget: Budget) -> Point | None:
             return min(reaching, key=lambda p: (p.migrations, p.moved_gib, p.hosts_after))
     return min(fitting, key=FrontPoint.costs)
 
-
-Point = TypeVar("Point", FrontPoint, Candidate)
 
 
 def fewest_migrations_order(problem: Problem) -> np.ndarray:
@@ -292,25 +293,29 @@ class FrontBuilder:
             problem = replace(problem, options={**problem.options, **options})
         return get_algorithm(algorithm).run(problem)
 
-    def algorithm_points(self, algorithm: str, packing: Packing,
-                         counts: Sequence[int] | None = None) -> list[FrontPoint]:
-        """Points from prefixes of the hosts an algorithm's packing emptied."""
+    def algorithm_candidates(self, algorithm: str, packing: Packing,
+                             counts: Sequence[int] | None = None) -> list[Candidate]:
+        """Candidates from prefixes of the hosts an algorithm's packing emptied."""
         total = len(packing.emptied)
-        points = []
+        found = []
         for count in counts if counts is not None else spaced(total, POINTS_PER_RUN):
             chosen = packing if count >= total else prefix_packing(self.problem, packing, count)
             how = "its whole run" if count >= total else "no migration" if count == 0 else \
                 f"the first {count} of the {plural(total, 'host')} it empties"
-            points.append(self.point(chosen, algorithm, how))
-        return points
+            found.append(self.estimate(chosen, algorithm, how))
+        return found
 
-    def fewest_point(self, k: int) -> FrontPoint | None:
-        """The migration-minimising plan that empties k hosts, if it packs."""
+    def fewest_candidate(self, k: int) -> Candidate | None:
+        """The migration-minimising packing that empties k hosts, if it packs."""
         packing = fewest_migrations_packing(self.problem, k)
         if packing is None:
             return None
-        how = least_populated(k) if k else "no migration"
-        return self.point(packing, FEWEST, how)
+        return self.estimate(packing, FEWEST, least_populated(k) if k else "no migration")
+
+    def fewest_point(self, k: int) -> FrontPoint | None:
+        """The migration-minimising plan that empties k hosts, if it packs."""
+        found = self.fewest_candidate(k)
+        return None if found is None else self.draft(found)
 
     def largest_fewest_k(self, top: int) -> int:
         """The largest k <= top that fewest_migrations_packing packs (binary search on the
@@ -395,11 +400,11 @@ class FrontBuilder:
         packing = self.run(EXACT, {k: v for k, v in options.items() if v is not None})
         return self.estimate(packing, EXACT, packing.notes[-1] if packing.notes else "CP-SAT")
 
-    def fewest_points(self, top: int) -> list[FrontPoint]:
-        """Fewest-migrations points from none to the most hosts it can empty up to top."""
+    def fewest_candidates(self, top: int) -> list[Candidate]:
+        """Fewest-migrations candidates from none to the most hosts it can empty up to top."""
         best = self.largest_fewest_k(top)
-        points = [self.fewest_point(k) for k in spaced(best, POINTS_PER_RUN)]
-        return [p for p in points if p is not None]
+        found = [self.fewest_candidate(k) for k in spaced(best, POINTS_PER_RUN)]
+        return [c for c in found if c is not None]
 
 
 def front(builder: FrontBuilder, algorithms: Sequence[str],
@@ -409,11 +414,12 @@ def front(builder: FrontBuilder, algorithms: Sequence[str],
     out: dict[str, list[FrontPoint]] = {}
     for algorithm in algorithms:
         if algorithm == FEWEST:
-            points = builder.fewest_points(len(fewest_migrations_order(builder.problem)))
+            found = builder.fewest_candidates(len(fewest_migrations_order(builder.problem)))
         else:
-            points = builder.algorithm_points(
+            found = builder.algorithm_candidates(
                 algorithm, builder.run(algorithm, FAST_OPTIONS.get(algorithm) if fast else None))
-        out[algorithm] = non_dominated(points)
+        # Costs are estimated as the plans will have them: only the survivors are drafted.
+        out[algorithm] = [builder.draft(c) for c in non_dominated(found)]
     return out
 
 
