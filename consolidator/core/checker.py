@@ -66,7 +66,7 @@ def check_plan(cluster: Cluster, moves: Sequence[MoveLike], power_off: Sequence[
     """Every violation of the plan, as sentences; an empty list means the plan is sound.
 
     chance = (usage mean, usage std, cpu limit per host, confidence) also checks paper 003's
-    chance constraint on every host that receives instances, at the end of the plan.
+    chance constraint on every host at the end of the plan (one the plan loads further).
     """
     rules = rules or Rules()
     problems: list[str] = []
@@ -176,16 +176,25 @@ def _group_problems(cluster: Cluster, host_of: dict[str, str], batch: Sequence[M
 
 def _chance_problems(cluster: Cluster, host_of: dict[str, str], moves: Sequence[MoveLike],
                      chance: Chance) -> list[str]:
+    """Every host whose usage at confidence exceeds its cores at the end of the plan and is
+    higher than before it (a host overloaded already that the plan does not load further is
+    not the plan's doing)."""
     mean, std, limit, confidence = chance
     z = NormalDist().inv_cdf(confidence)
     hosts, index = cluster.host_index, cluster.instance_index
     rows = np.array([index[i] for i in host_of], dtype=np.int64)
-    where = np.array([hosts[h] for h in host_of.values()], dtype=np.int64)
-    mu = np.bincount(where, weights=mean[rows], minlength=len(cluster.hosts))
-    var = np.bincount(where, weights=std[rows] ** 2, minlength=len(cluster.hosts))
-    receiving = {m.destination for m in moves}
-    return [f"{name} exceeds its cores at confidence {confidence:g}" for name in receiving
-            if mu[hosts[name]] + z * np.sqrt(var[hosts[name]]) > limit[hosts[name]] + EPS]
+    n = len(cluster.hosts)
+
+    def ucac(where: np.ndarray) -> np.ndarray:
+        mu = np.bincount(where, weights=mean[rows], minlength=n)
+        var = np.bincount(where, weights=std[rows] ** 2, minlength=n)
+        return mu + z * np.sqrt(np.maximum(var, 0.0))
+
+    after = ucac(np.array([hosts[h] for h in host_of.values()], dtype=np.int64))
+    before = ucac(cluster.placement[rows]) if len(rows) else np.zeros(n)
+    return [f"{h.name} exceeds its cores at confidence {confidence:g}"
+            for h, a, b, cap in zip(cluster.hosts, after, before, limit, strict=True)
+            if a > cap + EPS and a > b + EPS]
 
 
 def _final_group_problems(cluster: Cluster, host_of: dict[str, str]) -> list[str]:

@@ -21,7 +21,10 @@ from typing import TypeVar
 import numpy as np
 
 from consolidator.core.algorithms.base import Packing, Problem, Ranker
+from consolidator.core.algorithms.bounds import budget_host_bound
+from consolidator.core.algorithms.budget_search import Limits, budget_packing
 from consolidator.core.algorithms.catalog import get_algorithm
+from consolidator.core.algorithms.chance import with_chance_column
 from consolidator.core.algorithms.hvp import (
     Witness,
     ZoneSearch,
@@ -39,8 +42,12 @@ from consolidator.core.wording import plural
 
 #: The name of the migration-minimising choice of hosts, as a point's algorithm.
 FEWEST = "fewest-migrations"
+#: The exact solver's -a name: within a budget it is seeded with the best fast plan.
+EXACT = "exact"
+#: The name of the budget-aware search (budget_search.py), as a point's algorithm.
+BUDGET_SEARCH = "budget-search"
 #: The registered algorithm whose packing a search's points are (a plan names it).
-MADE_BY = {FEWEST: "hvp"}
+MADE_BY = {FEWEST: "hvp", BUDGET_SEARCH: "hvp"}
 #: The algorithms -a auto runs (each under a second at 1,000 hosts); with a budget, FEWEST
 #: as well. firstfit is left out: zoned-bestfit's plans dominate its plans on the mixed and
 #: identical clusters of tools/bench (fewer hosts for fewer migrations).
@@ -146,21 +153,24 @@ def moved_gib(cluster: Cluster, draft: PlanDraft) -> float:
     return float(sum(memory)) / 1024.0
 
 
-def dominates(a: FrontPoint, b: FrontPoint) -> bool:
+Point = TypeVar("Point", FrontPoint, Candidate)
+
+
+def dominates(a: FrontPoint | Candidate, b: FrontPoint | Candidate) -> bool:
     """a is no worse than b on every axis and better on one."""
     ca, cb = a.costs(), b.costs()
     return all(x <= y + 1e-9 for x, y in zip(ca, cb, strict=True)) and ca != cb
 
 
-def non_dominated(points: Iterable[FrontPoint]) -> list[FrontPoint]:
+def non_dominated(points: Iterable[Point]) -> list[Point]:
     """The points no other point dominates, one per cost triple, fewest hosts first."""
-    unique: dict[tuple[int, int, float], FrontPoint] = {}
+    unique: dict[tuple[int, int, float], Point] = {}
     for point in points:
         key = (point.hosts_after, point.migrations, round(point.moved_gib, 6))
         unique.setdefault(key, point)
     pool = list(unique.values())
     kept = [p for p in pool if not any(dominates(q, p) for q in pool)]
-    return sorted(kept, key=FrontPoint.costs)
+    return sorted(kept, key=lambda p: p.costs())
 
 
 def pick(points: Iterable[Point], budget: Budget) -> Point | None:
@@ -175,8 +185,6 @@ def pick(points: Iterable[Point], budget: Budget) -> Point | None:
             return min(reaching, key=lambda p: (p.migrations, p.moved_gib, p.hosts_after))
     return min(fitting, key=FrontPoint.costs)
 
-
-Point = TypeVar("Point", FrontPoint, Candidate)
 
 
 def fewest_migrations_order(problem: Problem) -> np.ndarray:
@@ -209,6 +217,7 @@ def fewest_migrations_packing(problem: Problem, k: int) -> Packing | None:
     """Empty the first k hosts of fewest_migrations_order, packed by METAHVPLIGHT, or None
     when they do not pack."""
     hosts = fewest_migrations_order(problem)[:k]
+    problem = with_chance_column(problem)
     state = PackingState(problem)
     witnesses = fewest_witnesses(problem, k, state)
     if witnesses is None:
@@ -284,34 +293,39 @@ class FrontBuilder:
             problem = replace(problem, options={**problem.options, **options})
         return get_algorithm(algorithm).run(problem)
 
-    def algorithm_points(self, algorithm: str, packing: Packing,
-                         counts: Sequence[int] | None = None) -> list[FrontPoint]:
-        """Points from prefixes of the hosts an algorithm's packing emptied."""
+    def algorithm_candidates(self, algorithm: str, packing: Packing,
+                             counts: Sequence[int] | None = None) -> list[Candidate]:
+        """Candidates from prefixes of the hosts an algorithm's packing emptied."""
         total = len(packing.emptied)
-        points = []
+        found = []
         for count in counts if counts is not None else spaced(total, POINTS_PER_RUN):
             chosen = packing if count >= total else prefix_packing(self.problem, packing, count)
             how = "its whole run" if count >= total else "no migration" if count == 0 else \
                 f"the first {count} of the {plural(total, 'host')} it empties"
-            points.append(self.point(chosen, algorithm, how))
-        return points
+            found.append(self.estimate(chosen, algorithm, how))
+        return found
 
-    def fewest_point(self, k: int) -> FrontPoint | None:
-        """The migration-minimising plan that empties k hosts, if it packs."""
+    def fewest_candidate(self, k: int) -> Candidate | None:
+        """The migration-minimising packing that empties k hosts, if it packs."""
         packing = fewest_migrations_packing(self.problem, k)
         if packing is None:
             return None
-        how = least_populated(k) if k else "no migration"
-        return self.point(packing, FEWEST, how)
+        return self.estimate(packing, FEWEST, least_populated(k) if k else "no migration")
+
+    def fewest_point(self, k: int) -> FrontPoint | None:
+        """The migration-minimising plan that empties k hosts, if it packs."""
+        found = self.fewest_candidate(k)
+        return None if found is None else self.draft(found)
 
     def largest_fewest_k(self, top: int) -> int:
         """The largest k <= top that fewest_migrations_packing packs (binary search on the
         packing alone, feasibility taken as monotone in k)."""
         lo, hi = 0, top + 1
-        state = PackingState(self.problem)
+        problem = with_chance_column(self.problem)
+        state = PackingState(problem)
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if fewest_witnesses(self.problem, mid, state) is None:
+            if fewest_witnesses(problem, mid, state) is None:
                 hi = mid
             else:
                 lo = mid
@@ -363,11 +377,34 @@ class FrontBuilder:
                 return found
         return None
 
-    def fewest_points(self, top: int) -> list[FrontPoint]:
-        """Fewest-migrations points from none to the most hosts it can empty up to top."""
+    def budget_search(self, budget: Budget) -> list[Candidate]:
+        """The budget-aware search's plan (budget_search.py), if it finds one that fits."""
+        packing = budget_packing(self.problem, Limits(
+            budget.max_migrations,
+            None if budget.max_moved_gib is None else budget.max_moved_gib * 1024.0,
+            budget.target_hosts))
+        if packing is None:
+            return []
+        found = self.estimate(packing, BUDGET_SEARCH,
+                              f"{plural(len(packing.emptied), 'host')} chosen by capacity and "
+                              f"population")
+        return [found] if budget.fits(found) else []
+
+    def exact(self, budget: Budget, seed: Candidate | None) -> Candidate:
+        """CP-SAT's plan within the budget, seeded with a plan (the best heuristic's)."""
+        options: dict[str, object] = {"max_migrations": budget.max_migrations,
+                                      "max_moved_gib": budget.max_moved_gib,
+                                      "target_hosts": budget.target_hosts}
+        if seed is not None:
+            options["seed_target"] = seed.packing.target
+        packing = self.run(EXACT, {k: v for k, v in options.items() if v is not None})
+        return self.estimate(packing, EXACT, packing.notes[-1] if packing.notes else "CP-SAT")
+
+    def fewest_candidates(self, top: int) -> list[Candidate]:
+        """Fewest-migrations candidates from none to the most hosts it can empty up to top."""
         best = self.largest_fewest_k(top)
-        points = [self.fewest_point(k) for k in spaced(best, POINTS_PER_RUN)]
-        return [p for p in points if p is not None]
+        found = [self.fewest_candidate(k) for k in spaced(best, POINTS_PER_RUN)]
+        return [c for c in found if c is not None]
 
 
 def front(builder: FrontBuilder, algorithms: Sequence[str],
@@ -377,11 +414,12 @@ def front(builder: FrontBuilder, algorithms: Sequence[str],
     out: dict[str, list[FrontPoint]] = {}
     for algorithm in algorithms:
         if algorithm == FEWEST:
-            points = builder.fewest_points(len(fewest_migrations_order(builder.problem)))
+            found = builder.fewest_candidates(len(fewest_migrations_order(builder.problem)))
         else:
-            points = builder.algorithm_points(
+            found = builder.algorithm_candidates(
                 algorithm, builder.run(algorithm, FAST_OPTIONS.get(algorithm) if fast else None))
-        out[algorithm] = non_dominated(points)
+        # Costs are estimated as the plans will have them: only the survivors are drafted.
+        out[algorithm] = [builder.draft(c) for c in non_dominated(found)]
     return out
 
 
@@ -392,7 +430,7 @@ def best_within(builder: FrontBuilder, algorithms: Sequence[str], budget: Budget
     it won. Candidates are compared on estimated costs; only the winner is drafted."""
     candidates: list[Candidate] = []
     for algorithm in algorithms:
-        if algorithm == FEWEST:
+        if algorithm in (FEWEST, EXACT):
             continue
         packing = builder.run(algorithm, FAST_OPTIONS.get(algorithm) if fast else None)
         whole = builder.estimate(packing, algorithm, "its whole run")
@@ -403,8 +441,11 @@ def best_within(builder: FrontBuilder, algorithms: Sequence[str], budget: Budget
         found = builder.fewest_within(budget)
         if found is not None:
             candidates.append(found)
+        candidates.extend(builder.budget_search(budget))
     candidates.append(builder.estimate(Packing(target=builder.problem.placement.copy(),
                                                emptied=()), algorithms[0], "no migration"))
+    if EXACT in algorithms:         # seeded with the best of the heuristics' plans
+        candidates.insert(0, builder.exact(budget, pick(candidates, budget)))  # wins ties
     chosen = pick(candidates, budget)
     assert chosen is not None     # the empty plan fits every budget
     point = builder.draft(chosen)
@@ -466,11 +507,16 @@ AUTO = "auto"
 def plan_within(builder: FrontBuilder, algorithm: str, budget: Budget) -> PlanDraft:
     """The plan of `algorithm` (AUTO: the fast ones) that frees the most hosts within the
     budget, checked, with the choice recorded in draft.choice."""
-    algorithms = FAST_ALGORITHMS if algorithm == AUTO else (algorithm,)
-    chosen, why = best_within(builder, algorithms, budget, fast=algorithm == AUTO)
+    algorithms = FAST_ALGORITHMS if algorithm == AUTO else \
+        (*FAST_ALGORITHMS, EXACT) if algorithm == EXACT else (algorithm,)
+    chosen, why = best_within(builder, algorithms, budget, fast=algorithm in (AUTO, EXACT))
     search = chosen.algorithm if chosen.algorithm in MADE_BY else None
     choice = {"asked": algorithm, "algorithm": chosen.draft.algorithm, "search": search,
               "how": chosen.how,
               "budget": budget.to_json(), "moved_gib": round(chosen.moved_gib, 1),
               "why": why}
-    return replace(chosen.draft, choice=choice)
+    p = builder.problem
+    bound = budget_host_bound(p, budget.max_migrations, None if budget.max_moved_gib is None
+                              else budget.max_moved_gib * 1024.0) + p.spare
+    bound = max(chosen.draft.lower_bound, min(bound, int(p.powered.sum())))
+    return replace(chosen.draft, choice=choice, lower_bound=bound)

@@ -83,7 +83,7 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
         algorithm=algorithm, ranking=ranking, migrations=moves,
         power_off=tuple(names[h] for h in power_off), hosts_before=hosts_before,
         hosts_after=hosts_before - len(power_off),
-        lower_bound=host_lower_bound(problem),
+        lower_bound=best_lower_bound(problem, packing),
         migrations_lower_bound=migration_lower_bound(problem, len(power_off) + len(spares)),
         spare=problem.spare, spare_hosts=tuple(names[h] for h in sorted(spares)),
         notes=tuple(notes), options=_plain_options(problem.options),
@@ -92,6 +92,15 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                       per_host_limit=settings.per_host_limit,
                       chance=_chance(problem))
     return draft
+
+
+def best_lower_bound(problem: Problem, packing: Packing) -> int:
+    """The best lower bound known on hosts left on: the volume bound, or the bound the
+    algorithm proved (plus the spares) when it is higher."""
+    bound = host_lower_bound(problem)
+    if packing.proven_bound is not None:
+        bound = max(bound, min(packing.proven_bound + problem.spare, int(problem.powered.sum())))
+    return bound
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,8 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
 def _summary(d: PlanDraft, off: set[str], spare: set[str]) -> str:
     hours = 24
     return kv([
-        ("hosts", f"{d.hosts_before} -> {d.hosts_after} (lower bound {d.lower_bound})"),
+        ("hosts", f"{d.hosts_before} -> {d.hosts_after} (lower bound {d.lower_bound}: "
+                  f"{_above(d.hosts_after - d.lower_bound)})"),
         ("migrations", f"{len(d.migrations)} (lower bound {d.migrations_lower_bound} "
                        f"for the {plural(len(off) + len(spare), 'host')} freed)"),
         ("power off", ", ".join(d.power_off) or "nothing"),
@@ -74,6 +75,11 @@ def _summary(d: PlanDraft, off: set[str], spare: set[str]) -> str:
         ("estimated saving", f"{d.watts_saved:.0f} W = {d.watts_saved * hours / 1000:.1f} kWh "
                              f"a day ({energy_basis(d)})"),
     ])
+
+
+def _above(distance: int) -> str:
+    """How far a plan is from its best known lower bound, in words."""
+    return "at the bound" if distance <= 0 else f"{plural(distance, 'host')} above it"
 
 
 def _rollback_summary(d: PlanDraft) -> str:

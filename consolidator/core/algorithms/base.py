@@ -76,6 +76,8 @@ class Packing:
     target: np.ndarray                  # (I,) int64 host row per instance
     emptied: tuple[int, ...]
     notes: tuple[str, ...] = ()
+    #: A lower bound on the hosts in use that the algorithm proved (an exact solver's).
+    proven_bound: int | None = None
 
 
 class Ranker(Protocol):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from consolidator.core.algorithms.base import Algorithm, AlgorithmFunc
+from consolidator.core.algorithms.exact import exact
 from consolidator.core.algorithms.firstfit import firstfit
 from consolidator.core.algorithms.hvp import hvp
 from consolidator.core.algorithms.importance3d import importance3d
@@ -29,7 +30,8 @@ def _add(name: str, summary: str, paper: str, run: AlgorithmFunc,
 _add("firstfit", "2D first fit: empty hosts from the end, fill from the start",
      "004 (Hage, Begnum, Yazidi), algorithm I", firstfit, {"order": "size|given"})
 _add("zoned-bestfit", "2D best fit with high/low quality CPU zones, fewest migrations",
-     "004 (Hage, Begnum, Yazidi), algorithm II", zoned_bestfit, {})
+     "004 (Hage, Begnum, Yazidi), algorithm II", zoned_bestfit,
+     {"order": "keep-set|capacity|paper"})
 _add("importance-3d",
      "3D bin packing of (vCPU, memory, importance) boxes; bins assigned to keep instances",
      "004 (Hage, Begnum, Yazidi), algorithm III; MPV heuristics H1/H2", importance3d,
@@ -37,6 +39,10 @@ _add("importance-3d",
 _add("hvp", "heterogeneous vector packing: METAHVP (or --light METAHVPLIGHT), fewest hosts",
      "002 (Stillwell, Vivien, Casanova), sections 3.5 and 5.1", hvp,
      {"light": "true|false", "strategies": "ff|bf|pp|NAME,...", "window": "int"})
+_add("exact", "OR-Tools CP-SAT on the final placement, seeded with a heuristic's plan; "
+     "states the proven gap (optional extra: pip install 'consolidator[exact]')",
+     "beyond the papers: an exact yardstick (FACTS.md, OR-Tools CP-SAT)", exact,
+     {"time_limit": "float", "workers": "int"})
 
 
 def get_algorithm(name: str) -> Algorithm:

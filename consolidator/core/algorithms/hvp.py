@@ -26,20 +26,28 @@ independent problems and their best k add up):
 Beyond the paper as well: a bin is a host's residual capacity after the instances that stay,
 hosts already empty receive nothing (filling them would not lower the host count), and hard
 anti-affinity is a constraint of every heuristic (a grouped item never shares a bin with its
-group). Soft policies and rankings act when the packing is applied: each instance's target is
-routed through the ranking among the packing's bins; if the ranked choices fail to empty every
-chosen host, the heuristic's own targets are used instead.
+group), and so is the chance constraint of paper 003 under capacity model ucac, as a linear
+column that implies it (chance.py). Soft policies and rankings act when the packing is
+applied: each instance's target is routed through the ranking among the packing's bins; if
+the ranked choices fail to empty every chosen host, the heuristic's own targets are used
+instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from consolidator.core.algorithms.base import Packing, Problem
-from consolidator.core.algorithms.bounds import host_lower_bound
+from consolidator.core.algorithms.bounds import (
+    PLACEMENT_COLUMNS,
+    fewest_hosts_covering,
+    host_lower_bound,
+)
+from consolidator.core.algorithms.chance import with_chance_column
 from consolidator.core.algorithms.drain import drain_more
 from consolidator.core.algorithms.hvp_pack import MARGIN, Strategy, VPInstance, meta_hvp, strategies
 from consolidator.core.algorithms.state import PackingState
@@ -84,10 +92,36 @@ class ZoneSearch:
             "least load": pool[np.lexsort((pool, population[pool], load[pool]))]}
         self.bins_mask = problem.receivers & in_zone & (population > 0)
         self.groups = [rows_ for rows_ in problem.anti_affinity if len(rows_) > 1]
-        self.failed: set[tuple[bytes, int]] = set()      # (order, k) METAHVP cannot pack
+        self.cap = self.zone_cap(in_zone) if in_zone.any() else 0
+        self.failed: set[tuple[bytes, int]] = set()      # (hosts, k) METAHVP cannot pack
 
     def volume_bound(self, order: np.ndarray) -> int:
-        """The largest k whose hosts' demand fits, column by column, in the others' room."""
+        """The largest k whose hosts' demand fits, column by column, in the others' room,
+        and no more than the zone's hosts in use less its lower bound (beyond that every
+        probe fails, so the search ends there)."""
+        return min(self._volume_bound(order), self.cap)
+
+    def zone_cap(self, zone_hosts: np.ndarray) -> int:
+        """The zone's populated hosts less the fewest hosts that cover its demand (by the
+        Placement columns and, under ucac, the mean usage): no k above it packs."""
+        p = self.problem
+        busy = zone_hosts & (self.population > 0)
+        items = p.host_zone[p.placement] == int(p.host_zone[np.flatnonzero(zone_hosts)[0]]) \
+            if p.n_instances else np.zeros(0, dtype=bool)
+        need = 0
+        cap_rows = p.capacity[zone_hosts & p.powered]
+        for r in range(min(PLACEMENT_COLUMNS, p.capacity.shape[1])):
+            need = max(need, fewest_hosts_covering(cap_rows[:, r],
+                                                   float(p.demand[items, r].sum())))
+        if p.confidence is not None and p.cpu_limit is not None and p.usage_mean is not None \
+                and p.confidence >= 0.5:
+            need = max(need, fewest_hosts_covering(p.cpu_limit[zone_hosts & p.powered],
+                                                   float(p.usage_mean[items].sum())))
+        fixed = int(np.count_nonzero(busy & ~p.emptiable))
+        return max(int(busy.sum()) - max(need, fixed), 0)
+
+    def _volume_bound(self, order: np.ndarray) -> int:
+        """The volume bound alone."""
         used = np.cumsum(self.problem.capacity[order] - self.free[order], axis=0)
         room = np.where(self.bins_mask[order, None], self.free[order], 0.0)
         total = self.free[self.bins_mask].sum(axis=0) - np.cumsum(room, axis=0)
@@ -96,7 +130,7 @@ class ZoneSearch:
 
     def probe(self, order: np.ndarray, k: int, tried: list[Strategy]) -> Witness | None:
         """Empty the first k hosts of the order if one heuristic packs their instances."""
-        if (order.tobytes()[:64], k) in self.failed:
+        if (order[:k].tobytes(), k) in self.failed:
             return None
         hosts = order[:k]
         rank = np.full(self.problem.n_hosts, -1, dtype=np.int64)
@@ -123,7 +157,7 @@ class ZoneSearch:
         found = meta_hvp(inst, tried)
         if found is None:
             if tried is self.tried:
-                self.failed.add((order.tobytes()[:64], k))
+                self.failed.add((order[:k].tobytes(), k))
             return None
         target, strategy = found
         if tried is self.tried and strategy in self.tried:   # the last winner goes first
@@ -205,8 +239,63 @@ def apply(state: PackingState, witnesses: list[Witness], ranked: bool) -> bool:
     return True
 
 
+#: The last packings of hvp, by the identity of their problem's inputs (see _cache_key):
+#: -a auto, the front and zoned-bestfit's keep-set order ask for the same LIGHT run.
+_RECENT: list[tuple[tuple[Any, ...], Problem, Packing]] = []
+#: Packings kept in _RECENT.
+RECENT_SIZE = 2
+
+
+def _cache_key(problem: Problem) -> tuple[Any, ...]:
+    """What an hvp run depends on: the arrays (by identity, the problem is held with the
+    entry so that no id is reused), the groups, spares, options, ranking and confidence."""
+    arrays = (problem.capacity, problem.demand, problem.placement, problem.movable,
+              problem.receivers, problem.emptiable, problem.powered, problem.host_zone,
+              problem.usage_mean, problem.usage_std, problem.cpu_limit)
+    options = tuple(sorted((k, repr(v)) for k, v in problem.options.items()))
+    return (tuple(id(a) for a in arrays), tuple(id(g) for g in problem.anti_affinity),
+            problem.spare, options, id(problem.ranking), problem.confidence)
+
+
 def hvp(problem: Problem) -> Packing:
-    """Empty the most hosts METAHVP can pack away, the least populated ones first."""
+    """Empty the most hosts METAHVP can pack away, the least populated ones first (the
+    packing of the same problem's last runs is reused)."""
+    key = _cache_key(problem)
+    for known, _problem, packing in _RECENT:
+        if known == key:
+            return packing
+    packing = _light_at_the_bound(problem)
+    if packing is None:
+        packing = _hvp(problem)
+    _RECENT.insert(0, (key, problem, packing))
+    del _RECENT[RECENT_SIZE:]
+    return packing
+
+
+def _light_at_the_bound(problem: Problem) -> Packing | None:
+    """METAHVPLIGHT's packing when it already keeps no more hosts in use than the lower
+    bound, so that no heuristic of METAHVP can do better (its failing probes would be all
+    that is left to run); None otherwise, and for LIGHT or a restricted set itself."""
+    options = problem.options
+    if options.get("light") or options.get("strategies"):
+        return None
+    light = hvp(replace(problem, options={**options, "light": True}))
+    population = np.bincount(light.target, minlength=problem.n_hosts)
+    busy = int(np.count_nonzero(problem.powered & (population > 0)))
+    if busy > host_lower_bound(problem) - problem.spare:
+        return None
+    return replace(light, notes=(*light.notes, "METAHVP: METAHVPLIGHT reached the lower bound "
+                                               "on hosts in use, so no heuristic can do better"))
+
+
+def light_emptied(problem: Problem) -> tuple[int, ...]:
+    """The hosts METAHVPLIGHT empties (no ranking), in the order it empties them."""
+    return hvp(replace(problem, options={"light": True}, ranking=None)).emptied
+
+
+def _hvp(problem: Problem) -> Packing:
+    """hvp's run itself."""
+    problem = with_chance_column(problem)
     state = PackingState(problem)
     tried = select_strategies(problem.options)
     scale = column_scale(problem)

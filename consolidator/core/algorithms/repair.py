@@ -39,7 +39,14 @@ def guided_whole_hosts(problem: Problem, target: np.ndarray, chosen: Sequence[in
         left = ((state.free - problem.demand[item]) / scale).sum(axis=1)
         return state.choose(item, feasible, int(np.argmin(np.where(feasible, left, np.inf))))
 
+    def first(item: int) -> int:
+        """The packing's target, taken at once when feasible, unless a ranking or a soft
+        policy has a say in the choice."""
+        if problem.ranking is not None or state.soft_ok(item) is not None:
+            return -1
+        return int(target[item])
+
     for host in chosen:
-        if not state.try_empty(host, pick):
+        if not state.try_empty(host, pick, first=first):
             failed.append(host)
     return state.host_of.copy(), failed

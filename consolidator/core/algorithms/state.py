@@ -112,6 +112,21 @@ class PackingState:
                     mask[host] = False
         return mask
 
+    def fits_on(self, item: int, host: int) -> bool:
+        """feasible(item)[host], for one host in O(R): open, same zone, room on every column
+        and for the chance constraint, no member of a hard group there."""
+        if host == int(self.host_of[item]) or not self.open[host] or \
+                self.problem.host_zone[host] != self.instance_zone[item]:
+            return False
+        if np.any(self.free[host] < self.demand[item] - EPS):
+            return False
+        if self.cpu_limit is not None:
+            mu = self.usage_mu[host] + self.usage_mean[item]
+            var = max(float(self.usage_var[host] + self.usage_var_item[item]), 0.0)
+            if mu + self._z * np.sqrt(var) > self.cpu_limit[host] + EPS:
+                return False
+        return not any(self._group_hosts[g].get(host, 0) for g in self._groups_of.get(item, ()))
+
     def soft_ok(self, item: int) -> np.ndarray | None:
         """(H,) hosts that honour the instance's soft policies, or None if it has none."""
         prefs = self._soft.get(item)
@@ -162,7 +177,9 @@ class PackingState:
         mean, var = self.usage_mean[item], self.usage_var_item[item]
         self.usage_mu[source] -= mean
         self.usage_mu[host] += mean
-        self.usage_var[source] -= var
+        # Sums of floats taken off in another order than they were added can end a hair
+        # below zero, where sqrt is NaN and the host would count as full: clamp at zero.
+        self.usage_var[source] = max(float(self.usage_var[source]) - var, 0.0)
         self.usage_var[host] += var
         for g in self._groups_of.get(item, ()):
             counts = self._group_hosts[g]
@@ -192,12 +209,14 @@ class PackingState:
 
     def try_empty(self, host: int, pick: PickFunc, stop: int | None = None,
                   order: Callable[[int], Any] | None = None,
-                  allowed: np.ndarray | None = None) -> bool:
+                  allowed: np.ndarray | None = None,
+                  first: Callable[[int], int] | None = None) -> bool:
         """Move every instance off a host, choosing targets with pick; all or nothing.
 
         With stop, only the first `stop` hosts are offered as targets; with allowed (an (H,)
         bool mask), only those hosts. The instances go in the order of the key `order`
-        (default: the largest single demand first).
+        (default: the largest single demand first). first(item), when given, names a host
+        to take at once when it is feasible (-1: none), without offering the others.
         """
         items = self.items_on(host)
         if not items or not self.problem.emptiable[host]:
@@ -206,6 +225,11 @@ class PackingState:
         self.close(host)
         start = self.mark()
         for item in sorted(items, key=order or (lambda i: -float(self.demand[i].max()))):
+            quick = first(item) if first is not None else -1
+            if quick >= 0 and (stop is None or quick < stop) and \
+                    (allowed is None or allowed[quick]) and self.fits_on(item, quick):
+                self.move(item, quick)
+                continue
             feasible = self.feasible(item, stop)
             if allowed is not None:
                 feasible &= allowed

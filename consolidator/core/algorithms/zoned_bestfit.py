@@ -8,9 +8,15 @@ already: so without a ``zones`` option the zones are the cloud's own, and import
 orders the packing (important instances are placed first). The ``zones`` option ([zones] in
 the config, e.g. the paper's split as the preset ``paper``) adds HQ/LQ columns instead.
 
-Hosts to empty are taken from the least to the most populated; each instance goes to the most
-populated host with room, among the hosts more populated than the one being emptied (the
-paper's C_r == C_e stop), which keeps migrations few.
+In the paper (``-o order=paper``), hosts to empty are taken from the least to the most
+populated; each instance goes to the most populated host with room, among the hosts more
+populated than the one being emptied (the paper's C_r == C_e stop), which keeps migrations
+few. On mixed hardware that order empties a large host with few instances before a small one
+with many, and keeps the small hosts: by default (``order=keep-set``) the hosts to empty are
+those hvp's METAHVPLIGHT search empties (it chooses them by capacity, then population, and
+proves they pack), smallest first, then the others; they are emptied in that order, each into the
+most populated host with room among the hosts later in the order. ``order=capacity`` takes
+the smallest hosts first without the search.
 
 Beyond the paper: Placement's own vCPU, memory and disk capacity is checked as well (Nova
 enforces it whatever the zones say), and a host is emptied whole or not at all.
@@ -21,8 +27,12 @@ from __future__ import annotations
 import numpy as np
 
 from consolidator.core.algorithms.base import Packing, Problem
+from consolidator.core.algorithms.hvp import light_emptied
 from consolidator.core.algorithms.state import PackingState
 
+#: The order hosts are emptied in, by default (the -o order values: ORDERS).
+DEFAULT_ORDER = "keep-set"
+ORDERS = ("keep-set", "capacity", "paper")
 #: The paper's zones: 24 HQ CPUs at 2:1, 35 LQ CPUs at 8:1.
 PAPER_ZONES = (24.0, 2.0, 35.0, 8.0)
 
@@ -42,6 +52,28 @@ def zone_columns(problem: Problem) -> tuple[np.ndarray, np.ndarray] | None:
     return capacity, demand
 
 
+def emptying_order(problem: Problem, population: np.ndarray, how: str) -> np.ndarray:
+    """The hosts in the order they are emptied; the reverse is the receivers' rank.
+
+    paper: the fewest instances first (Sort('VM_COUNT', 'ASC'), ties in host order);
+    capacity: the smallest host first (its largest Placement column relative to the
+    largest host's), then the fewest instances; keep-set: the hosts METAHVPLIGHT empties
+    (hvp.py, which chooses them by capacity and population) first, smallest first, then the
+    others.
+    """
+    hosts = np.arange(problem.n_hosts)
+    if how == "paper":
+        return np.lexsort((hosts, population))
+    scale = problem.capacity[:, :3].max(axis=0)
+    scale[scale == 0] = 1.0
+    size = (problem.capacity[:, :3] / scale).max(axis=1)
+    if how == "capacity":
+        return np.lexsort((hosts, population, size))
+    chosen = np.zeros(problem.n_hosts, dtype=bool)
+    chosen[list(light_emptied(problem))] = True
+    return np.lexsort((hosts, population, size, ~chosen))
+
+
 def zoned_bestfit(problem: Problem) -> Packing:
     """Pack into HQ/LQ CPU zones, emptying the least populated hosts first."""
     columns = zone_columns(problem)
@@ -49,9 +81,12 @@ def zoned_bestfit(problem: Problem) -> Packing:
     state = PackingState(zoned)
     initial = state.population.copy()
     hosts = np.arange(problem.n_hosts)
-    # Sort('VM_COUNT', 'DESC'): the receivers' rank; ties keep the host order.
+    how = str(problem.options.get("order", DEFAULT_ORDER))
+    order = emptying_order(zoned, initial, how)
+    # The receivers' rank: the reverse of the emptying order; the paper's is
+    # Sort('VM_COUNT', 'DESC'), where ties keep the host order.
     desc_rank = np.empty(problem.n_hosts, dtype=np.int64)
-    desc_rank[np.lexsort((hosts, -initial))] = hosts
+    desc_rank[np.lexsort((hosts, -initial)) if how == "paper" else order[::-1]] = hosts
     emptied: list[int] = []
     notes: list[str] = []
     size = problem.demand.max(axis=1) if problem.n_instances else np.zeros(0)
@@ -60,7 +95,7 @@ def zoned_bestfit(problem: Problem) -> Packing:
         return (not bool(problem.important[item]), -float(size[item]))
 
     names = [h.name for h in problem.cluster.hosts]
-    for e in np.lexsort((hosts, initial)).tolist():      # Sort('VM_COUNT', 'ASC')
+    for e in order.tolist():
         if not problem.emptiable[e] or state.population[e] == 0:
             continue
         above = desc_rank < desc_rank[e]
