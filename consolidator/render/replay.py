@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from consolidator.core.wording import plural
 from consolidator.render import table
 
 #: Chart rows (hours of 12 five-minute samples, or the trace's own share of it).
@@ -19,8 +20,8 @@ def replay_table(doc: dict[str, Any]) -> str:
         rows.append([r.policy, f"{r.energy_kwh:,.2f}", f"{r.slatah:.2%}",
                      f"{r.slatah_cloudsim:.2%}", f"{r.pdm:.3%}", f"{r.slav:.5%}",
                      f"{r.esv:.5f}", f"{r.migrations:,}", f"{r.hosts_on_mean:.1f}"])
-    head = (f"{doc['vms']} VMs on {doc['hosts']} hosts, {doc['steps']} samples; "
-            f"physical floor {doc['floor_kwh']:,.1f} kWh")
+    head = (f"{plural(doc['vms'], 'VM')} on {plural(doc['hosts'], 'host')}, "
+            f"{plural(doc['steps'], 'sample')}; physical floor {doc['floor_kwh']:,.1f} kWh")
     body = table(["policy", "energy kWh", "SLATAH", "SLATAH (CloudSim)", "PDM", "SLAV",
                   "ESV", "migrations", "hosts on"], rows, align="lrrrrrrrr")
     notes = [f"note: {n}" for r in doc["results"] for n in r.notes]
