@@ -59,12 +59,12 @@ class DataCentre:
 
     models: tuple[HostModel, ...]
     host_model: tuple[int, ...]
-    cpu_allocation_ratio: float = 16.0
+    cpu_allocation_ratio: float = 4.0
     ram_binds: bool = False
 
     @classmethod
     def of(cls, counts: Sequence[tuple[HostModel, int]], *, interleave: bool = True,
-           cpu_allocation_ratio: float = 16.0, ram_binds: bool = False) -> DataCentre:
+           cpu_allocation_ratio: float = 4.0, ram_binds: bool = False) -> DataCentre:
         """Hosts of several models; interleaved (G4, G5, G4, ...) or model after model."""
         models = tuple(m for m, _ in counts)
         if not models or any(n < 0 for _, n in counts) or sum(n for _, n in counts) == 0:
