@@ -25,7 +25,7 @@ from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.review import approve
 from consolidator.app.settings import cron_trigger, daemon_settings
 from consolidator.app.snapshots import store_inventory
-from consolidator.core.errors import UsageError
+from consolidator.core.errors import ConsolidatorError, UsageError
 from consolidator.core.model import Host
 from consolidator.core.padding import parse_windows, spare_target
 from consolidator.core.replay.cloud_model import (
@@ -96,7 +96,10 @@ class ConsolidatorPolicy:
         """Run the daemon's cycle if its schedule fires at sample k."""
         now = self.clock0 + timedelta(seconds=k * self.trace.step_s)
         if self.due is not None and self.due <= now:
-            placement = self.cycle(k, now, placement)
+            try:
+                placement = self.cycle(k, now, placement)
+            except ConsolidatorError as exc:    # the daemon logs it and runs the next cycle
+                self.failures.append(f"cycle at {now:%H:%M} failed: {exc}")
             self.due = self.trigger.get_next_fire_time(self.due, now + timedelta(seconds=1))
             while self.due is not None and self.due <= now:
                 self.due = self.trigger.get_next_fire_time(self.due, self.due)
