@@ -118,8 +118,9 @@ class Reference:
     # -- placement -----------------------------------------------------------------------
 
     def _find_host(self, v: int, excluded: np.ndarray, among: np.ndarray | None = None) -> int:
-        """PABFD: the host whose power rises least when VM v joins it, or -1."""
-        rows = np.flatnonzero(~excluded) if among is None else among[~excluded[among]]
+        """PABFD: the host whose power rises least when VM v joins it (the first of equals),
+        or -1."""
+        rows = self._candidates(excluded) if among is None else among[~excluded[among]]
         if len(rows) == 0:
             return -1
         d = self.demand[v]
@@ -136,6 +137,16 @@ class Reference:
         diff = self.dc.power(after / cap, rows) - before
         diff[~fits] = np.inf
         return int(rows[int(np.argmin(diff))])
+
+    def _candidates(self, excluded: np.ndarray) -> np.ndarray:
+        """The hosts not excluded, in order, with only the first idle one of each model:
+        idle hosts of one model are alike to PABFD."""
+        free = ~excluded
+        busy = free & (self.host_load > 0)
+        idle = free & ~busy
+        model = self.dc.model_index
+        firsts = [np.flatnonzero(idle & (model == m))[:1] for m in range(len(self.dc.models))]
+        return np.sort(np.concatenate([np.flatnonzero(busy), *firsts]))
 
     def _place_all(self, vms: list[int], excluded: np.ndarray,
                    among: np.ndarray | None = None) -> dict[int, int] | None:
