@@ -55,7 +55,11 @@ START = datetime(2011, 3, 3)
 
 @dataclass
 class ConsolidatorPolicy:
-    """The daemon as configured, on the replay's clock (see the module's docstring)."""
+    """The daemon as configured, on the replay's clock (see the module's docstring).
+
+    step() runs cycle() whenever the schedule fires; what the daemon does between cycles
+    (a capacity watch, relief) belongs in step() too, acting on the same state: the
+    placement (host row per VM) and ``state`` (row -> Host with its power and service)."""
 
     ctx: AppContext
     start_at: datetime = START
