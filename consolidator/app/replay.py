@@ -25,7 +25,7 @@ from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.review import approve
 from consolidator.app.settings import cron_trigger, daemon_settings
 from consolidator.app.snapshots import store_inventory
-from consolidator.core.errors import ConsolidatorError, UsageError
+from consolidator.core.errors import ConsolidatorError, ModelError, UsageError
 from consolidator.core.model import Host
 from consolidator.core.padding import parse_windows, spare_target
 from consolidator.core.replay.cloud_model import (
@@ -193,7 +193,10 @@ def run_replay(ctx: AppContext, trace: Trace, dc: DataCentre, policies: tuple[st
     """Several policies over one trace: the floor, the sizes, and each policy's result."""
     for name in policies:     # fail before any long run
         if name not in ("npa", "consolidator"):
-            reference_policy(name)
+            try:
+                reference_policy(name)
+            except ModelError as exc:
+                raise UsageError(str(exc)) from None
     results = []
     for name in policies:
         ctx.report(f"replaying {name} ...")
