@@ -28,9 +28,10 @@ from consolidator.app.context import AppContext
 from consolidator.app.leadership import Leadership, executor_holder
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.power_readings import watts_off
+from consolidator.app.relief import ReliefRun, relieve_now
 from consolidator.app.review import approve, plan_counts, power_on_plan, running_plans
 from consolidator.app.rollback import bmc_power
-from consolidator.app.settings import cron_trigger, daemon_settings
+from consolidator.app.settings import cron_trigger, daemon_settings, relief_settings
 from consolidator.app.snapshots import last_readings, read_cloud, record_snapshot
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Cluster, Host
@@ -58,6 +59,7 @@ class CycleResult:
     skipped: str = ""
     hosts: dict[str, int] = field(default_factory=dict)   # active, spare, powered_off
     watts_saved: float = 0.0    # the powered-off hosts' idle draw, estimated as plans do
+    relief: ReliefRun | None = None     # the relief at the end of the cycle
 
 
 class _Cancelled(Exception):
@@ -176,6 +178,9 @@ class Daemon:
                          "approve %s'", plan.id, plural(len(draft.migrations), "migration"),
                          plural(len(draft.power_off), "host"), plan.id, plan.id)
         self._check_cancelled()
+        result.relief = relieve_now(self.ctx, self._execute,
+                                    auto_apply=self.settings.auto_apply)
+        self._check_cancelled()
         result.powered_on, live = self._ramp(result.spare_target, spares_only=True)
         if result.powered_on:  # the read before the ramp no longer holds
             live = read_cloud(self.ctx).cluster
@@ -216,6 +221,20 @@ class Daemon:
         except _Cancelled as exc:
             LOG.warning("capacity watch cancelled: %s", exc)
             return []
+        finally:
+            self.busy.release()
+
+    def relief_watch(self) -> ReliefRun | None:
+        """Relieve the hosts usage overloads now ([relief] interval); None when skipped."""
+        if not self.busy.acquire(blocking=False):
+            return None
+        try:
+            self.cancelled.clear()
+            return relieve_now(self.ctx, self._execute, auto_apply=self.settings.auto_apply) \
+                if self.lead() else None
+        except _Cancelled as exc:
+            LOG.warning("relief watch cancelled: %s", exc)
+            return None
         finally:
             self.busy.release()
 
@@ -265,6 +284,9 @@ class Daemon:
         if interval > 0:
             scheduler.add_job(self.capacity_watch, "interval", seconds=interval,
                               id="capacity-watch", max_instances=1, coalesce=True)
+        if relief_settings(self.ctx.config).interval > 0:
+            scheduler.add_job(self.relief_watch, "interval", id="relief", max_instances=1,
+                              seconds=relief_settings(self.ctx.config).interval, coalesce=True)
         scheduler.add_job(self.heartbeat, "interval", id="lease",
                           seconds=max(self.settings.lease_ttl / 3, 0.5),
                           max_instances=1, coalesce=True, next_run_time=datetime.now(

@@ -23,6 +23,7 @@ from consolidator.core.algorithm_options import check_options
 from consolidator.core.algorithms.base import Ranker
 from consolidator.core.algorithms.catalog import ALGORITHMS
 from consolidator.core.constraints import UsageModel
+from consolidator.core.cpu_speed import speed_map
 from consolidator.core.energy_model import CONFIGURED, saving
 from consolidator.core.errors import UsageError
 from consolidator.core.front import AUTO, FAST_ALGORITHMS, Budget, FrontBuilder, plan_within
@@ -142,7 +143,8 @@ def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pl
         cluster = pooled_cluster(cluster, history)
     settings = replace(settings_from_config(ctx.config), usage=UsageModel(
         confidence=planner.confidence if planner.capacity_model == "ucac" else None,
-        fallback_mean=planner.fallback_mean, fallback_cov=planner.fallback_cov))
+        fallback_mean=planner.fallback_mean, fallback_cov=planner.fallback_cov,
+        speed=speed_map(cluster, planner.cpu_speed)))
     listed = ctx.bmc_hosts() if not snapshot.info.cloud.startswith("scenario:") else None
     no_bmc = [] if listed is None else [h.name for h in cluster.hosts
                                         if h.name not in listed and h.compute_host not in listed]
