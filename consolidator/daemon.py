@@ -33,6 +33,7 @@ from consolidator.app.review import approve, plan_counts, power_on_plan, running
 from consolidator.app.rollback import bmc_power
 from consolidator.app.settings import cron_trigger, daemon_settings, relief_settings
 from consolidator.app.snapshots import last_readings, read_cloud, record_snapshot
+from consolidator.app.usage_power import cool_down, usage_power_on
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Cluster, Host
 from consolidator.core.padding import parse_windows, spare_target
@@ -164,7 +165,8 @@ class Daemon:
         if self.metrics is not None:
             self.metrics.observe_power({r.host: r.watts for r in snap.readings})
         self._check_cancelled()
-        plan = make_plan(self.ctx, snap, PlanRequest(spare=result.spare_target))
+        plan = make_plan(self.ctx, snap, PlanRequest(spare=result.spare_target,
+                                                     cool_down=cool_down(self.ctx, self.clock())))
         draft = plan.draft
         result.plan_id, result.migrations_planned = plan.id, len(draft.migrations)
         self._check_cancelled()
@@ -210,14 +212,16 @@ class Daemon:
     # -- power-on: the morning ramp and the capacity watch -----------------------------
 
     def capacity_watch(self) -> list[str]:
-        """Power hosts on when the powered hosts' free capacity falls below the padding."""
+        """Power hosts on when the powered hosts' free capacity falls below the padding, or
+        their usage at confidence with its trend nears their cores (app/usage_power.py)."""
         if not self.busy.acquire(blocking=False):
             return []
         try:
             self.cancelled.clear()
             if not self.lead():
                 return []
-            return self._ramp(self.target(), spares_only=False)[0]
+            return self._ramp(self.target(), spares_only=False)[0] or \
+                usage_power_on(self.ctx, self._execute, now=self.clock())
         except _Cancelled as exc:
             LOG.warning("capacity watch cancelled: %s", exc)
             return []

@@ -174,6 +174,20 @@ OPTIONS: tuple[Option, ...] = (
            "fallback, not at their last values. Empty: no check."),
     Option("relief", "max_migrations", int, 0,
            "The most migrations one relief makes; 0: as many as it takes.", range="[0, inf)"),
+    Option("relief", "headroom", float, 0.9,
+           "The capacity watch powers hosts on (those consolidator powered off, the most "
+           "efficient first) when the powered hosts' CPU usage at [planner] confidence, plus "
+           "the rise its trend predicts, exceeds this share of their cores x speed.",
+           range="(0, 1]"),
+    Option("relief", "trend_query", str, "sum(consolidator:instance_cpu_usage:vcpus)",
+           "Range query of the cloud's total CPU usage whose trend the capacity watch "
+           "follows; empty: no trend."),
+    Option("relief", "trend_window", int, 1800,
+           "Seconds of history the trend is fitted over (local regression, as LR-MMT).",
+           range="[60, inf)"),
+    Option("relief", "lookahead", int, 900,
+           "Seconds ahead the trend is followed: hosts come on before usage gets there.",
+           range="[0, inf)"),
     Option("power", "bmc_file", str, "/etc/consolidator/bmc.yaml",
            "BMC credentials (see etc/consolidator/bmc.yaml.sample); --bmc-file and "
            "CONSOLIDATOR_BMC_FILE override it."),
@@ -186,6 +200,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("power", "low_demand_threshold", float, 0.5,
            "Demand at or below which it counts as low: the instances' mean CPU usage over "
            "the physical vCPUs of the powered-on hosts, 0 to 1.", range="[0, 1]"),
+    Option("power", "min_on_time", float, 1800.0,
+           "Seconds a host consolidator powered on stays on before the daemon's plans may "
+           "power it off again (cool-down against flapping); 0: none.", range="[0, inf)"),
+    Option("power", "max_actions_per_hour", int, 0,
+           "The most power actions (on and off) the daemon's plans and capacity watch start "
+           "in any hour; relief still powers hosts on for overloads. 0: no cap.",
+           range="[0, inf)"),
     Option("telemetry", "history", int, 24,
            "Earlier snapshots of the same cloud whose usage statistics are pooled in.",
            range="[0, inf)"),

@@ -5,7 +5,7 @@ stored."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -31,6 +31,7 @@ from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, PlanDraft, StoredPlan
 from consolidator.core.planner import PlanSettings
 from consolidator.core.rankings.catalog import get_ranking
+from consolidator.core.usage_power import hold_power_off
 from consolidator.core.wording import plural
 from consolidator.core.zones import zones_for_cluster
 from consolidator.store.plans import save_plan
@@ -52,6 +53,8 @@ class PlanRequest:
     target_hosts: int | None = None
     #: hosts (the algorithm's own choice) or energy (see energy_objective).
     objective: str | None = None
+    #: The daemon's cool-down: (hosts that stay on -> why, power-offs allowed or None).
+    cool_down: tuple[Mapping[str, str], int | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,8 @@ def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Stor
     """Make, check and store a proposed plan for a snapshot."""
     i = plan_inputs(ctx, snapshot, request)
     draft = draft_plan(ctx, snapshot, request, i)
+    if request.cool_down is not None:
+        draft = hold_power_off(draft, *request.cool_down)
     if i.choice.planner.capacity_model == "ucac":
         # recorded with the plan, so that 'plans list' shows what was asked
         draft = replace(draft, options={**draft.options, "capacity_model": "ucac",

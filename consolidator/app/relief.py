@@ -45,7 +45,7 @@ class ReliefPlan:
         return self.relief.overloads
 
 
-def _powerable(ctx: AppContext, names: list[str]) -> list[str]:
+def powerable(ctx: AppContext, names: list[str]) -> list[str]:
     """The hosts a BMC is configured for (only those can be powered on)."""
     try:
         lookup = ctx.power_lookup()
@@ -61,7 +61,7 @@ def draft_relief(ctx: AppContext, cluster: Cluster, settings: ReliefSettings
     speed = speed_map(cluster, settings.cpu_speed)
     plan_settings = replace(settings.plan, usage=replace(settings.plan.usage, speed=speed))
     speeds = np.array([speed.get(h.name, 1.0) for h in cluster.hosts])
-    order = _powerable(ctx, power_on_order(cluster, speeds))
+    order = powerable(ctx, power_on_order(cluster, speeds))
     return relief_draft(cluster, plan_settings, power_on=order,
                         max_moves=settings.max_migrations or None)
 

@@ -17,6 +17,7 @@ from consolidator.core.constraints import Rules, parse_name_list
 from consolidator.core.errors import ConfigError
 from consolidator.core.plan import DEFAULT_IDLE_WATTS
 from consolidator.core.planner import PlanSettings
+from consolidator.core.usage_power import CoolDown
 
 if TYPE_CHECKING:
     from consolidator.execution.executor import ExecutorSettings
@@ -227,6 +228,13 @@ class ReliefSettings:
     source: PrometheusSource | None
     plan: PlanSettings
     cpu_speed: dict[str, str]
+    #: The capacity watch: power on above this share of the powered cores, following the
+    #: trend of trend_query over trend_window seconds, lookahead seconds ahead.
+    headroom: float = 0.9
+    trend_query: str = ""
+    trend_window: int = 1800
+    lookahead: int = 900
+    cool_down: CoolDown = field(default_factory=CoolDown)
 
 
 def relief_settings(config: Config) -> ReliefSettings:
@@ -241,10 +249,13 @@ def relief_settings(config: Config) -> ReliefSettings:
     usage = UsageModel(confidence=config.get("planner", "confidence"),
                        fallback_mean=config.get("telemetry", "fallback_mean"),
                        fallback_cov=config.get("telemetry", "fallback_cov"))
-    return ReliefSettings(interval=config.get("relief", "interval"),
-                          max_migrations=config.get("relief", "max_migrations"),
-                          source=source, plan=replace(settings_from_config(config), usage=usage),
-                          cpu_speed=config.section("cpu_speed"))
+    return ReliefSettings(
+        **_options(config, "relief", "interval", "max_migrations", "headroom", "trend_query",
+                   "trend_window", "lookahead"),
+        source=source, plan=replace(settings_from_config(config), usage=usage),
+        cpu_speed=config.section("cpu_speed"),
+        cool_down=CoolDown(min_on_time_s=config.get("power", "min_on_time"),
+                           max_per_hour=config.get("power", "max_actions_per_hour")))
 
 
 def metrics_settings(config: Config) -> MetricsSettings:

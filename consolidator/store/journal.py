@@ -74,3 +74,16 @@ def entries(engine: Engine, *, plan_id: str | None = None, cloud: str | None = N
         query = query.limit(limit)
     with translate_errors(engine), engine.connect() as conn:
         return [Entry(**row._mapping) for row in conn.execute(query)]
+
+
+def power_actions(engine: Engine, *, cloud: str | None, since: datetime) -> list[Entry]:
+    """The power_on and power_off rows begun since a time that did not fail or skip, oldest
+    first (the cool-down's history)."""
+    query = select(journal).where(journal.c.action.in_(("power_on", "power_off")),
+                                  journal.c.created_at >= since,
+                                  journal.c.state.in_(("running", "succeeded"))
+                                  ).order_by(journal.c.id)
+    if cloud:
+        query = query.where(journal.c.cloud == cloud)
+    with translate_errors(engine), engine.connect() as conn:
+        return [Entry(**row._mapping) for row in conn.execute(query)]

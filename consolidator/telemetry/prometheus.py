@@ -79,18 +79,16 @@ def query_vector(source: PrometheusSource, query: str) -> dict[str, float]:
     return out
 
 
-def query_range(source: PrometheusSource, query: str, start: float, end: float, step: float
-                ) -> dict[str, list[tuple[float, float]]]:
-    """Run a range query (times in Unix seconds); return {instance uuid: [(time, value)]}
-    with the finite values, in time order."""
+def _matrix(source: PrometheusSource, query: str, start: float, end: float, step: float
+            ) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+    """A range query's series: (labels, [(time, value)] with the finite values)."""
     data = _api(source, "/api/v1/query_range",
                 {"query": query, "start": start, "end": end, "step": step}, query)
     if data.get("resultType") != "matrix":
         raise CloudError(f"telemetry {source.url}: query {query!r} gave a "
                          f"{data.get('resultType')}, not a range vector")
-    out: dict[str, list[tuple[float, float]]] = {}
+    out = []
     for series in data.get("result") or []:
-        uuid = (series.get("metric") or {}).get(source.instance_label)
         points = []
         for point in series.get("values") or []:
             try:
@@ -99,9 +97,31 @@ def query_range(source: PrometheusSource, query: str, start: float, end: float, 
                 continue
             if math.isfinite(value):
                 points.append((at, value))
+        out.append((series.get("metric") or {}, points))
+    return out
+
+
+def query_range(source: PrometheusSource, query: str, start: float, end: float, step: float
+                ) -> dict[str, list[tuple[float, float]]]:
+    """Run a range query (times in Unix seconds); return {instance uuid: [(time, value)]}
+    with the finite values, in time order."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for labels, points in _matrix(source, query, start, end, step):
+        uuid = labels.get(source.instance_label)
         if uuid and points:
             out.setdefault(uuid, []).extend(points)
     return {uuid: sorted(points) for uuid, points in out.items()}
+
+
+def query_total(source: PrometheusSource, query: str, start: float, end: float, step: float
+                ) -> list[tuple[float, float]]:
+    """Run a range query and add its series up per time: [(time, total)] in time order
+    (for a cloud-wide sum such as the capacity watch's trend)."""
+    totals: dict[float, float] = {}
+    for _labels, points in _matrix(source, query, start, end, step):
+        for at, value in points:
+            totals[at] = totals.get(at, 0.0) + value
+    return sorted(totals.items())
 
 
 def fetch_usage(source: PrometheusSource) -> dict[str, dict[str, float]]:

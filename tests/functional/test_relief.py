@@ -78,11 +78,12 @@ power_timeout = 30
 
 
 @contextmanager
-def served(doc: dict, tmp_path: Path) -> Iterator[tuple[FakeCloud, PrometheusServer]]:
+def served(doc: dict, tmp_path: Path, count: int = len(USAGE)
+           ) -> Iterator[tuple[FakeCloud, PrometheusServer]]:
     with FakeCloud(parse_scenario(doc), bmc=True, migration_bandwidth_mb_s=1e6,
                    service_up_delay_s=0.05, bmc_graceful_delay_s=0.05) as cloud, \
             PrometheusServer(cloud, tmp_path) as prom:
-        prom.wait_for(RECORDED, len(USAGE))
+        prom.wait_for(RECORDED, count)
         time.sleep(8)     # until the rates of the first seconds have left the windows
         yield cloud, prom
 
