@@ -4,6 +4,7 @@ daemon alike."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import dry_context, simulated_cloud
@@ -17,6 +18,9 @@ from consolidator.openstack.nova import Nova
 from consolidator.store.plans import load_plan, resolve_plan_id, set_status
 from consolidator.store.snapshots import load_snapshot
 
+if TYPE_CHECKING:
+    from consolidator.execution.executor import PowerLookup
+
 
 class PlanRun:
     """One run of a stored plan through the executor; ``stop()`` starts nothing new."""
@@ -24,18 +28,25 @@ class PlanRun:
     def __init__(self, ctx: AppContext, plan_ref: str, *, max_parallel: int | None = None,
                  dry_run: bool = False, conn: object = None,
                  on_timeout: str | None = None,
-                 progress: ProgressListener | None = None) -> None:
+                 progress: ProgressListener | None = None,
+                 cloud: tuple[Any, PowerLookup] | None = None) -> None:
+        """cloud: a simulated cloud's Nova and power lookup (a trace replay's), used
+        instead of connecting."""
         if dry_run:
             ctx = dry_context(ctx, cloud=load_plan(ctx.engine(), plan_ref).cloud,
                               plan_ids=(resolve_plan_id(ctx.engine(), plan_ref),))
         engine = ctx.engine()
         self.plan: StoredPlan = load_plan(engine, plan_ref)
-        conn = conn if conn is not None else ctx.connect(ctx.cloud_name or self.plan.cloud)
         cluster = load_snapshot(engine, self.plan.snapshot_id).cluster
         settings = executor_settings(ctx.config, max_parallel=max_parallel,
                                      on_timeout=on_timeout)
-        nova, power = Nova(conn), ctx.power_lookup()
-        if ctx.simulate:    # the same sequence, on a copy of the live state read once
+        if cloud is not None:
+            nova, power = cloud
+            settings = replace(settings, poll_interval=0.0)
+        else:
+            conn = conn if conn is not None else ctx.connect(ctx.cloud_name or self.plan.cloud)
+            nova, power = Nova(conn), ctx.power_lookup()
+        if ctx.simulate and cloud is None:   # the same sequence, on a copy read once
             nova, power = simulated_cloud(ctx, conn, cluster)
             settings = replace(settings, poll_interval=0.0)
         self.executor = Executor(engine, nova, self.plan.cloud, cluster, settings, power,

@@ -41,7 +41,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "rollback": ("apply", "rollback_cmd", "Put the cloud back as a snapshot recorded it: "
                                           "power on, enable, migrate back."),
     "simulate": ("simulate", "simulate_group",
-                 "Reproduce the papers' experiments (see docs/reproductions.md)."),
+                 "Reproduce the papers' experiments (see docs/reproductions.md); replay a "
+                 "trace."),
     "snapshot": ("snapshots", "snapshot_cmd",
                  "Record the cloud's placement as a new snapshot and print its id."),
     "snapshots": ("snapshots", "snapshots_group", "List, show and export recorded snapshots."),

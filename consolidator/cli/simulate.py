@@ -1,4 +1,4 @@
-"""consolidator simulate abp|ucac: reproduce the papers' experiments."""
+"""consolidator simulate abp|ucac|trace: reproduce the papers' experiments, replay a trace."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import time
 
 import click
 
+from consolidator.app.context import AppContext
 from consolidator.app.experiments import render_experiment, run_experiment
-from consolidator.cli.context import FORMAT
+from consolidator.app.replay import replay_trace
+from consolidator.cli.context import FORMAT, pass_app, report_to_stderr
+from consolidator.render.replay import hosts_chart, replay_json, replay_table
 
 EXPERIMENTS = {
     "abp": "section IV of paper 000 (ABP against Pack, Spread and XBalance)",
@@ -18,7 +21,7 @@ EXPERIMENTS = {
 
 @click.group("simulate")
 def simulate_group() -> None:
-    """Reproduce the papers' experiments (see docs/reproductions.md)."""
+    """Reproduce the papers' experiments (see docs/reproductions.md); replay a trace."""
 
 
 def _command(name: str, what: str) -> click.Command:
@@ -40,3 +43,42 @@ def _command(name: str, what: str) -> click.Command:
 
 for _name, _what in EXPERIMENTS.items():
     _command(_name, _what)
+
+
+@simulate_group.command("trace")
+@click.option("--planetlab", "planetlab", metavar="DIR",
+              help="A folder of PlanetLab files (one VM per file); VM types in sorted "
+                   "file-name order.")
+@click.option("--trace", "trace_file", metavar="FILE",
+              help="A trace file, CSV or JSON, one entry per instance (docs/replay.rst).")
+@click.option("--hosts-file", metavar="FILE",
+              help="A host-model file (YAML or JSON) [default: CloudSim's data centre].")
+@click.option("--hosts", type=click.IntRange(min=1), default=800, show_default=True,
+              help="Hosts of CloudSim's data centre, when no --hosts-file is given.")
+@click.option("--vms", type=click.IntRange(min=1),
+              help="Replay only the first N VMs of the trace.")
+@click.option("--policy", "policies", multiple=True, metavar="NAME",
+              help="npa, consolidator, thr-mmt-<threshold> or lr-mmt-<safety>; repeatable "
+                   "[default: npa, thr-mmt-0.8, lr-mmt-1.2, consolidator].")
+@FORMAT
+@pass_app
+def trace_command(app: AppContext, planetlab: str | None, trace_file: str | None,
+                  hosts_file: str | None, hosts: int, vms: int | None,
+                  policies: tuple[str, ...], fmt: str) -> None:
+    """Replay a usage trace through the daemon and the reference policies.
+
+    Without --planetlab or --trace, the shipped sample (50 VMs of PlanetLab's 2011-03-03)
+    is replayed.
+    """
+    app.report = report_to_stderr
+    started = time.monotonic()
+    doc = replay_trace(app, planetlab=planetlab, trace_file=trace_file,
+                       hosts_file=hosts_file, hosts=hosts, vms=vms,
+                       policies=policies or None)
+    click.echo(f"done in {time.monotonic() - started:.1f} s", err=True)
+    if fmt == "json":
+        click.echo(json.dumps(replay_json(doc), indent=2))
+    else:
+        click.echo(replay_table(doc))
+        click.echo("")
+        click.echo(hosts_chart(doc))

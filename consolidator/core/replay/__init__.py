@@ -1,0 +1,1 @@
+"""The trace replay's pure model: data centre, power, the metrics, the reference policies."""

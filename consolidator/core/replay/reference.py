@@ -1,0 +1,256 @@
+"""The reference policies of Beloglazov & Buyya (2012), as CloudSim 3.0.3 runs them.
+
+- Overload detection (section 6.1): THR, a static threshold on the host's CPU utilisation;
+  LR, a regression line through the host's last 10 utilisation samples, predicting one
+  interval ahead (the migration time rounded up), times a safety parameter, overloaded at 1;
+  THR 0.7 until a host has 10 samples.
+- VM selection (6.2.1): MMT, the VM with the least RAM (the shortest migration), until the
+  host is no longer overloaded.
+- Placement (algorithm 2): PABFD, each VM (by decreasing demand) to the host whose power rises
+  least, among those with room that would not be overloaded after it (an empty host may
+  always take it); then the under-utilised hosts, least utilised first, are emptied onto the
+  others when all of their VMs find a place, and switched off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from consolidator.core.errors import ModelError
+from consolidator.core.replay.datacentre import DataCentre
+from consolidator.core.replay.trace import Trace
+
+#: Samples of history CloudSim keeps per VM, and the LR window.
+HISTORY, WINDOW = 30, 10
+#: The THR threshold LR falls back to while a host has fewer than WINDOW samples.
+LR_FALLBACK = 0.7
+
+
+def _lr_coefficients(n: int = WINDOW, ahead: int = 1) -> np.ndarray:
+    """c such that c . history (newest first) is CloudSim's LR prediction: the least-squares
+    line through the n samples (oldest at x = 1), evaluated at x = n + ahead. CloudSim's
+    loess weights take effect only when 40 % of them are zero, which its inverse tricube
+    weights never are, so the fit is plain least squares; it is linear in the history."""
+    x = np.arange(1, n + 1, dtype=float)
+    xc = x - x.mean()
+    coef = 1.0 / n + xc * (n + ahead - x.mean()) / (xc @ xc)
+    return coef[::-1]           # newest first
+
+
+@dataclass
+class Reference:
+    """THR-MMT-x or LR-MMT-x with PABFD placement."""
+
+    name: str
+    detector: str            # "thr" | "lr"
+    parameter: float         # the THR threshold or the LR safety parameter
+    full_power: bool = False
+    #: Hosts that took VMs from overloaded hosts are not emptied in the same decision (the
+    #: paper's and CloudSim's stated intent; CloudSim 3.0.3's code passes an empty list).
+    exclude_receivers: bool = True
+    #: PABFD's power increase measured from the host's last measured load (CloudSim's
+    #: host.getPower()) instead of from what this decision has put on it.
+    measured_base: bool = False
+    _coef: np.ndarray = field(default_factory=_lr_coefficients, repr=False)
+
+    # -- set-up --------------------------------------------------------------------------
+
+    def start(self, trace: Trace, dc: DataCentre) -> tuple[np.ndarray, np.ndarray]:
+        """CloudSim's initial placement (see initial_placement)."""
+        self.dc, self.trace = dc, trace
+        self.util, self.mips, self.ram = trace.utilisation, trace.mips, trace.ram_mb
+        self.cap, self.core = dc.capacity, dc.core_mips
+        self.history = np.zeros((trace.vms, HISTORY))
+        self.placement = initial_placement(trace, dc)
+        return self.placement.copy(), np.bincount(self.placement, minlength=dc.hosts) > 0
+
+    def notes(self) -> tuple[str, ...]:
+        """What the reader should know."""
+        return ()
+
+    def _load(self, demand: np.ndarray) -> None:
+        """Recompute the hosts' loads, LR sums and history lengths for a demand vector."""
+        h = self.dc.hosts
+        self.demand = demand
+        placed = self.placement >= 0
+        rows = self.placement[placed]
+        self.host_load = np.bincount(rows, demand[placed], minlength=h)
+        self.vm_q = self.mips * (self.history[:, :WINDOW] @ self._coef)
+        self.vm_long = self.history[:, WINDOW - 1:].any(axis=1)
+        self.host_q = np.bincount(rows, self.vm_q[placed], minlength=h)
+        self.host_long = np.bincount(rows, self.vm_long[placed], minlength=h)
+        self.host_pop = np.bincount(rows, minlength=h)
+
+    def _move(self, v: int, h: int) -> None:
+        """Put VM v on host h (-1: nowhere), keeping the host sums."""
+        old = self.placement[v]
+        for row, sign in ((old, -1), (h, 1)):
+            if row >= 0:
+                self.host_load[row] += sign * self.demand[v]
+                self.host_q[row] += sign * self.vm_q[v]
+                self.host_long[row] += sign * int(self.vm_long[v])
+                self.host_pop[row] += sign
+        self.placement[v] = h
+
+    # -- overload ------------------------------------------------------------------------
+
+    def _over(self, load: np.ndarray, q: np.ndarray, long: np.ndarray,
+              cap: np.ndarray) -> np.ndarray:
+        """Whether hosts with these sums are overloaded, by the policy's detector."""
+        util = np.minimum(load / cap, 1.0)
+        if self.detector == "thr":
+            return util > self.parameter
+        predicted = q / cap * self.parameter
+        return np.where(long > 0, predicted >= 1.0, util > LR_FALLBACK)
+
+    def _host_over(self, h: int) -> bool:
+        return bool(self._over(self.host_load[h:h + 1], self.host_q[h:h + 1],
+                               self.host_long[h:h + 1], self.cap[h:h + 1])[0])
+
+    # -- placement -----------------------------------------------------------------------
+
+    def _find_host(self, v: int, excluded: np.ndarray, among: np.ndarray | None = None) -> int:
+        """PABFD: the host whose power rises least when VM v joins it, or -1."""
+        rows = np.flatnonzero(~excluded) if among is None else among[~excluded[among]]
+        if len(rows) == 0:
+            return -1
+        d = self.demand[v]
+        load, cap = self.host_load[rows], self.cap[rows]
+        after = load + d
+        fits = (self.core[rows] >= d) & (after <= cap + 1e-9)
+        over = self._over(after, self.host_q[rows] + self.vm_q[v],
+                          self.host_long[rows] + int(self.vm_long[v]), cap)
+        fits &= ~((load > 0) & over)
+        if not fits.any():
+            return -1
+        before = self.measured_watts[rows] if self.measured_base else \
+            self.dc.power(load / cap, rows)
+        diff = self.dc.power(after / cap, rows) - before
+        diff[~fits] = np.inf
+        return int(rows[int(np.argmin(diff))])
+
+    def _place_all(self, vms: list[int], excluded: np.ndarray,
+                   among: np.ndarray | None = None) -> dict[int, int] | None:
+        """Place VMs (by decreasing demand) one by one; their new hosts, or None when one
+        finds no host (then nothing moved)."""
+        moved: dict[int, int] = {}
+        for v in sorted(vms, key=lambda i: -self.demand[i]):
+            h = self._find_host(v, excluded, among)
+            if h < 0:
+                for u, _ in moved.items():
+                    self._move(u, self.origin[u])
+                return None
+            self._move(v, h)
+            moved[v] = h
+        return moved
+
+    # -- one decision --------------------------------------------------------------------
+
+    def step(self, k: int, placement: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Detect overloaded hosts, move their MMT VMs by PABFD, then empty the under-used."""
+        self.history[:, 1:] = self.history[:, :-1]
+        self.history[:, 0] = self.util[:, k]
+        self.placement = placement.copy()
+        self.origin = placement.copy()
+        self._load(self.util[:, k] * self.mips)
+        cap = self.cap
+        self.measured = np.minimum(self.host_load / cap, 1.0)
+        self.measured_watts = self.dc.power(self.measured)
+        overloaded = self._over(self.host_load, self.host_q, self.host_long, cap)
+        overloaded &= self.host_pop > 0
+        leaving: list[int] = []
+        for h in np.flatnonzero(overloaded):
+            here = list(np.flatnonzero(self.placement == h))
+            while here:
+                v = min(here, key=lambda i: (self.ram[i], i))
+                here.remove(v)
+                leaving.append(v)
+                self._move(v, -1)
+                if not self._host_over(h):
+                    break
+        receivers: set[int] = set()
+        for v in sorted(leaving, key=lambda i: -self.demand[i]):
+            h = self._find_host(v, overloaded)
+            self._move(v, h if h >= 0 else int(self.origin[v]))
+            if h >= 0:
+                receivers.add(h)
+        self._empty_underused(overloaded, receivers)
+        return self.placement.copy(), self.host_pop > 0
+
+    def _empty_underused(self, overloaded: np.ndarray, receivers: set[int]) -> None:
+        """CloudSim's getMigrationMapFromUnderUtilizedHosts."""
+        off = self.host_load <= 0
+        skip = overloaded | off
+        if self.exclude_receivers:
+            skip[list(receivers)] = True
+        excluded = overloaded | off
+        while not skip.all():
+            util = np.where(skip, np.inf, self.measured)
+            h = int(np.argmin(util))
+            if not np.isfinite(util[h]) or util[h] <= 0:
+                break
+            skip[h] = excluded[h] = True
+            vms = list(np.flatnonzero(self.placement == h))
+            if not vms:
+                continue
+            among = np.flatnonzero(~excluded)
+            moved = self._place_all(vms, excluded, among)
+            if moved:
+                skip[list(set(moved.values()))] = True
+
+
+def initial_placement(trace: Trace, dc: DataCentre) -> np.ndarray:
+    """CloudSim's initial placement: each VM in trace order, by its full MIPS, on the host
+    with room whose power at (allocated + VM) / capacity is least (at creation the VMs
+    already placed request nothing, so no overload check binds). Host row per VM."""
+    cap, core, mips = dc.capacity, dc.core_mips, trace.mips
+    placement = np.full(trace.vms, -1, dtype=np.int64)
+    allocated = np.zeros(dc.hosts)
+    for v in range(trace.vms):
+        after = allocated + mips[v]
+        watts = np.where((core >= mips[v]) & (after <= cap),
+                         dc.power(np.minimum(after / cap, 1.0)), np.inf)
+        h = int(np.argmin(watts))
+        if not np.isfinite(watts[h]):
+            raise ModelError(f"VM {trace.names[v]!r} ({mips[v]:g} MIPS) fits on no host")
+        allocated[h] = after[h]
+        placement[v] = h
+    return placement
+
+
+def reference_policy(name: str) -> Reference:
+    """thr-mmt-X or lr-mmt-X (X: the threshold or safety parameter)."""
+    parts = name.lower().split("-")
+    if len(parts) != 3 or parts[0] not in ("thr", "lr") or parts[1] != "mmt":
+        raise ModelError(f"unknown policy {name!r}: choose npa, consolidator, "
+                         f"thr-mmt-<threshold> or lr-mmt-<safety>")
+    try:
+        parameter = float(parts[2])
+    except ValueError:
+        raise ModelError(f"policy {name!r}: {parts[2]!r} is not a number") from None
+    if not 0 < parameter < 10:
+        raise ModelError(f"policy {name!r}: the parameter must lie between 0 and 10")
+    return Reference(name.lower(), parts[0], parameter)
+
+
+@dataclass
+class NoPowerManagement:
+    """npa: every host on at full power, nothing moves (the paper's NPA)."""
+
+    name: str = "npa"
+    full_power: bool = True
+
+    def start(self, trace: Trace, dc: DataCentre) -> tuple[np.ndarray, np.ndarray]:
+        """CloudSim's initial placement; all hosts on."""
+        self.on = np.ones(dc.hosts, dtype=bool)
+        return initial_placement(trace, dc), self.on
+
+    def step(self, k: int, placement: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Nothing changes."""
+        return placement, self.on
+
+    def notes(self) -> tuple[str, ...]:
+        """Nothing to note."""
+        return ()

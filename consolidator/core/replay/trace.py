@@ -1,0 +1,91 @@
+"""A usage trace: one CPU utilisation series per VM at a fixed step, with each VM's size.
+
+A VM's demand at step t is its utilisation (a fraction) times its MIPS. The PlanetLab files
+give 288 percentages at 5-minute steps; CloudSim gives the VMs four types in turn (2,500,
+2,000, 1,000 and 500 MIPS, single core, with 870, 1,740, 1,740 and 613 MB) in four equal
+quarters of the VM list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from consolidator.core.errors import ModelError
+
+#: CloudSim's VM types: (MIPS, RAM in MB), one per quarter of the VM list.
+CLOUDSIM_VM_TYPES: tuple[tuple[float, int], ...] = ((2500.0, 870), (2000.0, 1740),
+                                                    (1000.0, 1740), (500.0, 613))
+#: CloudSim's migration speed: RAM (MB) / (bandwidth 1 Gbit/s / 16,000) = RAM / 62.5 s.
+MIGRATION_MB_PER_S = 62.5
+
+
+@dataclass(frozen=True)
+class Trace:
+    """VMs x steps of CPU utilisation in [0, 1], and each VM's MIPS and RAM."""
+
+    names: tuple[str, ...]
+    utilisation: np.ndarray       # (V, T)
+    mips: np.ndarray              # (V,)
+    ram_mb: np.ndarray            # (V,)
+    step_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        v = len(self.names)
+        if v == 0:
+            raise ModelError("a trace needs at least one VM")
+        if self.utilisation.ndim != 2 or self.utilisation.shape[0] != v or \
+                self.utilisation.shape[1] == 0:
+            raise ModelError("a trace needs the same number of samples for every VM")
+        if self.mips.shape != (v,) or self.ram_mb.shape != (v,) or np.any(self.mips <= 0):
+            raise ModelError("every VM of a trace needs positive MIPS")
+        if np.any(self.utilisation < 0) or np.any(self.utilisation > 1) or \
+                not np.all(np.isfinite(self.utilisation)):
+            raise ModelError("utilisation must lie between 0 and 100 %")
+        if self.step_s <= 0:
+            raise ModelError("the step must be positive")
+
+    @property
+    def vms(self) -> int:
+        """How many VMs."""
+        return len(self.names)
+
+    @property
+    def steps(self) -> int:
+        """How many samples (intervals) per VM."""
+        return int(self.utilisation.shape[1])
+
+    def demand(self) -> np.ndarray:
+        """(V, T + 1) MIPS demanded at each sample time; the last sample is held to the end
+        of the last interval."""
+        d = self.utilisation * self.mips[:, None]
+        return np.hstack([d, d[:, -1:]])
+
+    def migration_s(self) -> np.ndarray:
+        """(V,) seconds a live migration of each VM takes."""
+        return self.ram_mb / MIGRATION_MB_PER_S
+
+    def head(self, vms: int) -> Trace:
+        """The first `vms` VMs."""
+        return Trace(self.names[:vms], self.utilisation[:vms], self.mips[:vms],
+                     self.ram_mb[:vms], self.step_s)
+
+
+def with_cloudsim_types(names: Sequence[str], percent: np.ndarray,
+                        step_s: float = 300.0) -> Trace:
+    """A trace of percentages whose VMs take CloudSim's four types: the first quarter of
+    the names the first type, and so on (CloudSim's vm / ceil(VMs / 4))."""
+    quarter = -(-len(names) // len(CLOUDSIM_VM_TYPES))
+    types = [CLOUDSIM_VM_TYPES[i // quarter] for i in range(len(names))]
+    return Trace(tuple(names), np.asarray(percent, dtype=float) / 100.0,
+                 np.array([t[0] for t in types]), np.array([t[1] for t in types], dtype=float),
+                 step_s)
+
+
+def floor_kwh(trace: Trace, joules_per_mip: float) -> float:
+    """The physical floor: the whole demand served at the best efficiency any host reaches."""
+    d = trace.demand().sum(axis=0)
+    mips_seconds = float(((d[:-1] + d[1:]) / 2).sum() * trace.step_s)
+    return mips_seconds * joules_per_mip / 3.6e6

@@ -1,0 +1,102 @@
+"""'consolidator simulate trace': the shipped sample through the daemon's own cycle and the
+reference policies; the daemon's configuration decides what the consolidator policy does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from consolidator.app.config import load_config
+from consolidator.app.context import AppContext
+from consolidator.app.replay import run_policy
+from consolidator.core.replay.datacentre import cloudsim_datacentre
+from consolidator.core.replay.trace import Trace
+from consolidator.scenario.traces import load_planetlab
+from tests.functional.cli import run
+
+SAMPLE = Path(__file__).resolve().parents[2] / "consolidator/data/planetlab-sample/20110303-50"
+KEYS = {"policy", "energy_kwh", "slatah", "slatah_cloudsim", "pdm", "slav", "esv",
+        "migrations", "hosts_on_mean"}
+
+
+def _hours(trace: Trace, hours: int) -> Trace:
+    steps = hours * 12
+    return Trace(trace.names, trace.utilisation[:, :steps], trace.mips, trace.ram_mb)
+
+
+def _replay(tmp_path: Path, config: str, name: str) -> object:
+    path = tmp_path / f"{name}.conf"
+    path.write_text(config)
+    ctx = AppContext(_config=load_config(str(path), required=True))
+    trace = _hours(load_planetlab(SAMPLE), 4)
+    return run_policy(trace, cloudsim_datacentre(40), "consolidator", ctx)
+
+
+@pytest.mark.parametrize("changed", [
+    "[planner]\nalgorithm = firstfit\ncapacity_model = ucac\n",
+    "[planner]\nalgorithm = zoned-bestfit\ncapacity_model = ucac\nconfidence = 0.9\n",
+    "[planner]\nspare = 3\n",
+], ids=["algorithm", "confidence", "padding"])
+def test_a_change_to_the_daemons_config_changes_the_replay(tmp_path: Path,
+                                                          changed: str) -> None:
+    """The consolidator policy plans with the config: its algorithm, its capacity model and
+    confidence, its spare hosts, each change what the replay measures."""
+    base = "[planner]\nalgorithm = zoned-bestfit\ncapacity_model = ucac\nconfidence = 0.999\n"
+    before = _replay(tmp_path, base, "base")
+    after = _replay(tmp_path, changed if "ucac" in changed or "algorithm" in changed
+                    else base + "spare = 3\n", "changed")
+    assert before.migrations > 0
+    assert (after.energy_kwh, after.migrations, after.hosts_on) != \
+        (before.energy_kwh, before.migrations, before.hosts_on)
+
+
+def test_the_daemons_plans_run_through_the_executor(tmp_path: Path) -> None:
+    """Hosts the plans empty are powered off by the executor: the consolidator policy ends
+    with fewer hosts on than it started with, and every VM still on a host."""
+    result = _replay(tmp_path, "[planner]\nalgorithm = zoned-bestfit\ncapacity_model = ucac\n",
+                     "ucac")
+    assert result.hosts_on[0] < 40
+    assert min(result.hosts_on) >= 1
+    assert result.notes and "daemon cycles" in result.notes[0]
+
+
+def test_simulate_trace_on_the_sample_prints_the_json_contract() -> None:
+    out = run("simulate", "trace", "--hosts", "40", "--policy", "npa", "--policy",
+              "lr-mmt-1.2", "--format", "json")
+    assert out.code == 0, out.err
+    doc = json.loads(out.out)
+    assert set(doc) == {"floor_kwh", "hosts", "vms", "steps", "policies"}
+    assert (doc["hosts"], doc["vms"], doc["steps"]) == (40, 50, 288)
+    assert [p["policy"] for p in doc["policies"]] == ["npa", "lr-mmt-1.2"]
+    assert all(set(p) == KEYS for p in doc["policies"])
+    npa, lr = doc["policies"]
+    assert npa["energy_kwh"] == pytest.approx(40 * 126 * 24 / 1000)
+    assert doc["floor_kwh"] <= lr["energy_kwh"] < npa["energy_kwh"]
+
+
+def test_simulate_trace_prints_a_table_and_a_chart(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    rows = ["name,mips,ram_mb" + ",cpu" * 24]
+    rows += [f"vm{i},1000,1024," + ",".join(str(int(x)) for x in
+                                            np.linspace(10, 60, 24)) for i in range(6)]
+    trace.write_text("\n".join(rows) + "\n")
+    out = run("simulate", "trace", "--trace", str(trace), "--hosts", "4", "--policy", "npa",
+              "--policy", "thr-mmt-0.8")
+    assert out.code == 0, out.err
+    assert "physical floor" in out.out and "thr-mmt-0.8" in out.out
+    assert "hosts on over the trace" in out.out
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--planetlab", "/nonexistent"), "not a folder of PlanetLab files"),
+    (("--policy", "mad-mmt-2.5"), "unknown policy"),
+    (("--hosts-file", "/nonexistent.yaml"), "No such file"),
+])
+def test_bad_input_is_one_line(args: tuple[str, ...], message: str) -> None:
+    out = run("simulate", "trace", *args)
+    assert out.code != 0
+    assert message in out.err and "Traceback" not in out.err
+    assert len(out.err.strip().splitlines()) <= 2

@@ -1,0 +1,69 @@
+"""The trace replay's pure model: power tables, VM types, the metrics, the floor on the
+shipped sample, and the policy names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from consolidator.core.errors import ModelError
+from consolidator.core.replay.datacentre import G4, G5, cloudsim_datacentre
+from consolidator.core.replay.metrics import Meter
+from consolidator.core.replay.policy import replay
+from consolidator.core.replay.reference import reference_policy
+from consolidator.core.replay.trace import floor_kwh, with_cloudsim_types
+from consolidator.scenario.traces import load_planetlab
+
+SAMPLE = Path(__file__).resolve().parents[2] / "consolidator/data/planetlab-sample/20110303-50"
+
+
+def test_the_power_tables_interpolate_linearly() -> None:
+    dc = cloudsim_datacentre(2)
+    assert dc.power(np.array([0.0, 0.0]))[0] == G4.watts[0]
+    assert dc.power(np.array([1.0, 1.0]))[1] == G5.watts[10]
+    assert dc.power(np.array([0.05, 0.95])) == pytest.approx([87.7, 134.0])
+    assert dc.best_joules_per_mip == pytest.approx(135 / 5320)
+
+
+def test_the_vm_types_come_in_four_quarters() -> None:
+    trace = with_cloudsim_types([f"vm{i}" for i in range(8)], np.zeros((8, 3)))
+    assert list(trace.mips) == [2500, 2500, 2000, 2000, 1000, 1000, 500, 500]
+    assert list(trace.ram_mb) == [870, 870, 1740, 1740, 1740, 1740, 613, 613]
+
+
+def test_no_policy_falls_below_the_floor_on_the_sample() -> None:
+    trace = load_planetlab(SAMPLE)
+    dc = cloudsim_datacentre(40)
+    floor = floor_kwh(trace, dc.best_joules_per_mip)
+    for name in ("thr-mmt-0.8", "lr-mmt-1.2", "thr-mmt-1.0", "lr-mmt-1.0"):
+        assert replay(trace, dc, reference_policy(name)).energy_kwh >= floor, name
+
+
+def test_a_linear_overload_counts_the_time_above_capacity() -> None:
+    """A host whose load rises from 50 % to 150 % of its MIPS is at 100 % for half of it."""
+    dc = cloudsim_datacentre(1)
+    cap = dc.capacity[0]
+    meter = Meter(dc, np.array([[0.5 * cap, 1.5 * cap]]), np.array([10.0]), 300.0)
+    meter.interval(0, np.array([0]), np.array([True]))
+    result = meter.result("x")
+    assert result.slatah == pytest.approx(0.5)
+    assert result.energy_kwh == pytest.approx((102 + 117) / 2 * 300 / 3.6e6)
+
+
+def test_a_migration_costs_pdm_and_counts_for_cloudsims_slatah() -> None:
+    dc = cloudsim_datacentre(2)
+    meter = Meter(dc, np.array([[1000.0, 1000.0]]), np.array([30.0]), 300.0)
+    meter.migrated(0, np.array([0]), np.array([1]))
+    meter.interval(0, np.array([1]), np.array([False, True]))
+    result = meter.result("x")
+    assert result.pdm == pytest.approx(0.1 * 30 / 300)
+    assert result.slatah == 0 and result.slatah_cloudsim == pytest.approx(30 / 300)
+    assert result.migrations == 1
+
+
+@pytest.mark.parametrize("name", ["mad-mmt-2.5", "thr-mmt-x", "lr-mmt-0", "thr"])
+def test_unknown_or_bad_policies_are_refused(name: str) -> None:
+    with pytest.raises(ModelError):
+        reference_policy(name)
