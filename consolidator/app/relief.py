@@ -45,7 +45,7 @@ class ReliefPlan:
         return self.relief.overloads
 
 
-def powerable(ctx: AppContext, names: list[str]) -> list[str]:
+def with_bmc(ctx: AppContext, names: list[str]) -> list[str]:
     """The hosts a BMC is configured for (only those can be powered on)."""
     try:
         lookup = ctx.power_lookup()
@@ -54,14 +54,17 @@ def powerable(ctx: AppContext, names: list[str]) -> list[str]:
     return [n for n in names if lookup(n) is not None]
 
 
-def draft_relief(ctx: AppContext, cluster: Cluster, settings: ReliefSettings
+def draft_relief(ctx: AppContext, cluster: Cluster, settings: ReliefSettings, *,
+                 powerable: Callable[[list[str]], list[str]] | None = None
                  ) -> tuple[PlanDraft, Relief]:
     """The checked relief of a cluster: moves, and hosts to power on, the most efficient
-    first among those consolidator powered off and a BMC can power on."""
+    first among those consolidator powered off and a BMC can power on (`powerable` keeps
+    those of a list; default: those the context's BMC lookup knows)."""
     speed = speed_map(cluster, settings.cpu_speed)
     plan_settings = replace(settings.plan, usage=replace(settings.plan.usage, speed=speed))
     speeds = np.array([speed.get(h.name, 1.0) for h in cluster.hosts])
-    order = powerable(ctx, power_on_order(cluster, speeds))
+    names = power_on_order(cluster, speeds)
+    order = powerable(names) if powerable is not None else with_bmc(ctx, names)
     return relief_draft(cluster, plan_settings, power_on=order,
                         max_moves=settings.max_migrations or None)
 

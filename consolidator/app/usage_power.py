@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from consolidator.app.context import AppContext
-from consolidator.app.relief import powerable
+from consolidator.app.relief import with_bmc
 from consolidator.app.review import power_on_plan
 from consolidator.app.settings import ReliefSettings, relief_settings
 from consolidator.app.snapshots import read_cloud
@@ -76,7 +76,7 @@ def usage_need(ctx: AppContext, settings: ReliefSettings
     usage = replace(settings.plan.usage, speed=speed)
     need = need_of(cluster, usage, rise=trend_rise(settings), headroom=settings.headroom)
     speeds = np.array([speed.get(h.name, 1.0) for h in cluster.hosts])
-    candidates = powerable(ctx, power_on_order(cluster, speeds))
+    candidates = with_bmc(ctx, power_on_order(cluster, speeds))
     cores = {h.name: physical_cores(h) * speed.get(h.name, 1.0) for h in cluster.hosts}
     return need, candidates, cores, replace(inventory, cluster=cluster)
 

@@ -101,3 +101,44 @@ def test_an_outage_is_one_line_naming_the_server(tmp_path: Path) -> None:
     assert "\n" not in message
     with pytest.raises(CloudError, match="cannot query Prometheus"):
         query_range(PrometheusSource(url=url, timeout=2), RECORDED, 0, 10, 1)
+
+
+def test_the_recorded_history_is_a_trace_to_replay(bed: tuple) -> None:
+    from consolidator.telemetry.history import prometheus_trace
+
+    cloud, prom = bed
+    end = time.time() - 2           # what the rules have recorded by now
+    trace = prometheus_trace(source(prom), end - 6, end, step=1, mips_per_vcpu=1000)
+    names = {i.id: i.name for i in cloud.cluster().instances}
+    assert {names[u] for u in trace.names} == set(USAGE) and trace.steps == 7
+    for row, uuid in enumerate(trace.names):
+        # every instance has 4 vCPUs of 1000 MIPS and 1 GiB; utilisation is usage / 4
+        assert trace.mips[row] == 4000 and trace.ram_mb[row] == 1024
+        assert trace.utilisation[row, -3:] == pytest.approx([USAGE[names[uuid]] / 4] * 3,
+                                                            rel=0.05)
+
+
+def test_simulate_trace_replays_it_from_the_command_line(bed: tuple, tmp_path: Path) -> None:
+    import json
+
+    from tests.functional.cli import run
+
+    _cloud, prom = bed
+    hosts = tmp_path / "hosts.yaml"      # a vCPU counts 1,000 MIPS: hosts of 16 vCPUs
+    hosts.write_text(json.dumps({"models": [{
+        "name": "box", "count": 4, "cores": 1, "mips": 16000, "memory_mb": 65536,
+        "watts": [100, 110, 120, 130, 140, 150, 160, 170, 180, 190, 200]}]}))
+    end = int(time.time()) - 2
+    done = run("simulate", "trace", "--prometheus", prom.url, "--start", str(end - 6),
+               "--end", str(end), "--step", "1", "--hosts-file", str(hosts),
+               "--policy", "lr-mmt-1.2",
+               "--policy", "consolidator", "--format", "json")
+    assert done.code == 0, done.err
+    doc = json.loads(done.out)
+    assert doc["vms"] == len(USAGE) and doc["steps"] == 7
+    assert [p["policy"] for p in doc["policies"]] == ["lr-mmt-1.2", "consolidator"]
+    wrong = run("simulate", "trace", "--prometheus", prom.url, "--start", "yesterday",
+                "--end", str(end))
+    assert wrong.code == 2 and "not a time" in wrong.err and "Traceback" not in wrong.err
+    alone = run("simulate", "trace", "--start", str(end - 6))
+    assert alone.code == 2 and "--start and --end go with --prometheus" in alone.err

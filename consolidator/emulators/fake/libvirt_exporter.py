@@ -3,8 +3,9 @@
 ``GET /libvirt/{host}/metrics`` answers Prometheus's text format with the metrics of the
 libvirt exporters (kumina's and inovex's ``prometheus-libvirt-exporter``) for the servers on
 that host: ``libvirt_domain_info_cpu_time_seconds_total{domain}`` (a counter),
-``libvirt_domain_info_virtual_cpus{domain}`` and ``libvirt_domain_openstack_info{domain,
-instance_id, instance_name, project_id, flavor_name, ...} 1``. A real Prometheus scrapes it
+``libvirt_domain_info_virtual_cpus{domain}``, ``libvirt_domain_info_maximum_memory_bytes``
+and ``libvirt_domain_openstack_info{domain, instance_id, instance_name, project_id,
+flavor_name, ...} 1``. A real Prometheus scrapes it
 (one target per host, ``__metrics_path__`` set per target), and the recording rules of
 ``etc/consolidator/prometheus/`` turn the counters into the usage the telemetry reads.
 
@@ -72,7 +73,7 @@ class LibvirtExporters:
         lines = ["# HELP libvirt_domain_info_cpu_time_seconds_total Amount of CPU time used "
                  "by the domain, in seconds.",
                  "# TYPE libvirt_domain_info_cpu_time_seconds_total counter"]
-        info, vcpus = [], []
+        info, vcpus, memory = [], [], []
         with self.state.locked():
             host = self.state.host(name)
             if host is None:
@@ -88,11 +89,14 @@ class LibvirtExporters:
                              f"{seconds:.6f}")
                 vcpus.append(f'libvirt_domain_info_virtual_cpus{{domain="{domain}"}} '
                              f"{rec.model.vcpus}")
+                memory.append(f'libvirt_domain_info_maximum_memory_bytes{{domain="{domain}"}} '
+                              f"{rec.model.memory_mb * 2 ** 20}")
                 info.append(f'libvirt_domain_openstack_info{{domain="{domain}",'
                             f'flavor_name="{rec.flavor.name}",instance_id="{rec.id}",'
                             f'instance_name="{rec.name}",project_id="{rec.project_id}",'
                             f'project_name="",user_id="{rec.user_id}",user_name=""}} 1')
         lines += ["# TYPE libvirt_domain_info_virtual_cpus gauge", *vcpus,
+                  "# TYPE libvirt_domain_info_maximum_memory_bytes gauge", *memory,
                   "# TYPE libvirt_domain_openstack_info gauge", *info]
         return Response(200, ("\n".join(lines) + "\n").encode(),
                         {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
