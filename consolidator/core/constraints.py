@@ -47,8 +47,9 @@ class UsageModel:
     confidence: float | None = None
     fallback_mean: float = 0.5
     fallback_cov: float = 0.5
-    #: Relative CPU speed per host name (core/cpu_speed.py); a host not named runs at 1.0.
-    #: Usage is then counted in reference cores and each host's limit is cores x speed.
+    #: Relative CPU speed per host name (core/cpu_speed.py); a host not named runs at its own
+    #: cpu_speed. Usage is then counted in reference cores and each host's limit is cores x
+    #: speed.
     speed: Mapping[str, float] = field(default_factory=dict)
 
 
@@ -214,8 +215,8 @@ def build_problem(cluster: Cluster, rules: Rules | None = None, *, spare: int = 
                      f"{plural(measured, 'instance')} from telemetry, {unmeasured} "
                      f"from the flavor fallback (mean {usage.fallback_mean:.0%} of vCPUs, "
                      f"coefficient of variation {usage.fallback_cov:g})")
-    speeds = np.array([float(usage.speed.get(h.name, 1.0)) for h in hosts])
-    if usage.speed:
+    speeds = np.array([float(usage.speed.get(h.name, h.cpu_speed)) for h in hosts])
+    if np.any(speeds != 1.0):
         mean, std = scale_usage(cluster, speeds, mean, std)
     cpu_limit = None
     if usage.confidence is not None:

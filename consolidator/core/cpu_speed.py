@@ -3,9 +3,9 @@
 Usage telemetry measures an instance's CPU in vCPUs of the host it runs on. With a relative
 speed per host (1.0 for the reference hardware, 1.43 for one whose cores do 43 % more work),
 usage measured on host A counts ``usage x speed(A) / speed(B)`` cores of host B. The speeds
-come from a scenario's hosts (``cpu_speed:``) or from the ``[cpu_speed]`` section of the
-config, whose keys are ``default``, ``aggregate:NAME`` or a host-name glob (first match in
-that order: glob, aggregate, default), like ``[zones]``.
+come from a scenario's hosts (``cpu_speed:``, kept in snapshots), else from the
+``[cpu_speed]`` section of the config, whose keys are ``default``, ``aggregate:NAME`` or a
+host-name glob (first match in that order: glob, aggregate, default), like ``[zones]``.
 """
 
 from __future__ import annotations
@@ -67,8 +67,10 @@ def scale_usage(cluster: Cluster, speeds: np.ndarray, mean: np.ndarray, std: np.
 
 
 def speed_map(cluster: Cluster, section: Mapping[str, str] | None) -> dict[str, float]:
-    """host name -> relative speed, for UsageModel.speed; empty when no speed is configured."""
-    if not section:
+    """host name -> relative speed, for UsageModel.speed: a host's own cpu_speed (a scenario's)
+    where it is not 1.0, else the config's; empty when no host has a speed."""
+    own = {h.name: h.cpu_speed for h in cluster.hosts if h.cpu_speed != 1.0}
+    if not section and not own:
         return {}
-    return dict(zip((h.name for h in cluster.hosts), host_speeds(cluster, section).tolist(),
-                    strict=True))
+    return dict(zip((h.name for h in cluster.hosts),
+                    host_speeds(cluster, section, scenario=own).tolist(), strict=True))

@@ -143,3 +143,21 @@ def test_host_speeds_from_globs_aggregates_and_the_default() -> None:
     assert speeds.tolist() == [2.0, 1.5, 1.1]
     with pytest.raises(ValueError, match="positive number"):
         host_speeds(c, {"default": "fast"})
+
+
+def test_a_scenario_host_s_own_speed_wins_over_the_config_s() -> None:
+    from consolidator.core.cpu_speed import speed_map
+    from consolidator.scenario.files import parse_scenario
+
+    c = parse_scenario({"hosts": [{"name": "c1", "vcpus": 4, "memory_mb": 1024, "disk_gb": 10,
+                                   "cpu_speed": 2.0},
+                                  {"name": "c2", "vcpus": 4, "memory_mb": 1024,
+                                   "disk_gb": 10}]}).cluster
+    assert speed_map(c, {"default": "1.5"}) == {"c1": 2.0, "c2": 1.5}
+    assert speed_map(c, {}) == {"c1": 2.0, "c2": 1.0}
+    # and the planner's problem scales by it without any config
+    busy_c = cluster(c.hosts, [busy("vm-a", "c1", 3.0)])
+    problem = build_problem(busy_c, usage=UCAC)
+    assert problem.usage_mean.tolist() == [6.0] and problem.cpu_limit.tolist() == [8.0, 4.0]
+    with pytest.raises(Exception, match="cpu_speed must be a positive number"):
+        Host("c3", 4, 1024, 10, cpu_speed=0)
