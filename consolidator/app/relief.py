@@ -16,7 +16,7 @@ from consolidator.app.review import approve
 from consolidator.app.settings import ReliefSettings, relief_settings
 from consolidator.app.snapshots import read_cloud, store_inventory
 from consolidator.core.cpu_speed import speed_map
-from consolidator.core.errors import ConsolidatorError
+from consolidator.core.errors import ConsolidatorError, UsageError
 from consolidator.core.model import Cluster
 from consolidator.core.plan import PlanDraft, StoredPlan
 from consolidator.core.relief import Overload, Relief, power_on_order, relief_draft
@@ -79,6 +79,9 @@ def relief_plan(ctx: AppContext, *, snapshot: Snapshot | None = None,
 
     settings = relief_settings(ctx.config)
     inventory = None
+    if snapshot is None and settings.source is None:
+        raise UsageError("relief needs measured usage: set [telemetry] prometheus_url, or "
+                         "give a --snapshot or --scenario whose instances have usage")
     if snapshot is None:
         inventory = read_cloud(ctx, telemetry=settings.source)
         cluster = settle_power(ctx, inventory.cluster)

@@ -131,3 +131,6 @@ def test_plan_relieve_proposes_the_same_moves_for_review(tmp_path: Path) -> None
     refused = run("--config", str(config), "plan", "--relieve", "-a", "hvp", "--scenario",
                   str(path), db_url=db_url)
     assert refused.code == 2 and "drop --algorithm" in refused.err
+    unmeasured = run("--config", str(config), "plan", "--relieve", db_url=db_url,
+                     env={"OS_CLIENT_CONFIG_FILE": str(tmp_path / "none.yaml")})
+    assert unmeasured.code == 2 and "relief needs measured usage" in unmeasured.err
