@@ -43,6 +43,7 @@ from consolidator.core.replay.reference import (
     reference_policy,
 )
 from consolidator.core.replay.trace import floor_kwh
+from consolidator.core.wording import plural
 
 if TYPE_CHECKING:
     from consolidator.core.replay.datacentre import DataCentre
@@ -87,7 +88,8 @@ class ConsolidatorPolicy:
     def notes(self) -> tuple[str, ...]:
         """How many cycles ran, and any that failed."""
         notes = [f"consolidator: {self.cycles} daemon cycles ({self.settings.schedule!r}), "
-                 f"each plan applied (as with [daemon] auto_apply)"]
+                 f"each plan applied (as with [daemon] auto_apply), and "
+                 f"{plural(getattr(self, 'reliefs', 0), 'relief')} of overloaded hosts"]
         return tuple(notes + self.failures[:3])
 
     def _on(self) -> np.ndarray:

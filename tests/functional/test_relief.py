@@ -134,3 +134,26 @@ def test_plan_relieve_proposes_the_same_moves_for_review(tmp_path: Path) -> None
     unmeasured = run("--config", str(config), "plan", "--relieve", db_url=db_url,
                      env={"OS_CLIENT_CONFIG_FILE": str(tmp_path / "none.yaml")})
     assert unmeasured.code == 2 and "relief needs measured usage" in unmeasured.err
+
+
+def test_the_replay_relieves_on_its_clock_and_overloads_less(tmp_path: Path) -> None:
+    """'simulate trace': the consolidator policy runs relief every [relief] interval of the
+    simulated clock; without it (interval 0) the same plans leave more host-time overloaded."""
+    from consolidator.app.config import load_config
+    from consolidator.app.context import AppContext
+    from consolidator.app.replay import run_policy
+    from consolidator.core.replay.datacentre import cloudsim_datacentre
+    from tests.functional.test_replay_trace import SAMPLE, _hours, load_planetlab
+
+    trace = _hours(load_planetlab(SAMPLE), 4)
+    results = {}
+    for interval in (300, 0):
+        path = tmp_path / f"{interval}.conf"
+        path.write_text("[planner]\nalgorithm = firstfit\ncapacity_model = ucac\n"
+                        f"confidence = 0.9\n[telemetry]\nhistory = 0\n"
+                        f"[relief]\ninterval = {interval}\n")
+        ctx = AppContext(_config=load_config(str(path), required=True))
+        results[interval] = run_policy(trace, cloudsim_datacentre(40), "consolidator", ctx)
+    relieved, unrelieved = results[300], results[0]
+    assert "0 reliefs" not in relieved.notes[0] and "0 reliefs" in unrelieved.notes[0]
+    assert relieved.slatah < unrelieved.slatah

@@ -161,3 +161,12 @@ def test_a_scenario_host_s_own_speed_wins_over_the_config_s() -> None:
     assert problem.usage_mean.tolist() == [6.0] and problem.cpu_limit.tolist() == [8.0, 4.0]
     with pytest.raises(Exception, match="cpu_speed must be a positive number"):
         Host("c3", 4, 1024, 10, cpu_speed=0)
+
+
+def test_relief_windows_in_replay_steps_come_from_the_queries() -> None:
+    from consolidator.app.replay_relief import window_steps
+
+    assert window_steps("avg_over_time(x[10m])", 300, 600) == 2
+    assert window_steps("stddev_over_time(x[1h])", 300, 600) == 12
+    assert window_steps("x", 300, 3600) == 12
+    assert window_steps("avg_over_time(x[30s])", 300, 600) == 1
