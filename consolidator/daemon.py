@@ -40,10 +40,12 @@ from consolidator.app.leadership import (
 )
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.power_readings import watts_off
+from consolidator.app.relief import ReliefRun, relieve_now
 from consolidator.app.review import approve, cancel, plan_counts, power_on_plan
 from consolidator.app.rollback import bmc_power
-from consolidator.app.settings import cron_trigger, daemon_settings
+from consolidator.app.settings import cron_trigger, daemon_settings, relief_settings
 from consolidator.app.snapshots import last_readings, read_cloud, record_snapshot
+from consolidator.app.usage_power import cool_down, usage_power_on
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Cluster, Host
 from consolidator.core.padding import parse_windows, spare_target
@@ -72,6 +74,7 @@ class CycleResult:
     failed: str = ""
     hosts: dict[str, int] = field(default_factory=dict)   # active, spare, powered_off
     watts_saved: float = 0.0    # the powered-off hosts' idle draw, estimated as plans do
+    relief: ReliefRun | None = None     # the relief at the end of the cycle
 
 
 class _Cancelled(Exception):
@@ -220,7 +223,8 @@ class Daemon:
         if self.metrics is not None:
             self.metrics.observe_power({r.host: r.watts for r in snap.readings})
         self._check_cancelled()
-        plan = make_plan(self.ctx, snap, PlanRequest(spare=result.spare_target))
+        plan = make_plan(self.ctx, snap, PlanRequest(spare=result.spare_target,
+                                                     cool_down=cool_down(self.ctx, self.clock())))
         draft = plan.draft
         result.plan_id, result.migrations_planned = plan.id, len(draft.migrations)
         self._check_cancelled()
@@ -239,6 +243,9 @@ class Daemon:
                          "'consolidator plan show %s' and approve it with 'consolidator plan "
                          "approve %s'", plan.id, plural(len(draft.migrations), "migration"),
                          plural(len(draft.power_off), "host"), plan.id, plan.id)
+        self._check_cancelled()
+        result.relief = relieve_now(self.ctx, self._execute,
+                                    auto_apply=self.settings.auto_apply)
         self._check_cancelled()
         result.powered_on, live = self._ramp(result.spare_target, spares_only=True)
         if result.powered_on:  # the read before the ramp no longer holds
@@ -275,7 +282,8 @@ class Daemon:
     # -- power-on: the morning ramp and the capacity watch -----------------------------
 
     def capacity_watch(self) -> list[str]:
-        """Power hosts on when the powered hosts' free capacity falls below the padding;
+        """Power hosts on when the powered hosts' free capacity falls below the padding, or
+        their usage at confidence with its trend nears their cores (app/usage_power.py);
         skipped while a cycle or an apply runs (a cycle ramps too), one line on an error."""
         if not self.busy.acquire(blocking=False):
             LOG.debug("capacity watch skipped: the %s is running", self.doing or "cycle")
@@ -291,13 +299,41 @@ class Daemon:
                 LOG.info("capacity watch skipped: an apply or a rollback is running (%s "
                          "holds the executor lease)", holder)
                 return []
-            return self._ramp(self.target(), spares_only=False)[0]
+            return self._ramp(self.target(), spares_only=False)[0] or \
+                usage_power_on(self.ctx, self._execute, now=self.clock())
         except _Cancelled as exc:
             LOG.warning("capacity watch cancelled: %s", exc)
             return []
         except ConsolidatorError as exc:
             LOG.warning("capacity watch failed: %s", exc)
             return []
+        finally:
+            self.working = False
+            self.busy.release()
+
+    def relief_watch(self) -> ReliefRun | None:
+        """Relieve the hosts usage overloads now ([relief] interval); None when skipped."""
+        if not self.busy.acquire(blocking=False):
+            LOG.debug("relief watch skipped: the %s is running", self.doing or "cycle")
+            return None
+        self.doing = "relief watch"
+        try:
+            self.cancelled.clear()
+            if not self.lead():
+                return None
+            self.working = True
+            holder = executor_holder(self.ctx, self._executor_cloud())
+            if holder is not None:
+                LOG.info("relief watch skipped: an apply or a rollback is running (%s holds "
+                         "the executor lease)", holder)
+                return None
+            return relieve_now(self.ctx, self._execute, auto_apply=self.settings.auto_apply)
+        except _Cancelled as exc:
+            LOG.warning("relief watch cancelled: %s", exc)
+            return None
+        except ConsolidatorError as exc:
+            LOG.warning("relief watch failed: %s", exc)
+            return None
         finally:
             self.working = False
             self.busy.release()
@@ -348,6 +384,9 @@ class Daemon:
         if interval > 0:
             scheduler.add_job(self.capacity_watch, "interval", seconds=interval,
                               id="capacity-watch", max_instances=1, coalesce=True)
+        if relief_settings(self.ctx.config).interval > 0:
+            scheduler.add_job(self.relief_watch, "interval", id="relief", max_instances=1,
+                              seconds=relief_settings(self.ctx.config).interval, coalesce=True)
         scheduler.add_job(self.heartbeat, "interval", id="lease",
                           seconds=max(self.settings.lease_ttl / 3, 0.5),
                           max_instances=1, coalesce=True, next_run_time=datetime.now(

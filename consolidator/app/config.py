@@ -153,6 +153,41 @@ OPTIONS: tuple[Option, ...] = (
     Option("daemon", "capacity_watch_interval", int, 300,
            "Seconds between capacity checks that power hosts on when the free capacity of the "
            "powered hosts falls below the padding; 0 turns the watch off.", range="[0, inf)"),
+    Option("relief", "interval", int, 300,
+           "Seconds between relief watches: hosts whose CPU usage at [planner] confidence "
+           "(UCaC, paper 003) exceeds their cores, or whose instances' memory exceeds their "
+           "physical memory, shed the fewest and smallest instances to hosts where the chance "
+           "constraint holds, powering hosts on when none has room. 0 turns the watch off "
+           "(the daemon's cycle still relieves).", range="[0, inf)"),
+    Option("relief", "cpu_mean_query", str,
+           "avg_over_time(consolidator:instance_cpu_usage:vcpus[10m])",
+           "Instant query giving each instance's current mean CPU usage in vCPUs, for relief."),
+    Option("relief", "cpu_std_query", str,
+           "stddev_over_time(consolidator:instance_cpu_usage:vcpus[1h])",
+           "Instant query giving the standard deviation of each instance's recent CPU usage, "
+           "for relief."),
+    Option("relief", "fresh_query", str,
+           'label_replace(libvirt_domain_openstack_info, "instance_uuid", "$1", '
+           '"instance_id", "(.+)")',
+           "Instant query listing the instances whose exporter answered the last scrape (a "
+           "series that went stale is absent): relief counts the others at the flavor "
+           "fallback, not at their last values. Empty: no check."),
+    Option("relief", "max_migrations", int, 0,
+           "The most migrations one relief makes; 0: as many as it takes.", range="[0, inf)"),
+    Option("relief", "headroom", float, 0.9,
+           "The capacity watch powers hosts on (those consolidator powered off, the most "
+           "efficient first) when the powered hosts' CPU usage at [planner] confidence, plus "
+           "the rise its trend predicts, exceeds this share of their cores x speed.",
+           range="(0, 1]"),
+    Option("relief", "trend_query", str, "sum(consolidator:instance_cpu_usage:vcpus)",
+           "Range query of the cloud's total CPU usage whose trend the capacity watch "
+           "follows; empty: no trend."),
+    Option("relief", "trend_window", int, 1800,
+           "Seconds of history the trend is fitted over (local regression, as LR-MMT).",
+           range="[60, inf)"),
+    Option("relief", "lookahead", int, 900,
+           "Seconds ahead the trend is followed: hosts come on before usage gets there.",
+           range="[0, inf)"),
     Option("power", "bmc_file", str, "/etc/consolidator/bmc.yaml",
            "BMC credentials (see etc/consolidator/bmc.yaml.sample); --bmc-file and "
            "CONSOLIDATOR_BMC_FILE override it."),
@@ -165,6 +200,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("power", "low_demand_threshold", float, 0.5,
            "Demand at or below which it counts as low: the instances' mean CPU usage over "
            "the physical vCPUs of the powered-on hosts, 0 to 1.", range="[0, 1]"),
+    Option("power", "min_on_time", float, 1800.0,
+           "Seconds a host consolidator powered on stays on before the daemon's plans may "
+           "power it off again (cool-down against flapping); 0: none.", range="[0, inf)"),
+    Option("power", "max_actions_per_hour", int, 0,
+           "The most power actions (on and off) the daemon's plans and capacity watch start "
+           "in any hour; relief still powers hosts on for overloads. 0: no cap.",
+           range="[0, inf)"),
     Option("telemetry", "history", int, 24,
            "Earlier snapshots of the same cloud whose usage statistics are pooled in.",
            range="[0, inf)"),
@@ -283,8 +325,9 @@ class Config:
 _INDEX = {(o.section, o.name): o for o in OPTIONS}
 #: Sections whose keys are free-form (per-host settings, windows), validated where parsed:
 #: [zones] maps 'default', 'aggregate:NAME' or a host-name glob to 'HQxRATIO,LQxRATIO' (see
-#: zones.py); their keys keep their case, since aggregate and host names are case-sensitive.
-FREE_SECTIONS: set[str] = {"zones", "padding"}
+#: zones.py), and [cpu_speed] maps the same keys to a host's relative CPU speed (see
+#: cpu_speed.py); their keys keep their case, since aggregate and host names are case-sensitive.
+FREE_SECTIONS: set[str] = {"zones", "padding", "cpu_speed"}
 
 
 def load_config(path: str | Path | None, *, required: bool = False) -> Config:
@@ -376,22 +419,29 @@ def _check_budget_objective(values: dict[tuple[str, str], Any], where: str) -> N
                           f"objective = hosts")
 
 
-def _validate_free(section: str, items: dict[str, str], where: str) -> None:
+def _free_checker(section: str) -> Any:
+    """The check of one key and value of a free section: raises ValueError."""
     if section == "padding":
         from consolidator.core.padding import parse_window
-        for key, value in items.items():
-            try:
-                parse_window(key, value)
-            except ValueError as exc:
-                raise ConfigError(f"{where}[padding] {key} = {value!r}: {exc}") from None
-    if section == "zones":
-        from consolidator.core.zones import check_zone_key, parse_zone_spec
-        for key, value in items.items():
-            try:
-                check_zone_key(key)
-                parse_zone_spec(value)
-            except ValueError as exc:
-                raise ConfigError(f"{where}[zones] {key} = {value!r}: {exc}") from None
+        return parse_window
+    if section == "cpu_speed":
+        from consolidator.core.cpu_speed import parse_speed
+        return parse_speed
+    from consolidator.core.zones import check_zone_key, parse_zone_spec
+
+    def check_zone(key: str, value: str) -> None:
+        check_zone_key(key)
+        parse_zone_spec(value)
+    return check_zone
+
+
+def _validate_free(section: str, items: dict[str, str], where: str) -> None:
+    check = _free_checker(section)
+    for key, value in items.items():
+        try:
+            check(key, value)
+        except ValueError as exc:
+            raise ConfigError(f"{where}[{section}] {key} = {value!r}: {exc}") from None
 
 
 def declared_options(section: str | None = None) -> Iterable[Option]:

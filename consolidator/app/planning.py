@@ -5,7 +5,7 @@ stored."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -23,6 +23,7 @@ from consolidator.core.algorithm_options import check_options
 from consolidator.core.algorithms.base import Ranker
 from consolidator.core.algorithms.catalog import ALGORITHMS
 from consolidator.core.constraints import UsageModel
+from consolidator.core.cpu_speed import speed_map
 from consolidator.core.energy_model import CONFIGURED, saving
 from consolidator.core.errors import UsageError
 from consolidator.core.front import AUTO, FAST_ALGORITHMS, Budget, FrontBuilder, plan_within
@@ -30,6 +31,7 @@ from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, PlanDraft, StoredPlan
 from consolidator.core.planner import PlanSettings
 from consolidator.core.rankings.catalog import get_ranking
+from consolidator.core.usage_power import hold_power_off
 from consolidator.core.wording import plural
 from consolidator.core.zones import zones_for_cluster
 from consolidator.store.plans import save_plan
@@ -51,6 +53,8 @@ class PlanRequest:
     target_hosts: int | None = None
     #: hosts (the algorithm's own choice) or energy (see energy_objective).
     objective: str | None = None
+    #: The daemon's cool-down: (hosts that stay on -> why, power-offs allowed or None).
+    cool_down: tuple[Mapping[str, str], int | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,8 @@ def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pl
         cluster = pooled_cluster(cluster, history)
     settings = replace(settings_from_config(ctx.config), usage=UsageModel(
         confidence=planner.confidence if planner.capacity_model == "ucac" else None,
-        fallback_mean=planner.fallback_mean, fallback_cov=planner.fallback_cov))
+        fallback_mean=planner.fallback_mean, fallback_cov=planner.fallback_cov,
+        speed=speed_map(cluster, planner.cpu_speed)))
     listed = ctx.bmc_hosts() if not snapshot.info.cloud.startswith("scenario:") else None
     no_bmc = [] if listed is None else [h.name for h in cluster.hosts
                                         if h.name not in listed and h.compute_host not in listed]
@@ -212,6 +217,8 @@ def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Stor
     """Make, check and store a proposed plan for a snapshot."""
     i = plan_inputs(ctx, snapshot, request)
     draft = draft_plan(ctx, snapshot, request, i)
+    if request.cool_down is not None:
+        draft = hold_power_off(draft, *request.cool_down)
     if i.choice.planner.capacity_model == "ucac":
         # recorded with the plan, so that 'plans list' shows what was asked
         draft = replace(draft, options={**draft.options, "capacity_model": "ucac",

@@ -21,12 +21,14 @@ import numpy as np
 
 from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
+from consolidator.app.history import HistoryRange, history_trace
 from consolidator.app.planning import PlanRequest, make_plan
+from consolidator.app.replay_relief import relieve_step
 from consolidator.app.review import approve
 from consolidator.app.settings import cron_trigger, daemon_settings
 from consolidator.app.snapshots import store_inventory
 from consolidator.core.errors import ConsolidatorError, ModelError, UsageError
-from consolidator.core.model import Host
+from consolidator.core.model import Cluster, Host
 from consolidator.core.padding import parse_windows, spare_target
 from consolidator.core.replay.cloud_model import (
     cluster_at,
@@ -41,6 +43,7 @@ from consolidator.core.replay.reference import (
     reference_policy,
 )
 from consolidator.core.replay.trace import floor_kwh
+from consolidator.core.wording import plural
 
 if TYPE_CHECKING:
     from consolidator.core.replay.datacentre import DataCentre
@@ -89,7 +92,8 @@ class ConsolidatorPolicy:
     def notes(self) -> tuple[str, ...]:
         """How many cycles ran, and any that failed."""
         notes = [f"consolidator: {self.cycles} daemon cycles ({self.settings.schedule!r}), "
-                 f"each plan applied (as with [daemon] auto_apply)"]
+                 f"each plan applied (as with [daemon] auto_apply), and "
+                 f"{plural(getattr(self, 'reliefs', 0), 'relief')} of overloaded hosts"]
         return tuple(notes + self.failures[:3])
 
     def _on(self) -> np.ndarray:
@@ -97,7 +101,8 @@ class ConsolidatorPolicy:
                          for h, host in enumerate(self.hosts)], dtype=bool)
 
     def step(self, k: int, placement: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Run the daemon's cycle if its schedule fires at sample k."""
+        """Run the daemon's cycle if its schedule fires at sample k, then relief if [relief]
+        interval falls due (app/replay_relief.py)."""
         now = self.clock0 + timedelta(seconds=k * self.trace.step_s)
         if self.due is not None and self.due <= now:
             try:
@@ -107,11 +112,11 @@ class ConsolidatorPolicy:
             self.due = self.trigger.get_next_fire_time(self.due, now + timedelta(seconds=1))
             while self.due is not None and self.due <= now:
                 self.due = self.trigger.get_next_fire_time(self.due, self.due)
+        placement = relieve_step(self, k, now, placement)
         return placement, self._on()
 
     def cycle(self, k: int, now: datetime, placement: np.ndarray) -> np.ndarray:
         """The daemon's cycle: snapshot, padding, plan, apply; the placement after it."""
-        from consolidator.execution.replay_cloud import replay_cloud, settled
         from consolidator.openstack.inventory import Inventory
 
         self.cycles += 1
@@ -125,13 +130,21 @@ class ConsolidatorPolicy:
         if not (plan.draft.migrations or plan.draft.power_off):
             return placement
         approve(self.ctx, plan.id, reason="auto_apply")
-        nova, lookup, drivers = replay_cloud(snap.cluster)
-        outcome = PlanRun(self.ctx, plan.id, cloud=(nova, lookup)).run()
+        return self.run_plan(snap.cluster, plan.id, f"cycle at {now:%H:%M}", placement)
+
+    def run_plan(self, cluster: Cluster, plan_id: str, what: str, placement: np.ndarray
+                 ) -> np.ndarray:
+        """Run an approved plan with the real executor against the replay's simulated cloud
+        seeded from `cluster`; the placement after it (the hosts' power and service kept)."""
+        from consolidator.execution.replay_cloud import replay_cloud, settled
+
+        nova, lookup, drivers = replay_cloud(cluster)
+        outcome = PlanRun(self.ctx, plan_id, cloud=(nova, lookup)).run()
         if not outcome.ok:
-            self.failures.append(f"cycle at {now:%H:%M}: plan {plan.id} did not finish "
+            self.failures.append(f"{what}: plan {plan_id} did not finish "
                                  f"({len(outcome.failed)} failed, {len(outcome.skipped)} "
                                  f"skipped, {len(outcome.left_on)} left on)")
-        moved, hosts = settled(nova, drivers, snap.cluster)
+        moved, hosts = settled(nova, drivers, cluster)
         placement = placement.copy()
         for server, host in moved.items():
             placement[self.vm_row[server]] = self.row[host]
@@ -216,15 +229,25 @@ def sample_folder() -> str:
 def replay_trace(ctx: AppContext, *, planetlab: str | None = None,
                  trace_file: str | None = None, hosts_file: str | None = None,
                  hosts: int = 800, vms: int | None = None,
-                 policies: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """'consolidator simulate trace': load the trace and the data centre, replay the
-    policies (default: all)."""
+                 policies: tuple[str, ...] | None = None,
+                 history: HistoryRange | None = None) -> dict[str, Any]:
+    """'consolidator simulate trace': load the trace (a PlanetLab folder, a trace file or an
+    operator's Prometheus history) and the data centre, replay the policies (default:
+    all)."""
     from consolidator.core.replay.datacentre import cloudsim_datacentre
     from consolidator.scenario.traces import load_host_models, load_planetlab, load_trace_file
 
-    if planetlab and trace_file:
-        raise UsageError("give --planetlab or --trace, not both")
-    if trace_file:
+    given = [flag for flag, value in (("--planetlab", planetlab), ("--trace", trace_file),
+                                      ("--prometheus", history)) if value]
+    if len(given) > 1:
+        raise UsageError(f"give one of --planetlab, --trace and --prometheus, not "
+                         f"{' and '.join(given)}")
+    start = START
+    if history is not None:
+        trace = history_trace(ctx, history)
+        trace = trace.head(vms) if vms else trace
+        start = history.start.replace(tzinfo=None)
+    elif trace_file:
         trace = load_trace_file(trace_file)
         trace = trace.head(vms) if vms else trace
     else:
@@ -232,4 +255,4 @@ def replay_trace(ctx: AppContext, *, planetlab: str | None = None,
             ctx.report(f"no trace given: replaying the shipped sample {sample_folder()}")
         trace = load_planetlab(planetlab or sample_folder(), vms=vms)
     dc = load_host_models(hosts_file) if hosts_file else cloudsim_datacentre(hosts)
-    return run_replay(ctx, trace, dc, tuple(policies or POLICIES))
+    return run_replay(ctx, trace, dc, tuple(policies or POLICIES), start)

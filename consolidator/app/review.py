@@ -68,10 +68,10 @@ def plan_counts(ctx: AppContext) -> dict[str, int]:
     return stored.count_by_status(ctx.engine())
 
 
-def power_on_plan(ctx: AppContext, inventory: Inventory, hosts: list[str], target: int
-                  ) -> StoredPlan:
+def power_on_plan(ctx: AppContext, inventory: Inventory, hosts: list[str], target: int,
+                  why: str = "") -> StoredPlan:
     """Store and approve a plan that powers hosts on for the padding (the morning ramp and
-    the capacity watch); it supersedes nothing."""
+    the capacity watch) or `why`; it supersedes nothing."""
     live = inventory.cluster
     powered = sum(h.state == "up" and h.power != "off" for h in live.hosts)
     snapshot = store_inventory(ctx, inventory)
@@ -79,7 +79,7 @@ def power_on_plan(ctx: AppContext, inventory: Inventory, hosts: list[str], targe
                       power_on=tuple(hosts), hosts_before=powered,
                       hosts_after=powered + len(hosts), lower_bound=0,
                       migrations_lower_bound=0, spare=target,
-                      notes=(f"padding target {target}",))
+                      notes=(why or f"padding target {target}",))
     plan = stored.save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
                             snapshot_id=snapshot.info.id, supersede=False)
     approve(ctx, plan.id, reason="padding", supersede=False)

@@ -8,7 +8,7 @@ is read in exactly one place and every other module takes the objects made here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from consolidator.core.constraints import Rules, parse_name_list
 from consolidator.core.errors import ConfigError
 from consolidator.core.plan import DEFAULT_IDLE_WATTS
 from consolidator.core.planner import PlanSettings
+from consolidator.core.usage_power import CoolDown
 
 if TYPE_CHECKING:
     from consolidator.execution.executor import ExecutorSettings
@@ -51,6 +52,8 @@ class PlannerChoices:
     usage_history: int
     #: The raw [zones] section: key -> 'HQxRATIO,LQxRATIO'.
     zones: dict[str, str]
+    #: The raw [cpu_speed] section: 'default', 'aggregate:NAME' or a glob -> speed.
+    cpu_speed: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,8 @@ def planner_choices(config: Config) -> PlannerChoices:
         **_options(config, "planner", "algorithm", "ranking", "spare", "capacity_model",
                    "confidence", "objective", "max_migrations"),
         **_options(config, "telemetry", "fallback_mean", "fallback_cov"),
-        usage_history=config.get("telemetry", "history"), zones=config.section("zones"))
+        usage_history=config.get("telemetry", "history"), zones=config.section("zones"),
+        cpu_speed=config.section("cpu_speed"))
 
 
 def read_name_list(path: str | Path) -> frozenset[str]:
@@ -211,6 +215,47 @@ def daemon_settings(config: Config) -> DaemonSettings:
         **_options(config, "daemon", "schedule", "timezone", "auto_apply", "misfire_grace_time",
                    "lease_ttl", "capacity_watch_interval"),
         padding=config.section("padding"), spare=config.get("planner", "spare"))
+
+
+@dataclass(frozen=True)
+class ReliefSettings:
+    """[relief]: how often the watch runs, its cap on migrations, where it reads current
+    usage (None without [telemetry] prometheus_url), and the planner's rules, limits and
+    usage model (at [planner] confidence; speeds filled in per cluster by the use case)."""
+
+    interval: int
+    max_migrations: int
+    source: PrometheusSource | None
+    plan: PlanSettings
+    cpu_speed: dict[str, str]
+    #: The capacity watch: power on above this share of the powered cores, following the
+    #: trend of trend_query over trend_window seconds, lookahead seconds ahead.
+    headroom: float = 0.9
+    trend_query: str = ""
+    trend_window: int = 1800
+    lookahead: int = 900
+    cool_down: CoolDown = field(default_factory=CoolDown)
+
+
+def relief_settings(config: Config) -> ReliefSettings:
+    """The relief watch's settings."""
+    from consolidator.core.constraints import UsageModel
+
+    source = _telemetry_source(config)
+    if source is not None:
+        source = replace(source, mean_query=config.get("relief", "cpu_mean_query"),
+                         std_query=config.get("relief", "cpu_std_query"),
+                         fresh_query=config.get("relief", "fresh_query"))
+    usage = UsageModel(confidence=config.get("planner", "confidence"),
+                       fallback_mean=config.get("telemetry", "fallback_mean"),
+                       fallback_cov=config.get("telemetry", "fallback_cov"))
+    return ReliefSettings(
+        **_options(config, "relief", "interval", "max_migrations", "headroom", "trend_query",
+                   "trend_window", "lookahead"),
+        source=source, plan=replace(settings_from_config(config), usage=usage),
+        cpu_speed=config.section("cpu_speed"),
+        cool_down=CoolDown(min_on_time_s=config.get("power", "min_on_time"),
+                           max_per_hour=config.get("power", "max_actions_per_hour")))
 
 
 def metrics_settings(config: Config) -> MetricsSettings:

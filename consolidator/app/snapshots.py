@@ -22,19 +22,21 @@ from consolidator.store.snapshots import (
 
 if TYPE_CHECKING:
     from consolidator.openstack.inventory import Inventory
+    from consolidator.telemetry.prometheus import PrometheusSource
 
 
-def read_cloud(ctx: AppContext, cloud: str | None = None, *, conn: Any = None) -> Inventory:
+def read_cloud(ctx: AppContext, cloud: str | None = None, *, conn: Any = None,
+               telemetry: PrometheusSource | None = None) -> Inventory:
     """Read the live cloud (this context's, or `cloud`, or an open connection) as the config
     says: [cloud] ratios, [inventory] paging and workers, and the [telemetry] CPU usage
-    statistics when a Prometheus URL is set."""
+    statistics when a Prometheus URL is set (or those of `telemetry`, relief's queries)."""
     from consolidator.openstack.inventory import read_inventory
 
     settings = inventory_settings(ctx.config)
     conn = conn if conn is not None else ctx.connect(cloud)
     inventory = read_inventory(conn, ratios=settings.ratios, page_size=settings.page_size,
                                workers=settings.workers)
-    source = settings.telemetry
+    source = telemetry or settings.telemetry
     if source is None:
         return inventory
     from consolidator.telemetry.prometheus import fetch_usage, with_usage

@@ -59,6 +59,14 @@ def daemon_cmd(app: AppContext, once: bool, bmc_file: str | None) -> None:
                    f"powered off, {len(outcome.failed)} failed")
     if result.powered_on:
         click.echo(f"powered on for the padding: {', '.join(result.powered_on)}")
+    relief = result.relief
+    if relief is not None and relief.overloaded:
+        click.echo(f"relief: {', '.join(relief.overloaded)} overloaded; "
+                   f"{relief.migrated} migrated"
+                   + (f", powered on {', '.join(relief.powered_on)}" if relief.powered_on
+                      else "")
+                   + (f"; still overloaded: {', '.join(relief.unresolved)}"
+                      if relief.unresolved else ""))
     if outcome is not None and not outcome.ok:
         raise ConsolidatorError(f"the cycle's plan {result.plan_id} did not finish: see "
                                 f"'consolidator journal --plan {result.plan_id}'")

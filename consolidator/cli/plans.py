@@ -88,6 +88,11 @@ def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
               help="Show, per algorithm, the plans no other beats on hosts left on, "
                    "migrations and GiB moved (table and chart), and the snapshot they "
                    "come from; store no plan.")
+@click.option("--relieve", is_flag=True,
+              help="Instead of consolidating, relieve the hosts usage overloads (CPU at "
+                   "[planner] confidence over their cores, or memory short): the moves the "
+                   "daemon's relief watch would make, as a plan to review (see "
+                   "docs/usage-loop.rst).")
 @BMC_FILE
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "id"]), default="table",
               show_default=True, help="Output format; id prints only the new plan's id, as "
@@ -99,7 +104,7 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                raw_options: tuple[str, ...], objective: str | None,
                check_live: bool, max_migrations: int | None,
                max_moved_gib: float | None, target_hosts: int | None, show_front: bool,
-               bmc_file: str | None, fmt: str) -> None:
+               relieve: bool, bmc_file: str | None, fmt: str) -> None:
     """Make a migration plan, store it as proposed and print it for review.
 
     Without --snapshot or --scenario it snapshots the live cloud first. Hosts the BMC file
@@ -127,6 +132,14 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     if snapshot_ref and scenario:
         raise click.UsageError("give --snapshot or --scenario, not both")
     app.engine()
+    if relieve:
+        _relief_conflicts(algorithm, ranking, show_front, objective, capacity_model,
+                          {"max_migrations": max_migrations, "max_moved_gib": max_moved_gib,
+                           "target_hosts": target_hosts, "spare": spare})
+        snap = record_scenario(app, scenario) if scenario else \
+            get_snapshot(app, snapshot_ref) if snapshot_ref else None
+        _relieve(app, snap, fmt, check_live)
+        return
     if scenario:
         snap = record_scenario(app, scenario)
     elif snapshot_ref:
@@ -149,6 +162,45 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
         click.echo(f"(planned in {elapsed:.2f} s)", err=True)
     if check_live:
         _check_live(app, stored, snap.cluster)
+
+
+def _relief_conflicts(algorithm: str | None, ranking: str | None, show_front: bool,
+                      objective: str | None, capacity_model: str | None,
+                      given: dict[str, object]) -> None:
+    """--relieve has its own algorithm and capacity model: refuse what it would ignore."""
+    flags = [f"--{name.replace('_', '-')}" for name, value in given.items()
+             if value is not None]
+    flags += [flag for flag, on in (("--algorithm", algorithm), ("--ranking", ranking),
+                                    ("--front", show_front), ("--objective", objective),
+                                    ("--capacity-model", capacity_model)) if on]
+    if flags:
+        raise click.UsageError(f"--relieve moves instances off overloaded hosts with the ucac "
+                               f"model at [planner] confidence: drop {' and '.join(flags)}")
+
+
+def _relieve(app: AppContext, snap: Any, fmt: str, check_live: bool) -> None:
+    from consolidator.app.relief import relief_plan
+
+    found = relief_plan(app, snapshot=snap)
+    if found.plan is None:
+        if fmt == "json":
+            click.echo(json.dumps({"plan": None, "overloaded": [
+                o.describe() for o in found.overloads],
+                "unresolved": list(found.relief.unresolved)}, indent=2))
+        elif fmt != "id":
+            click.echo("no host is overloaded" if not found.overloads else
+                       "overloaded, and nothing can relieve them: " +
+                       "; ".join(o.describe() for o in found.overloads))
+        return
+    assert found.snapshot is not None
+    if fmt == "json":
+        click.echo(json.dumps(found.plan.to_json(), indent=2))
+    elif fmt == "id":
+        click.echo(found.plan.id)
+    else:
+        click.echo(render_plan(found.plan, found.snapshot.cluster))
+    if check_live:
+        _check_live(app, found.plan, found.snapshot.cluster)
 
 
 def _show_front(app: AppContext, snap: Any, request: PlanRequest, fmt: str) -> None:

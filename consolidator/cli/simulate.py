@@ -9,6 +9,7 @@ import click
 
 from consolidator.app.context import AppContext
 from consolidator.app.experiments import render_experiment, run_experiment
+from consolidator.app.history import HistoryRange, parse_time
 from consolidator.app.replay import replay_trace
 from consolidator.cli.context import FORMAT, pass_app, report_to_stderr
 from consolidator.render.replay import hosts_chart, replay_json, replay_table
@@ -51,6 +52,13 @@ for _name, _what in EXPERIMENTS.items():
                    "file-name order.")
 @click.option("--trace", "trace_file", metavar="FILE",
               help="A trace file, CSV or JSON, one entry per instance (docs/replay.rst).")
+@click.option("--prometheus", "prometheus_url", metavar="URL",
+              help="Replay your own history: the usage recorded in this Prometheus "
+                   "(etc/consolidator/prometheus/recording-rules.yml) from --start to --end.")
+@click.option("--start", metavar="TIME", help="With --prometheus: ISO 8601 or Unix seconds.")
+@click.option("--end", metavar="TIME", help="With --prometheus: ISO 8601 or Unix seconds.")
+@click.option("--step", type=click.IntRange(min=1), default=300, show_default=True,
+              help="With --prometheus: seconds between samples.")
 @click.option("--hosts-file", metavar="FILE",
               help="A host-model file (YAML or JSON) [default: CloudSim's data centre].")
 @click.option("--hosts", type=click.IntRange(min=1), default=800, show_default=True,
@@ -63,18 +71,20 @@ for _name, _what in EXPERIMENTS.items():
 @FORMAT
 @pass_app
 def trace_command(app: AppContext, planetlab: str | None, trace_file: str | None,
+                  prometheus_url: str | None, start: str | None, end: str | None, step: int,
                   hosts_file: str | None, hosts: int, vms: int | None,
                   policies: tuple[str, ...], fmt: str) -> None:
     """Replay a usage trace through the daemon and the reference policies.
 
-    Without --planetlab or --trace, the shipped sample (50 VMs of PlanetLab's 2011-03-03)
-    is replayed.
+    Without --planetlab, --trace or --prometheus, the shipped sample (50 VMs of PlanetLab's
+    2011-03-03) is replayed.
     """
+    history = _history(prometheus_url, start, end, step)
     app.report = report_to_stderr
     started = time.monotonic()
     doc = replay_trace(app, planetlab=planetlab, trace_file=trace_file,
                        hosts_file=hosts_file, hosts=hosts, vms=vms,
-                       policies=policies or None)
+                       policies=policies or None, history=history)
     click.echo(f"done in {time.monotonic() - started:.1f} s", err=True)
     if fmt == "json":
         click.echo(json.dumps(replay_json(doc), indent=2))
@@ -82,3 +92,15 @@ def trace_command(app: AppContext, planetlab: str | None, trace_file: str | None
         click.echo(replay_table(doc))
         click.echo("")
         click.echo(hosts_chart(doc))
+
+
+def _history(url: str | None, start: str | None, end: str | None, step: int
+             ) -> HistoryRange | None:
+    """--prometheus with --start and --end, or none of them."""
+    if url is None:
+        if start or end:
+            raise click.UsageError("--start and --end go with --prometheus")
+        return None
+    if not (start and end):
+        raise click.UsageError("--prometheus needs --start and --end")
+    return HistoryRange(url, parse_time(start), parse_time(end), float(step))

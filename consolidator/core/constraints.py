@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from consolidator.core.algorithms.base import Problem, Ranker
+from consolidator.core.cpu_speed import scale_usage
 from consolidator.core.model import Cluster, Host, Instance
 from consolidator.core.wording import plural
 
@@ -46,6 +47,10 @@ class UsageModel:
     confidence: float | None = None
     fallback_mean: float = 0.5
     fallback_cov: float = 0.5
+    #: Relative CPU speed per host name (core/cpu_speed.py); a host not named runs at its own
+    #: cpu_speed. Usage is then counted in reference cores and each host's limit is cores x
+    #: speed.
+    speed: Mapping[str, float] = field(default_factory=dict)
 
 
 def usage_arrays(cluster: Cluster, model: UsageModel) -> tuple[np.ndarray, np.ndarray, int]:
@@ -210,9 +215,13 @@ def build_problem(cluster: Cluster, rules: Rules | None = None, *, spare: int = 
                      f"{plural(measured, 'instance')} from telemetry, {unmeasured} "
                      f"from the flavor fallback (mean {usage.fallback_mean:.0%} of vCPUs, "
                      f"coefficient of variation {usage.fallback_cov:g})")
+    speeds = np.array([float(usage.speed.get(h.name, h.cpu_speed)) for h in hosts])
+    if np.any(speeds != 1.0):
+        mean, std = scale_usage(cluster, speeds, mean, std)
     cpu_limit = None
     if usage.confidence is not None:
-        cpu_limit = np.array([max(h.vcpus - h.reserved_vcpus, 0) for h in hosts], dtype=float)
+        cpu_limit = np.array([max(h.vcpus - h.reserved_vcpus, 0) for h in hosts],
+                             dtype=float) * speeds
         notes.append(f"capacity model ucac: a host takes instances while their CPU usage at "
                      f"confidence {usage.confidence:g} stays within its physical cores")
     index = cluster.instance_index

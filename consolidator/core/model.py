@@ -86,9 +86,15 @@ class Host:
     #: Emulated BMCs only (scenario files): the draw in watts at no load and at full load.
     idle_watts: float | None = None
     peak_watts: float | None = None
+    #: Relative CPU speed (1.0: the reference hardware): usage measured on this host counts
+    #: usage x cpu_speed reference cores (core/cpu_speed.py).
+    cpu_speed: float = 1.0
 
     def __post_init__(self) -> None:
         what = f"host {self.name!r}"
+        if self.cpu_speed is None or not self.cpu_speed > 0 or self.cpu_speed == float("inf"):
+            raise ModelError(f"{what}: cpu_speed must be a positive number, got "
+                             f"{self.cpu_speed!r}")
         if not self.name:
             raise ModelError("host: name must not be empty")
         _check_non_negative(what, {

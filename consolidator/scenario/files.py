@@ -28,7 +28,7 @@ _HOST_OPTIONAL = {
     "reserved_disk_gb": int, "availability_zone": str, "status": str, "state": str,
     "power": str, "disabled_reason": str, "compute_host": str, "id": str, "bmc": dict,
     "aggregates": list, "resources": dict, "traits": list, "idle_watts": float,
-    "peak_watts": float,
+    "peak_watts": float, "cpu_speed": float,
 }
 _INSTANCE_REQUIRED = {"name": str, "host": str, "vcpus": int, "memory_mb": int, "disk_gb": int}
 _INSTANCE_OPTIONAL = {

@@ -84,3 +84,16 @@ def last(engine: Engine, *, cloud: str, action: str, target: str) -> Entry | Non
     with translate_errors(engine), engine.connect() as conn:
         row = conn.execute(query).first()
     return Entry(**row._mapping) if row is not None else None
+
+
+def power_actions(engine: Engine, *, cloud: str | None, since: datetime) -> list[Entry]:
+    """The power_on and power_off rows begun since a time that did not fail or skip, oldest
+    first (the cool-down's history)."""
+    query = select(journal).where(journal.c.action.in_(("power_on", "power_off")),
+                                  journal.c.created_at >= since,
+                                  journal.c.state.in_(("running", "succeeded"))
+                                  ).order_by(journal.c.id)
+    if cloud:
+        query = query.where(journal.c.cloud == cloud)
+    with translate_errors(engine), engine.connect() as conn:
+        return [Entry(**row._mapping) for row in conn.execute(query)]

@@ -50,7 +50,7 @@ class Snapshot:
 _HOST_COLUMNS = ("vcpus", "memory_mb", "disk_gb", "cpu_allocation_ratio",
                  "ram_allocation_ratio", "disk_allocation_ratio", "reserved_vcpus",
                  "reserved_memory_mb", "reserved_disk_gb", "availability_zone", "status",
-                 "state", "power", "disabled_reason", "compute_host", "bmc")
+                 "state", "power", "disabled_reason", "compute_host", "bmc", "cpu_speed")
 _INSTANCE_COLUMNS = ("name", "host", "vcpus", "memory_mb", "disk_gb", "status", "project_id",
                      "flavor", "usage")
 
@@ -127,7 +127,8 @@ def load_snapshot(engine: Engine, ref: str) -> Snapshot:
                                   .order_by(snapshot_power.c.host)).all()
     hosts = tuple(Host(name=r.name, id=r.host_id, aggregates=tuple(r.aggregates or ()),
                        resources=r.resources or {}, traits=tuple(r.traits or ()),
-                       **{c: getattr(r, c) for c in _HOST_COLUMNS})
+                       **{c: getattr(r, c) for c in _HOST_COLUMNS if c != "cpu_speed"},
+                       cpu_speed=r.cpu_speed if r.cpu_speed is not None else 1.0)
                   for r in host_rows)
     instances = tuple(Instance(id=r.instance_id, metadata=r.instance_metadata or {},
                                flavor_extra_specs=r.flavor_extra_specs or {},

@@ -90,6 +90,7 @@ snapshot_hosts = Table(
     Column("aggregates", JSON),
     Column("resources", JSON),
     Column("traits", JSON),
+    Column("cpu_speed", Float),
 )
 
 snapshot_instances = Table(

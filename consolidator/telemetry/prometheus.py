@@ -12,6 +12,7 @@ import logging
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import requests
 
@@ -33,13 +34,19 @@ class PrometheusSource:
     std_query: str = DEFAULT_STD_QUERY
     instance_label: str = "instance_uuid"
     timeout: float = 10.0
+    #: An instant query whose result lists the instances with fresh data (a plain selector
+    #: of the recorded usage: a series that went stale is absent); others are left out, so
+    #: that an exporter that stopped answering does not pass its last values off as current.
+    #: Empty: no such check.
+    fresh_query: str = ""
 
 
-def query_vector(source: PrometheusSource, query: str) -> dict[str, float]:
-    """Run an instant query; return {instance uuid: value} for finite sample values."""
-    url = source.url.rstrip("/") + "/api/v1/query"
+def _api(source: PrometheusSource, path: str, params: dict[str, Any], query: str
+         ) -> dict[str, Any]:
+    """GET one API path; its "data", or CloudError in one line."""
+    url = source.url.rstrip("/") + path
     try:
-        response = requests.get(url, params={"query": query}, timeout=source.timeout)
+        response = requests.get(url, params=params, timeout=source.timeout)
     except requests.RequestException as exc:
         raise CloudError(f"telemetry {source.url}: cannot query Prometheus: "
                          f"{str(exc).splitlines()[0]}") from None
@@ -51,7 +58,12 @@ def query_vector(source: PrometheusSource, query: str) -> dict[str, float]:
     if response.status_code != 200 or body.get("status") != "success":
         raise CloudError(f"telemetry {source.url}: query {query!r} failed: "
                          f"{body.get('error') or response.status_code}")
-    data = body.get("data") or {}
+    return body.get("data") or {}
+
+
+def query_vector(source: PrometheusSource, query: str) -> dict[str, float]:
+    """Run an instant query; return {instance uuid: value} for finite sample values."""
+    data = _api(source, "/api/v1/query", {"query": query}, query)
     if data.get("resultType") != "vector":
         raise CloudError(f"telemetry {source.url}: query {query!r} gave a "
                          f"{data.get('resultType')}, not an instant vector")
@@ -67,9 +79,58 @@ def query_vector(source: PrometheusSource, query: str) -> dict[str, float]:
     return out
 
 
+def _matrix(source: PrometheusSource, query: str, start: float, end: float, step: float
+            ) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+    """A range query's series: (labels, [(time, value)] with the finite values)."""
+    data = _api(source, "/api/v1/query_range",
+                {"query": query, "start": start, "end": end, "step": step}, query)
+    if data.get("resultType") != "matrix":
+        raise CloudError(f"telemetry {source.url}: query {query!r} gave a "
+                         f"{data.get('resultType')}, not a range vector")
+    out = []
+    for series in data.get("result") or []:
+        points = []
+        for point in series.get("values") or []:
+            try:
+                at, value = float(point[0]), float(point[1])
+            except (IndexError, TypeError, ValueError):
+                continue
+            if math.isfinite(value):
+                points.append((at, value))
+        out.append((series.get("metric") or {}, points))
+    return out
+
+
+def query_range(source: PrometheusSource, query: str, start: float, end: float, step: float
+                ) -> dict[str, list[tuple[float, float]]]:
+    """Run a range query (times in Unix seconds); return {instance uuid: [(time, value)]}
+    with the finite values, in time order."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for labels, points in _matrix(source, query, start, end, step):
+        uuid = labels.get(source.instance_label)
+        if uuid and points:
+            out.setdefault(uuid, []).extend(points)
+    return {uuid: sorted(points) for uuid, points in out.items()}
+
+
+def query_total(source: PrometheusSource, query: str, start: float, end: float, step: float
+                ) -> list[tuple[float, float]]:
+    """Run a range query and add its series up per time: [(time, total)] in time order
+    (for a cloud-wide sum such as the capacity watch's trend)."""
+    totals: dict[float, float] = {}
+    for _labels, points in _matrix(source, query, start, end, step):
+        for at, value in points:
+            totals[at] = totals.get(at, 0.0) + value
+    return sorted(totals.items())
+
+
 def fetch_usage(source: PrometheusSource) -> dict[str, dict[str, float]]:
-    """{instance uuid: {"cpu_mean", "cpu_std"}} for every instance with a mean."""
+    """{instance uuid: {"cpu_mean", "cpu_std"}} for every instance with a mean (and fresh
+    data, when the source says how to tell)."""
     means = query_vector(source, source.mean_query)
+    if source.fresh_query:
+        fresh = query_vector(source, source.fresh_query)
+        means = {uuid: mean for uuid, mean in means.items() if uuid in fresh}
     stds = query_vector(source, source.std_query)
     return {uuid: {"cpu_mean": mean, "cpu_std": max(stds.get(uuid, 0.0), 0.0)}
             for uuid, mean in means.items()}

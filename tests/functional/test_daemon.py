@@ -48,12 +48,13 @@ def scenario() -> dict:
 def make_daemon(cloud: FakeCloud, engine: object, tmp: Path, *,
                 telemetry: dict[str, str] | None = None,
                 executor: dict[str, str] | None = None,
-                planner: dict[str, str] | None = None, **daemon: str) -> Daemon:
+                planner: dict[str, str] | None = None,
+                relief: dict[str, str] | None = None, **daemon: str) -> Daemon:
     config = config_from_sections({
         "planner": {"algorithm": "firstfit", "n_plus_one": "false", **(planner or {})},
         "daemon": {"auto_apply": "true", **daemon},
         "executor": {"poll_interval": "0.02", "power_timeout": "30", **(executor or {})},
-        "telemetry": telemetry or {},
+        "telemetry": telemetry or {}, "relief": relief or {},
         "padding": {"06:00-18:00": "2", "18:00-06:00": "0"}})
     bmc = cloud.write_bmc_yaml(tmp / "bmc.yaml")
     configs = load_bmc_file(bmc)

@@ -81,6 +81,15 @@ def test_snapshot_round_trip_keeps_aggregates(db_url: str, bundled_scenario: Pat
     assert snap.cluster.hosts[1].aggregates == ("gpu-hosts", "rack-1")
 
 
+def test_snapshot_round_trip_keeps_cpu_speed(db_url: str, bundled_scenario: Path) -> None:
+    engine = make_engine(db_url)
+    cluster = load_cluster(bundled_scenario)
+    cluster = replace(cluster, hosts=tuple(replace(h, cpu_speed=1.4 if n % 2 else 1.0)
+                                           for n, h in enumerate(cluster.hosts)))
+    snap = load_snapshot(engine, save_snapshot(engine, cluster, cloud="c", source="t").info.id)
+    assert [h.cpu_speed for h in snap.cluster.hosts] == [h.cpu_speed for h in cluster.hosts]
+
+
 def save_as_revision_0001(engine: Engine, cluster: Cluster) -> str:
     """Store a snapshot as 0001's code did: only the columns the 0001 schema has."""
     old = MetaData()

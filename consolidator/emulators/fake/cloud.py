@@ -18,6 +18,7 @@ from consolidator.emulators.fake.bmc_power import BmcPower
 from consolidator.emulators.fake.control import Control
 from consolidator.emulators.fake.faults import Faults
 from consolidator.emulators.fake.keystone import Keystone
+from consolidator.emulators.fake.libvirt_exporter import LibvirtExporters
 from consolidator.emulators.fake.microversion import parse_version
 from consolidator.emulators.fake.nova import Nova, NovaSettings
 from consolidator.emulators.fake.nova_admin import NovaAdmin
@@ -146,6 +147,7 @@ class FakeCloud:
             Placement(self.state).register(router)
         Control(self.state, self.faults, self.set_power).register(router)
         Prometheus(self.state).register(router)
+        LibvirtExporters(self.state).register(router)
         if self.bmcs is not None:
             self.bmcs.register(router)
         return router
