@@ -68,6 +68,14 @@ OPTIONS: tuple[Option, ...] = (
            "Empty, powered hosts to keep as padding when no --spare is given.", range="[0, inf)"),
     Option("planner", "excluded_hosts", str, "",
            "Comma-separated host-name globs that are never emptied and never receive."),
+    Option("planner", "excluded_aggregates", str, "",
+           "Comma-separated host aggregates whose hosts are never emptied, never receive and "
+           "are never powered off (Masakari's reserved hosts, Blazar's freepool)."),
+    Option("planner", "excluded_projects", str, "",
+           "Comma-separated project ids whose instances never move."),
+    Option("planner", "scope", str, "",
+           "Plan only inside az=NAME, aggregate=NAME or host=GLOB: hosts outside it are left "
+           "as they are; --scope overrides it. Empty: the whole cloud."),
     Option("planner", "exclude_key", str, "consolidator:exclude",
            "Instance metadata key; the value true pins the instance where it is."),
     Option("planner", "importance_key", str, "consolidator:important",

@@ -30,6 +30,7 @@ from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, PlanDraft, StoredPlan
 from consolidator.core.planner import PlanSettings
 from consolidator.core.rankings.catalog import get_ranking
+from consolidator.core.scope import parse_scope
 from consolidator.core.wording import plural
 from consolidator.core.zones import zones_for_cluster
 from consolidator.store.plans import save_plan
@@ -51,6 +52,8 @@ class PlanRequest:
     target_hosts: int | None = None
     #: hosts (the algorithm's own choice) or energy (see energy_objective).
     objective: str | None = None
+    #: az=NAME, aggregate=NAME or host=GLOB ('' for the whole cloud); None: [planner] scope.
+    scope: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ def validate_request(ctx: AppContext, request: PlanRequest) -> None:
                          f"{', '.join(sorted([AUTO, *ALGORITHMS.names()]))}")
     check_options(algorithm, ranking or None, choice.options)
     get_ranking(ranking, choice.options)
+    parse_scope(request.scope)
 
 
 def check_energy_request(request: PlanRequest) -> None:
@@ -143,6 +147,9 @@ def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pl
     settings = replace(settings_from_config(ctx.config), usage=UsageModel(
         confidence=planner.confidence if planner.capacity_model == "ucac" else None,
         fallback_mean=planner.fallback_mean, fallback_cov=planner.fallback_cov))
+    if request.scope is not None:
+        settings = replace(settings, rules=replace(settings.rules,
+                                                   scope=parse_scope(request.scope)))
     listed = ctx.bmc_hosts() if not snapshot.info.cloud.startswith("scenario:") else None
     no_bmc = [] if listed is None else [h.name for h in cluster.hosts
                                         if h.name not in listed and h.compute_host not in listed]
@@ -212,6 +219,8 @@ def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Stor
     """Make, check and store a proposed plan for a snapshot."""
     i = plan_inputs(ctx, snapshot, request)
     draft = draft_plan(ctx, snapshot, request, i)
+    if i.settings.rules.scope is not None:   # recorded with the plan, for its review
+        draft = replace(draft, options={**draft.options, "scope": str(i.settings.rules.scope)})
     if i.choice.planner.capacity_model == "ucac":
         # recorded with the plan, so that 'plans list' shows what was asked
         draft = replace(draft, options={**draft.options, "capacity_model": "ucac",

@@ -88,6 +88,10 @@ def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
               help="Show, per algorithm, the plans no other beats on hosts left on, "
                    "migrations and GiB moved (table and chart), and the snapshot they "
                    "come from; store no plan.")
+@click.option("--scope", metavar="az=NAME|aggregate=NAME|host=GLOB",
+              help="Plan only inside one availability zone, host aggregate or the hosts a "
+                   "glob matches; nothing outside it moves or is powered off [default: "
+                   "[planner] scope; '' for the whole cloud].")
 @BMC_FILE
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "id"]), default="table",
               show_default=True, help="Output format; id prints only the new plan's id, as "
@@ -99,7 +103,7 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                raw_options: tuple[str, ...], objective: str | None,
                check_live: bool, max_migrations: int | None,
                max_moved_gib: float | None, target_hosts: int | None, show_front: bool,
-               bmc_file: str | None, fmt: str) -> None:
+               scope: str | None, bmc_file: str | None, fmt: str) -> None:
     """Make a migration plan, store it as proposed and print it for review.
 
     Without --snapshot or --scenario it snapshots the live cloud first. Hosts the BMC file
@@ -118,7 +122,7 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                           capacity_model=capacity_model, confidence=confidence, options=options,
                           max_migrations=max_migrations, max_moved_gib=max_moved_gib,
                           target_hosts=target_hosts,
-                          objective=objective)
+                          objective=objective, scope=scope)
     validate_request(app, request)
     if show_front:
         _front_conflicts(fmt, objective, check_live,
