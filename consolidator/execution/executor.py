@@ -31,10 +31,12 @@ from sqlalchemy import Engine
 
 from consolidator.core.demand import not_low_for_long
 from consolidator.core.errors import ConsolidatorError
+from consolidator.core.maintenance import drain_reason
 from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, StoredPlan
 from consolidator.core.wording import plural
 from consolidator.execution import progress as mp
+from consolidator.execution.drain_step import disable_for_drain
 from consolidator.execution.host_power import GuardedPower
 from consolidator.execution.move_queue import MoveQueue
 from consolidator.execution.move_runner import MoveCallbacks, run_moves
@@ -137,6 +139,7 @@ class Executor:
             set_status(self.engine, plan.id, "running", reason="resumed" if resume else "started")
             done = self._reconcile(plan) if resume else set()
             self._power_on(plan, outcome)
+            self._disable_drained(plan, outcome)
             self._run_waves(plan, done, outcome)
             self._power_off(plan, outcome)
         finally:
@@ -458,6 +461,21 @@ class Executor:
         except LeaseLostError as exc:
             return self._lost_at(exc)
 
+    def _disable_drained(self, plan: StoredPlan, outcome: Outcome) -> None:
+        """A drain: disable its hosts before any migration; a host that could not be
+        disabled is left alone (its moves are skipped)."""
+        for name in plan.draft.drain:
+            if self.stop.is_set():
+                outcome.interrupted = True
+                return
+            try:
+                why = disable_for_drain(self.engine, self.nova, self.cloud, self.guard, plan.id,
+                                        self.hosts[name], drain_reason(plan.id), self.report)
+            except LeaseLostError as exc:
+                why = self._lost_at(exc)
+            if why is not None:
+                self._block(name, f"not disabled for the drain: {why}")
+
     # -- power-off ---------------------------------------------------------------------
 
     def _power_off(self, plan: StoredPlan, outcome: Outcome) -> None:
@@ -502,9 +520,10 @@ class Executor:
         if name not in plan.draft.power_off:
             return self._note(plan, "power_off", name, journal.SKIPPED,
                               "the plan does not power it off")
+        reason = drain_reason(plan.id) if name in plan.draft.drain else \
+            f"consolidator: emptied by plan {plan.id} for power-off"
         try:
-            return self.guarded.power_off(plan.id, host, driver,
-                                          f"consolidator: emptied by plan {plan.id} for power-off")
+            return self.guarded.power_off(plan.id, host, driver, reason)
         except LeaseLostError as exc:
             return self._lost_at(exc)
 
