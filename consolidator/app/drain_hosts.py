@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from consolidator.app.context import AppContext, host_driver
+from consolidator.app.notify import notify
 from consolidator.app.power import resolve_host
 from consolidator.app.settings import executor_settings, settings_from_config
 from consolidator.app.snapshots import read_cloud, record_snapshot
@@ -69,6 +70,7 @@ def plan_drain(ctx: AppContext, request: DrainRequest) -> tuple[StoredPlan, Snap
         power_off=request.power_off))
     stored = save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
                        snapshot_id=snapshot.info.id)
+    notify(ctx, "plan.proposed", plan=stored)
     return stored, snapshot
 
 
@@ -133,6 +135,11 @@ def undrain(ctx: AppContext, names: tuple[str, ...]) -> list[str]:
             problem = guarded.power_on(plan.id, host, driver, powered)
             if problem is not None:
                 raise ConsolidatorError(f"{host.name} is not back: {problem}")
+            if powered:
+                notify(ctx, "power.on", plan_id=plan.id, host=host.name, state="succeeded",
+                       result="powered on by hosts undrain")
+            notify(ctx, "host.undrained", plan_id=plan.id, host=host.name,
+                   powered_on=bool(powered))
             lines.append(f"{host.name}: {'powered on and ' if powered else ''}enabled "
                          f"(drained by plan {plan.id})")
     return lines

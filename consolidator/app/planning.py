@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 
 from consolidator.app.context import AppContext
+from consolidator.app.notify import notify
 from consolidator.app.power_readings import idle_estimates
 from consolidator.app.settings import (
     EnergySettings,
@@ -225,8 +226,10 @@ def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Stor
         # recorded with the plan, so that 'plans list' shows what was asked
         draft = replace(draft, options={**draft.options, "capacity_model": "ucac",
                                         "confidence": i.choice.planner.confidence})
-    return save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
-                     snapshot_id=snapshot.info.id)
+    stored = save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
+                       snapshot_id=snapshot.info.id)
+    notify(ctx, "plan.proposed", plan=stored)
+    return stored
 
 
 def check_live(ctx: AppContext, plan: StoredPlan, cluster: Cluster) -> dict[str, str]:

@@ -229,6 +229,23 @@ def daemon_settings(config: Config) -> DaemonSettings:
         padding=config.section("padding"), spare=config.get("planner", "spare"))
 
 
+@dataclass(frozen=True)
+class NotifySettings:
+    """[notify]: the webhook (empty: none), its HMAC secret, timeout and retries."""
+
+    webhook_url: str
+    secret: str
+    timeout: float
+    attempts: int
+    backoff: float
+
+
+def notify_settings(config: Config) -> NotifySettings:
+    """The [notify] webhook."""
+    return NotifySettings(**_options(config, "notify", "webhook_url", "secret", "timeout",
+                                     "attempts", "backoff"))
+
+
 def metrics_settings(config: Config) -> MetricsSettings:
     """The [metrics] endpoint."""
     return MetricsSettings(**_options(config, "metrics", "port", "address"))

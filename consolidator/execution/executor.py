@@ -119,6 +119,8 @@ class Executor:
         self.stop = threading.Event()
         #: Who hears of each running migration's progress (None: nobody; nothing is read).
         self.progress: ProgressListener | None = None
+        #: Told once the plan is running (notifications); None: nobody.
+        self.on_started: Callable[[], None] | None = None
         self.holder = make_holder()
         self.guard: Guard | None = None
         self._blocked: dict[str, str] = {}       # source host -> why it is left alone
@@ -137,6 +139,8 @@ class Executor:
         outcome = Outcome()
         try:
             set_status(self.engine, plan.id, "running", reason="resumed" if resume else "started")
+            if self.on_started is not None:
+                self.on_started()
             done = self._reconcile(plan) if resume else set()
             self._power_on(plan, outcome)
             self._disable_drained(plan, outcome)
