@@ -46,6 +46,10 @@ def test_a_scoped_plan_touches_nothing_outside_and_excluded_projects_stay(
         assert plan["options"]["scope"] == "az=west"
         assert any("scope az=west: 3 hosts outside it are left as they are" in n
                    for n in plan["notes"])
+        front = json.loads(op("plan", "--front", "--scope", "az=west", "--format",
+                              "json").out)["front"]
+        points = [p for found in front.values() for p in found]
+        assert points and all(p["migrations"] <= 1 and p["hosts_freed"] <= 1 for p in points)
         applied = op("apply", plan["id"], "--yes")
         assert applied.code == 0, applied.out + applied.err
         after = NovaView(served).where()
@@ -60,3 +64,7 @@ def test_a_scoped_plan_touches_nothing_outside_and_excluded_projects_stay(
             {"c2", "c3"}
         bad = op("plan", "--scope", "zone=east")
         assert bad.code == 2 and "expected az=NAME, aggregate=NAME or host=GLOB" in bad.err
+        op.config.write_text(op.config.read_text() + "scope = rack=1\n")
+        bad = op("plans", "list")
+        assert bad.code == 1 and "[planner] scope 'rack=1'" in bad.err
+        assert "Traceback" not in bad.err

@@ -88,3 +88,19 @@ def test_parse_scope() -> None:
     for bad in ("zone=a", "az=", "nova"):
         with pytest.raises(UsageError, match="expected az=NAME, aggregate=NAME or host=GLOB"):
             parse_scope(bad)
+
+
+def test_the_config_gives_the_scope_and_the_exclusions_to_plan_and_the_daemon() -> None:
+    from consolidator.app.config import config_from_sections
+    from consolidator.app.settings import settings_from_config
+    from consolidator.core.errors import ConfigError
+
+    config = config_from_sections({"planner": {
+        "scope": "aggregate=gpu", "excluded_aggregates": "freepool, reserved",
+        "excluded_projects": "p1,p2"}})
+    rules = settings_from_config(config).rules
+    assert rules.scope == Scope("aggregate", "gpu")
+    assert rules.excluded_aggregates == ("freepool", "reserved")
+    assert rules.excluded_projects == frozenset({"p1", "p2"})
+    with pytest.raises(ConfigError, match=r"\[planner\] scope 'zone=a': expected az=NAME"):
+        settings_from_config(config_from_sections({"planner": {"scope": "zone=a"}}))
