@@ -527,7 +527,11 @@ class Executor:
         reason = drain_reason(plan.id) if name in plan.draft.drain else \
             f"consolidator: emptied by plan {plan.id} for power-off"
         try:
-            return self.guarded.power_off(plan.id, host, driver, reason)
+            why = self.guarded.power_off(plan.id, host, driver, reason)
+            if why is not None and name in plan.draft.drain:   # drained: stays disabled
+                disable_for_drain(self.engine, self.nova, self.cloud, self.guard, plan.id,
+                                  host, reason, self.report)
+            return why
         except LeaseLostError as exc:
             return self._lost_at(exc)
 
