@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from consolidator.app.context import AppContext, host_driver
+from consolidator.app.notify import notify
 from consolidator.app.settings import executor_settings
 from consolidator.app.snapshots import read_cloud
 from consolidator.core.errors import ConsolidatorError, UsageError
@@ -54,8 +55,10 @@ def power_on(ctx: AppContext, name: str) -> str:
     again if consolidator disabled it. The state its BMC then reports."""
     host = resolve_host(read_cloud(ctx).cluster, name)
     driver = _driver(ctx, host)
-    return power_on_unjournaled(Nova(ctx.connect()), host, driver,
-                                executor_settings(ctx.config).power_timeout)
+    state = power_on_unjournaled(Nova(ctx.connect()), host, driver,
+                                 executor_settings(ctx.config).power_timeout)
+    notify(ctx, "power.on", host=host.name, state="succeeded", result=f"the BMC reads {state}")
+    return state
 
 
 def power_off(ctx: AppContext, name: str, *, force: bool,
@@ -82,6 +85,8 @@ def power_off(ctx: AppContext, name: str, *, force: bool,
         problem = guarded.power_off(None, host, driver, OPERATOR_REASON)
     finally:
         release(engine, lease, holder)
+    notify(ctx, "power.off", host=host.name, state="failed" if problem else "succeeded",
+           result=problem or "powered off by an operator (hosts power off --force)")
     if problem is not None:
         raise ConsolidatorError(f"refusing to power off {host.name}: {problem}")
     return driver.power_state()

@@ -61,6 +61,9 @@ def tell(op: Runs) -> None:
     assert plan["status"] == "proposed" and plan["drain"] == ["c1"]
     assert sorted(m["instance_name"] for m in plan["migrations"]) == ["a0", "a1", "a2"]
     assert nova.where() == before                       # stored for review, nothing ran
+    dry = _ok(op("apply", plan["id"], "--dry-run"), "dry-run the drain")
+    assert "would succeed" in dry.out + dry.err
+    assert nova.where() == before and nova.services()["c1"].status == "enabled"
     _ok(op("apply", plan["id"], "--yes"), "apply the drain")
     after = nova.where()
     assert "c1" not in {after[n] for n in ("a0", "a1", "a2")}
