@@ -54,6 +54,8 @@ def plan_drain(ctx: AppContext, request: DrainRequest) -> tuple[StoredPlan, Snap
     stored) when an instance cannot leave."""
     from consolidator.store.plans import save_plan
 
+    if not request.hosts and request.aggregate is None:
+        raise UsageError("name the hosts to drain, or give --aggregate NAME")
     snapshot, _ = record_snapshot(ctx)
     cluster = snapshot.cluster
     names = drain_hosts_of(cluster, request)
