@@ -86,3 +86,18 @@ def test_the_drain_reason_names_the_plan() -> None:
     assert drained_by(reason) == "1234-abcd"
     assert drained_by("consolidator: emptied by plan x for power-off") is None
     assert drained_by(None) is None and drained_by("DIMM errors") is None
+
+
+def test_the_hosts_a_drain_request_means() -> None:
+    from consolidator.app.drain_hosts import DrainRequest, drain_hosts_of
+
+    hs = hosts(("h1", 8, 16384), ("h2", 8, 16384)) + \
+        hosts(("h3", 8, 16384), ("h4", 8, 16384), aggregates=("freepool",))
+    c = cluster(hs, [vm("a", "h1")])
+    assert drain_hosts_of(c, DrainRequest(aggregate="freepool")) == ["h3", "h4"]
+    assert drain_hosts_of(c, DrainRequest(hosts=("h4", "h1"), aggregate="freepool")) == \
+        ["h4", "h1", "h3"]
+    with pytest.raises(UsageError, match="no compute host is in the aggregate 'gpu'"):
+        drain_hosts_of(c, DrainRequest(aggregate="gpu"))
+    with pytest.raises(UsageError, match="no compute host is named 'h9'"):
+        drain_hosts_of(c, DrainRequest(hosts=("h9",)))
