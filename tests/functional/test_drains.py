@@ -4,6 +4,7 @@ tests/realnova/test_drains.py)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from tests.functional.drain_story import scenario, tell
@@ -62,6 +63,18 @@ def test_a_scoped_plan_touches_nothing_outside_and_excluded_projects_stay(
         assert "vm-c1" not in {m["instance_name"] for m in east["migrations"]}
         assert east["migrations"] and {m["source"] for m in east["migrations"]} <= \
             {"c2", "c3"}
+        west = {n: h for n, h in NovaView(served).where().items() if n.startswith("vm-w")}
+        power = {h: s["power"] for h, s in served.state()["hosts"].items()}
+        daemon_conf = tmp_path / "daemon.conf"
+        daemon_conf.write_text(op.config.read_text() + "scope = az=east\n"
+                               "[daemon]\nauto_apply = true\n")
+        cycle = replace(op, config=daemon_conf)("daemon", "--once")
+        assert cycle.code == 0, cycle.out + cycle.err
+        after = NovaView(served).where()
+        assert {n: h for n, h in after.items() if n.startswith("vm-w")} == west
+        assert after["vm-c1"] == "c1" and {after["vm-c2"], after["vm-c3"]} != {"c2", "c3"}
+        assert {h: s["power"] for h, s in served.state()["hosts"].items()
+                if h.startswith("w")} == {h: p for h, p in power.items() if h.startswith("w")}
         bad = op("plan", "--scope", "zone=east")
         assert bad.code == 2 and "expected az=NAME, aggregate=NAME or host=GLOB" in bad.err
         op.config.write_text(op.config.read_text() + "scope = rack=1\n")
