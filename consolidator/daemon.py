@@ -47,6 +47,7 @@ from consolidator.app.settings import cron_trigger, daemon_settings, relief_sett
 from consolidator.app.snapshots import last_readings, read_cloud, record_snapshot
 from consolidator.app.usage_power import cool_down, usage_power_on
 from consolidator.core.errors import ConsolidatorError
+from consolidator.core.maintenance import drained_by
 from consolidator.core.model import Cluster, Host
 from consolidator.core.padding import parse_windows, spare_target
 from consolidator.core.rollback_plan import OUR_REASON
@@ -459,10 +460,11 @@ def _powered(cluster: Cluster) -> int:
 
 def ramp_candidates(cluster: Cluster) -> list[int]:
     """Hosts consolidator powered off (off by their BMC or down, disabled by us), most
-    capable first."""
+    capable first; never a drained host (it is in maintenance until 'hosts undrain')."""
     rows = [h for h, host in enumerate(cluster.hosts)
             if (host.state == "down" or host.power == "off")
-            and (host.disabled_reason or "").startswith(OUR_REASON)]
+            and (host.disabled_reason or "").startswith(OUR_REASON)
+            and drained_by(host.disabled_reason) is None]
     scale = np.maximum(cluster.capacity[:, :2].max(axis=0), 1.0) if len(cluster.hosts) else 1.0
     return sorted(rows, key=lambda h: (-float((cluster.capacity[h, :2] / scale).sum()), h))
 

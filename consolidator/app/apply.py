@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import dry_context, simulated_cloud
 from consolidator.app.leadership import refuse_while_executor_runs
+from consolidator.app.notify import after_run, last_entry, notify_status
 from consolidator.app.settings import executor_settings
 from consolidator.core.errors import UsageError
 from consolidator.core.plan import StoredPlan
@@ -53,14 +54,20 @@ class PlanRun:
         self.executor = Executor(engine, nova, self.plan.cloud, cluster, settings, power,
                                  report=ctx.report)
         self.executor.progress = progress
+        self.ctx = ctx
 
     def stop(self) -> None:
         """Start no new action; the running ones finish or time out."""
         self.executor.stop.set()
 
     def run(self, *, resume: bool = False) -> Outcome:
-        """Run (or resume) the plan; it ends succeeded or failed, or stays as it was."""
-        return self.executor.run(self.plan, resume=resume)
+        """Run (or resume) the plan; it ends succeeded or failed, or stays as it was. The
+        webhook hears it start, its power actions and its end (app/notify.py)."""
+        since = last_entry(self.ctx, self.plan.id)
+        self.executor.on_started = lambda: notify_status(self.ctx, self.plan.id)
+        outcome = self.executor.run(self.plan, resume=resume)
+        after_run(self.ctx, self.plan.id, outcome, since)
+        return outcome
 
 
 def check_applicable(ctx: AppContext, plan_ref: str, *, yes: bool, dry_run: bool,
@@ -86,6 +93,7 @@ def check_applicable(ctx: AppContext, plan_ref: str, *, yes: bool, dry_run: bool
                              f"approve {plan.id}' first, or give --yes")
         if not dry_run:
             set_status(engine, plan.id, "approved", reason="approved by apply --yes")
+            notify_status(ctx, plan.id)
     elif plan.status != "approved":
         hint = (" (resume it with --resume)" if plan.status in ("running", "failed",
                                                                 "interrupted") else "")

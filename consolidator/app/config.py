@@ -29,8 +29,8 @@ class Option:
     choices: tuple[str, ...] = ()
     #: The interval a number must lie in, as text: "[1, inf)", "(0, 1)", "[0, 65535]".
     range: str = ""
-    #: A fixed form checked at load: "timezone" (an IANA zone) or "address" (an IP address
-    #: or a host name).
+    #: A fixed form checked at load: "timezone" (an IANA zone), "address" (an IP address
+    #: or a host name) or "url" (http or https, or empty).
     form: str = ""
 
 
@@ -68,6 +68,14 @@ OPTIONS: tuple[Option, ...] = (
            "Empty, powered hosts to keep as padding when no --spare is given.", range="[0, inf)"),
     Option("planner", "excluded_hosts", str, "",
            "Comma-separated host-name globs that are never emptied and never receive."),
+    Option("planner", "excluded_aggregates", str, "",
+           "Comma-separated host aggregates whose hosts are never emptied, never receive and "
+           "are never powered off (Masakari's reserved hosts, Blazar's freepool)."),
+    Option("planner", "excluded_projects", str, "",
+           "Comma-separated project ids whose instances never move."),
+    Option("planner", "scope", str, "",
+           "Plan only inside az=NAME, aggregate=NAME or host=GLOB: hosts outside it are left "
+           "as they are; --scope overrides it. Empty: the whole cloud."),
     Option("planner", "exclude_key", str, "consolidator:exclude",
            "Instance metadata key; the value true pins the instance where it is."),
     Option("planner", "importance_key", str, "consolidator:important",
@@ -231,6 +239,21 @@ OPTIONS: tuple[Option, ...] = (
     Option("metrics", "address", str, "127.0.0.1",
            "Address the Prometheus endpoint listens on (0.0.0.0 or :: for every interface).",
            form="address"),
+    Option("notify", "webhook_url", str, "",
+           "POST a JSON document to this http(s) URL at each event (a plan proposed, "
+           "approved, started, succeeded or failed; a power action; a drained or undrained "
+           "host); empty: no notifications.", form="url"),
+    Option("notify", "secret", str, "",
+           "With it, each POST carries X-Consolidator-Signature: sha256=HMAC-SHA256 of the "
+           "body under this secret (keep the config file private)."),
+    Option("notify", "timeout", float, 5.0, "Seconds to wait for the webhook to answer.",
+           range="(0, inf)"),
+    Option("notify", "attempts", int, 4,
+           "Deliveries tried per event (connection errors, 408, 429 and 5xx are retried, with "
+           "backoff); a delivery that fails for good is journaled and never fails the "
+           "operation.", range="[1, 20]"),
+    Option("notify", "backoff", float, 0.5,
+           "Seconds before the first retry; it doubles at each one.", range="[0, inf)"),
 )
 
 
@@ -295,6 +318,12 @@ def check_form(form: str, text: str) -> str | None:
             label = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
             if not re.fullmatch(rf"{label}(\.{label})*", text):
                 return "not an IP address or a host name"
+        return None
+    if form == "url":
+        import re
+
+        if text and not re.match(r"^https?://[^/\s]+", text):
+            return "not an http:// or https:// URL"
         return None
     raise ValueError(f"unknown form {form!r}")
 

@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 
 from consolidator.app.context import AppContext
+from consolidator.app.notify import notify
 from consolidator.app.power_readings import idle_estimates
 from consolidator.app.settings import (
     EnergySettings,
@@ -31,6 +32,7 @@ from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, PlanDraft, StoredPlan
 from consolidator.core.planner import PlanSettings
 from consolidator.core.rankings.catalog import get_ranking
+from consolidator.core.scope import parse_scope
 from consolidator.core.usage_power import hold_power_off
 from consolidator.core.wording import plural
 from consolidator.core.zones import zones_for_cluster
@@ -55,6 +57,8 @@ class PlanRequest:
     objective: str | None = None
     #: The daemon's cool-down: (hosts that stay on -> why, power-offs allowed or None).
     cool_down: tuple[Mapping[str, str], int | None] | None = None
+    #: az=NAME, aggregate=NAME or host=GLOB ('' for the whole cloud); None: [planner] scope.
+    scope: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,7 @@ def validate_request(ctx: AppContext, request: PlanRequest) -> None:
                          f"{', '.join(sorted([AUTO, *ALGORITHMS.names()]))}")
     check_options(algorithm, ranking or None, choice.options)
     get_ranking(ranking, choice.options)
+    parse_scope(request.scope)
 
 
 def check_energy_request(request: PlanRequest) -> None:
@@ -148,6 +153,9 @@ def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pl
         confidence=planner.confidence if planner.capacity_model == "ucac" else None,
         fallback_mean=planner.fallback_mean, fallback_cov=planner.fallback_cov,
         speed=speed_map(cluster, planner.cpu_speed)))
+    if request.scope is not None:
+        settings = replace(settings, rules=replace(settings.rules,
+                                                   scope=parse_scope(request.scope)))
     listed = ctx.bmc_hosts() if not snapshot.info.cloud.startswith("scenario:") else None
     no_bmc = [] if listed is None else [h.name for h in cluster.hosts
                                         if h.name not in listed and h.compute_host not in listed]
@@ -219,12 +227,16 @@ def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Stor
     draft = draft_plan(ctx, snapshot, request, i)
     if request.cool_down is not None:
         draft = hold_power_off(draft, *request.cool_down)
+    if i.settings.rules.scope is not None:   # recorded with the plan, for its review
+        draft = replace(draft, options={**draft.options, "scope": str(i.settings.rules.scope)})
     if i.choice.planner.capacity_model == "ucac":
         # recorded with the plan, so that 'plans list' shows what was asked
         draft = replace(draft, options={**draft.options, "capacity_model": "ucac",
                                         "confidence": i.choice.planner.confidence})
-    return save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
-                     snapshot_id=snapshot.info.id)
+    stored = save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
+                       snapshot_id=snapshot.info.id)
+    notify(ctx, "plan.proposed", plan=stored)
+    return stored
 
 
 def check_live(ctx: AppContext, plan: StoredPlan, cluster: Cluster) -> dict[str, str]:

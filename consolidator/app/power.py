@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from consolidator.app.context import AppContext, host_driver
+from consolidator.app.notify import notify
 from consolidator.app.settings import executor_settings
 from consolidator.app.snapshots import read_cloud
 from consolidator.core.errors import ConsolidatorError, UsageError
@@ -83,8 +84,11 @@ def power_on(ctx: AppContext, name: str) -> str:
         except LeaseLostError as exc:
             raise _lost(exc) from None
     if problem is not None:
+        notify(ctx, "power.on", host=host.name, state="failed", result=problem)
         raise ConsolidatorError(f"{host.name}: {problem}")
-    return driver.power_state()
+    state = driver.power_state()
+    notify(ctx, "power.on", host=host.name, state="succeeded", result=f"the BMC reads {state}")
+    return state
 
 
 def power_off(ctx: AppContext, name: str, *, force: bool,
@@ -108,6 +112,8 @@ def power_off(ctx: AppContext, name: str, *, force: bool,
             problem = guarded.power_off(None, host, driver, OPERATOR_REASON)
         except LeaseLostError as exc:
             raise _lost(exc) from None
+    notify(ctx, "power.off", host=host.name, state="failed" if problem else "succeeded",
+           result=problem or "powered off by an operator (hosts power off --force)")
     if problem is not None:
         raise ConsolidatorError(f"refusing to power off {host.name}: {problem}")
     return driver.power_state()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from consolidator.app.context import AppContext
+from consolidator.app.notify import notify, notify_status
 from consolidator.app.snapshots import store_inventory
 from consolidator.core.journal_entry import Entry
 from consolidator.core.model import Cluster
@@ -42,6 +43,7 @@ def change_status(ctx: AppContext, ref: str, status: str) -> str:
     engine = ctx.engine()
     full = stored.resolve_plan_id(engine, ref)
     stored.set_status(engine, full, status, reason=f"{status} by operator")
+    notify_status(ctx, full)
     return full
 
 
@@ -56,11 +58,13 @@ def approve(ctx: AppContext, plan_id: str, reason: str, *, supersede: bool = Tru
     """Approve a plan for a reason other than the operator's word (auto_apply, rollback);
     unless told not to, the cloud's other proposed plans are superseded."""
     stored.set_status(ctx.engine(), plan_id, "approved", reason=reason, supersede=supersede)
+    notify_status(ctx, plan_id)
 
 
 def cancel(ctx: AppContext, plan_id: str, reason: str) -> None:
     """Cancel a plan that has not started, for a reason other than the operator's word."""
     stored.set_status(ctx.engine(), plan_id, "cancelled", reason=reason)
+    notify_status(ctx, plan_id)
 
 
 def plan_counts(ctx: AppContext) -> dict[str, int]:
@@ -82,5 +86,6 @@ def power_on_plan(ctx: AppContext, inventory: Inventory, hosts: list[str], targe
                       notes=(why or f"padding target {target}",))
     plan = stored.save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
                             snapshot_id=snapshot.info.id, supersede=False)
+    notify(ctx, "plan.proposed", plan=plan)
     approve(ctx, plan.id, reason="padding", supersede=False)
     return plan

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import dry_rollback_context
 from consolidator.app.leadership import refuse_while_executor_runs
+from consolidator.app.notify import notify
 from consolidator.app.review import approve, cancel
 from consolidator.app.settings import settings_from_config
 from consolidator.app.snapshots import check_read_from, read_cloud, store_inventory
@@ -83,6 +84,7 @@ def prepare_rollback(ctx: AppContext, snapshot_ref: str, *, partial: bool = Fals
         return PreparedRollback(target, live, draft.notes, None)
     snapshot = store_inventory(ctx, inventory, source_suffix=" (before rollback)")
     plan = save_plan(engine, draft, cloud=snapshot.info.cloud, snapshot_id=snapshot.info.id)
+    notify(ctx, "plan.proposed", plan=plan)
     return PreparedRollback(target, live, draft.notes, plan)
 
 

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from consolidator.app.config import Config
 from consolidator.core.constraints import Rules, parse_name_list
-from consolidator.core.errors import ConfigError
+from consolidator.core.errors import ConfigError, UsageError
 from consolidator.core.plan import DEFAULT_IDLE_WATTS
 from consolidator.core.planner import PlanSettings
+from consolidator.core.scope import Scope, parse_scope
 from consolidator.core.usage_power import CoolDown
 
 if TYPE_CHECKING:
@@ -131,12 +132,27 @@ def read_name_list(path: str | Path) -> frozenset[str]:
     return parse_name_list(text)
 
 
+def _listed(config: Config, name: str) -> tuple[str, ...]:
+    """A comma-separated [planner] option, as its stripped non-empty items."""
+    return tuple(g.strip() for g in config.get("planner", name).split(",") if g.strip())
+
+
+def config_scope(config: Config) -> Scope | None:
+    """[planner] scope; ConfigError naming the option when it is not a scope."""
+    try:
+        return parse_scope(config.get("planner", "scope"))
+    except UsageError as exc:
+        raise ConfigError(f"[planner] {exc}") from None
+
+
 def rules_from_config(config: Config) -> Rules:
     """The planner's [planner] rules (reading the importance file, when one is named)."""
-    globs = tuple(g.strip() for g in config.get("planner", "excluded_hosts").split(",")
-                  if g.strip())
     listed = config.get("planner", "importance_file")
-    return Rules(excluded_hosts=globs, exclude_key=config.get("planner", "exclude_key"),
+    return Rules(excluded_hosts=_listed(config, "excluded_hosts"),
+                 excluded_aggregates=_listed(config, "excluded_aggregates"),
+                 excluded_projects=frozenset(_listed(config, "excluded_projects")),
+                 scope=config_scope(config),
+                 exclude_key=config.get("planner", "exclude_key"),
                  importance_key=config.get("planner", "importance_key"),
                  importance_extra_spec=config.get("planner", "importance_extra_spec"),
                  unimportant=read_name_list(listed) if listed else frozenset(),
@@ -256,6 +272,20 @@ def relief_settings(config: Config) -> ReliefSettings:
         cpu_speed=config.section("cpu_speed"),
         cool_down=CoolDown(min_on_time_s=config.get("power", "min_on_time"),
                            max_per_hour=config.get("power", "max_actions_per_hour")))
+class NotifySettings:
+    """[notify]: the webhook (empty: none), its HMAC secret, timeout and retries."""
+
+    webhook_url: str
+    secret: str
+    timeout: float
+    attempts: int
+    backoff: float
+
+
+def notify_settings(config: Config) -> NotifySettings:
+    """The [notify] webhook."""
+    return NotifySettings(**_options(config, "notify", "webhook_url", "secret", "timeout",
+                                     "attempts", "backoff"))
 
 
 def metrics_settings(config: Config) -> MetricsSettings:

@@ -82,3 +82,14 @@ def journal_cmd(app: AppContext, plan_id: str | None, limit: int, fmt: str) -> N
         [e.id, e.created_at.strftime("%Y-%m-%d %H:%M:%S"), e.action,
          e.params.get("instance", e.target), e.state, (e.result or "")[:70]] for e in rows],
         align="rlllll"))
+
+
+def _add_maintenance() -> None:
+    """hosts drain and hosts undrain live in cli/drains.py."""
+    from consolidator.cli.drains import drain_cmd, undrain_cmd
+
+    hosts_group.add_command(drain_cmd)
+    hosts_group.add_command(undrain_cmd)
+
+
+_add_maintenance()

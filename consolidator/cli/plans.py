@@ -93,6 +93,10 @@ def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
                    "[planner] confidence over their cores, or memory short): the moves the "
                    "daemon's relief watch would make, as a plan to review (see "
                    "docs/usage-loop.rst).")
+@click.option("--scope", metavar="az=NAME|aggregate=NAME|host=GLOB",
+              help="Plan only inside one availability zone, host aggregate or the hosts a "
+                   "glob matches; nothing outside it moves or is powered off [default: "
+                   "[planner] scope; '' for the whole cloud].")
 @BMC_FILE
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "id"]), default="table",
               show_default=True, help="Output format; id prints only the new plan's id, as "
@@ -104,7 +108,7 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                raw_options: tuple[str, ...], objective: str | None,
                check_live: bool, max_migrations: int | None,
                max_moved_gib: float | None, target_hosts: int | None, show_front: bool,
-               relieve: bool, bmc_file: str | None, fmt: str) -> None:
+               relieve: bool, scope: str | None, bmc_file: str | None, fmt: str) -> None:
     """Make a migration plan, store it as proposed and print it for review.
 
     Without --snapshot or --scenario it snapshots the live cloud first. Hosts the BMC file
@@ -123,7 +127,7 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                           capacity_model=capacity_model, confidence=confidence, options=options,
                           max_migrations=max_migrations, max_moved_gib=max_moved_gib,
                           target_hosts=target_hosts,
-                          objective=objective)
+                          objective=objective, scope=scope)
     validate_request(app, request)
     if show_front:
         _front_conflicts(fmt, objective, check_live,

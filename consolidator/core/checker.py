@@ -18,7 +18,7 @@ import numpy as np
 
 from consolidator.core.constraints import (
     Rules,
-    host_excluded,
+    left_alone_reason,
     pin_reason,
     trait_problem,
     unit_problem,
@@ -119,8 +119,8 @@ def check_plan(cluster: Cluster, moves: Sequence[MoveLike], power_off: Sequence[
         elif population.get(name, 0):
             problems.append(f"power-off host {name} still holds "
                             f"{plural(population[name], 'instance')}")
-        elif host_excluded(name, rules.excluded_hosts):
-            problems.append(f"power-off host {name} is excluded by config")
+        elif (why := left_alone_reason(cluster.hosts[hosts[name]], rules)) is not None:
+            problems.append(f"power-off host {name} is {why}")
     return problems
 
 
@@ -147,10 +147,12 @@ def _move_problems(cluster: Cluster, move: MoveLike, current: str, rules: Rules,
          if (u := unit_problem(dst, rc, inst.amount(rc)))), None)
     if problem:
         out.append(f"{inst.name}: destination {problem}")
-    if not dst.usable or host_excluded(dst.name, rules.excluded_hosts):
-        out.append(f"{inst.name}: destination {dst.name} may not receive")
-    if not src.usable or host_excluded(src.name, rules.excluded_hosts):
-        out.append(f"{inst.name}: source {src.name} may not be touched")
+    if not dst.usable or left_alone_reason(dst, rules):
+        out.append(f"{inst.name}: destination {dst.name} may not receive"
+                   + (f" ({why})" if (why := left_alone_reason(dst, rules)) else ""))
+    if not src.usable or left_alone_reason(src, rules):
+        out.append(f"{inst.name}: source {src.name} may not be touched"
+                   + (f" ({why})" if (why := left_alone_reason(src, rules)) else ""))
     if move.wave < 1:
         out.append(f"{inst.name}: wave {move.wave} is not positive")
     return out

@@ -6,8 +6,7 @@ the optional importance list arrives as text, read by app/settings.py.
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +15,8 @@ import numpy as np
 from consolidator.core.algorithms.base import Problem, Ranker
 from consolidator.core.cpu_speed import scale_usage
 from consolidator.core.model import Cluster, Host, Instance
-from consolidator.core.wording import plural
+from consolidator.core.scope import Scope, left_alone
+from consolidator.core.wording import agree, plural
 
 FALSE_WORDS = {"false", "no", "0", "off", "low", "unimportant"}
 TRUE_WORDS = {"true", "yes", "1", "on", "high", "important"}
@@ -32,6 +32,18 @@ class Rules:
     importance_extra_spec: str = "consolidator:important"
     unimportant: frozenset[str] = field(default_factory=frozenset)  # names or ids
     allow_cold_migration: bool = False
+    #: Only hosts inside it are touched (core/scope.py); None: every host.
+    scope: Scope | None = None
+    #: Host aggregates whose hosts are never touched (Masakari's reserved hosts, Blazar's
+    #: freepool), and projects (ids) whose instances never move.
+    excluded_aggregates: tuple[str, ...] = ()
+    excluded_projects: frozenset[str] = field(default_factory=frozenset)
+
+
+def left_alone_reason(host: Host, rules: Rules) -> str | None:
+    """Why the rules keep a plan off this host (excluded, outside the scope), or None."""
+    return left_alone(host, scope=rules.scope, excluded_hosts=rules.excluded_hosts,
+                      excluded_aggregates=rules.excluded_aggregates)
 
 
 @dataclass(frozen=True)
@@ -166,15 +178,12 @@ def parse_name_list(text: str) -> frozenset[str]:
                      if line.split("#", 1)[0].strip())
 
 
-def host_excluded(name: str, patterns: Iterable[str]) -> bool:
-    """Whether a host name matches one of the exclusion globs."""
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
-
-
 def pin_reason(instance: Instance, rules: Rules, hard_affinity: set[str]) -> str | None:
     """Why an instance may not move, or None if it may."""
     if is_true(instance.metadata.get(rules.exclude_key, "")):
         return f"{rules.exclude_key}=true"
+    if instance.project_id and instance.project_id in rules.excluded_projects:
+        return f"its project {instance.project_id} is excluded ([planner] excluded_projects)"
     if instance.status != "ACTIVE" and not (rules.allow_cold_migration
                                             and instance.status == "SHUTOFF"):
         return f"it is {instance.status}"
@@ -190,8 +199,8 @@ def build_problem(cluster: Cluster, rules: Rules | None = None, *, spare: int = 
     rules = rules or Rules()
     usage = usage or UsageModel()
     hosts = cluster.hosts
-    excluded = np.array([host_excluded(h.name, rules.excluded_hosts) for h in hosts],
-                        dtype=bool)
+    kept_off = [left_alone_reason(h, rules) for h in hosts]
+    excluded = np.array([r is not None for r in kept_off], dtype=bool)
     usable = np.array([h.usable for h in hosts], dtype=bool)
     powered = np.array([h.power != "off" for h in hosts], dtype=bool)
     zones: dict[str, int] = {}
@@ -207,7 +216,7 @@ def build_problem(cluster: Cluster, rules: Rules | None = None, *, spare: int = 
     blocked = np.zeros(len(hosts), dtype=bool)
     if len(placement):
         np.logical_or.at(blocked, placement, ~movable)
-    notes = _pin_notes(cluster, reasons, excluded, usable)
+    notes = _pin_notes(cluster, reasons, kept_off, usable)
     mean, std, measured = usage_arrays(cluster, usage)
     unmeasured = len(cluster.instances) - measured
     if usage.confidence is not None or (measured and unmeasured):
@@ -245,13 +254,24 @@ def build_problem(cluster: Cluster, rules: Rules | None = None, *, spare: int = 
         usage_mean=mean, usage_std=std, confidence=usage.confidence, cpu_limit=cpu_limit)
 
 
-def _pin_notes(cluster: Cluster, reasons: list[str | None], excluded: np.ndarray,
+def _pin_notes(cluster: Cluster, reasons: list[str | None], kept_off: list[str | None],
                usable: np.ndarray) -> list[str]:
-    """One line per host that cannot be emptied, saying why."""
+    """One line per host that cannot be emptied, saying why (one line for those outside the
+    scope)."""
     notes = []
+    outside = [h.name for h, r in zip(cluster.hosts, kept_off, strict=True)
+               if r is not None and r.startswith("outside the scope")]
+    if outside:
+        scope = kept_off[cluster.host_index[outside[0]]] or ""
+        notes.append(f"scope {scope.removeprefix('outside the scope ')}: "
+                     f"{plural(len(outside), 'host')} outside it "
+                     f"{agree(len(outside), 'is', 'are')} left as "
+                     f"{agree(len(outside), 'it is', 'they are')}")
     for row, host in enumerate(cluster.hosts):
-        if excluded[row]:
-            notes.append(f"{host.name} is excluded by config: it is left as it is")
+        why = kept_off[row]
+        if why is not None:
+            if not why.startswith("outside the scope"):
+                notes.append(f"{host.name} is {why}: it is left as it is")
         elif not usable[row] and host.power != "off":
             notes.append(f"{host.name} is {host.status}/{host.state}: it is left as it is")
     pinned: dict[str, list[str]] = {}

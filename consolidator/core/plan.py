@@ -62,6 +62,8 @@ class PlanDraft:
     watts_basis: Mapping[str, str] = field(default_factory=dict)
     #: What the plan optimised: hosts (the algorithm's own choice) or energy.
     objective: str = "hosts"
+    #: A drain (core/maintenance.py): the hosts it empties, disabled before the migrations.
+    drain: tuple[str, ...] = ()
 
     @property
     def watts_saved(self) -> float:
@@ -136,7 +138,7 @@ class StoredPlan:
             "lower_bound": d.lower_bound, "migrations_lower_bound": d.migrations_lower_bound,
             "spare": d.spare, "watts_saved": d.watts_saved, "notes": list(d.notes),
             "options": dict(d.options), "reason": self.reason, "energy": d.energy_json(),
-            "choice": dict(d.choice),
+            "choice": dict(d.choice), "drain": list(d.drain),
         }
 
 

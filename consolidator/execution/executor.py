@@ -31,11 +31,13 @@ from sqlalchemy import Engine
 
 from consolidator.core.demand import not_low_for_long
 from consolidator.core.errors import ConsolidatorError
+from consolidator.core.maintenance import drain_reason
 from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, StoredPlan
 from consolidator.core.wording import plural
 from consolidator.execution import progress as mp
 from consolidator.execution.bmc_preflight import preflight
+from consolidator.execution.drain_step import disable_for_drain
 from consolidator.execution.host_power import GuardedPower
 from consolidator.execution.lease_keeper import LeaseKeeper
 from consolidator.execution.move_queue import MoveQueue
@@ -113,6 +115,8 @@ class Executor:
         self.stop = threading.Event()
         #: Who hears of each running migration's progress (None: nobody; nothing is read).
         self.progress: ProgressListener | None = None
+        #: Told once the plan is running (notifications); None: nobody.
+        self.on_started: Callable[[], None] | None = None
         self.guard: Guard | None = None
         #: The token this run holds the executor lease under (set when the run takes it).
         self.holder = ""
@@ -132,8 +136,11 @@ class Executor:
             try:
                 set_status(self.engine, plan.id, "running",
                            reason="resumed" if resume else "started")
+                if self.on_started is not None:
+                    self.on_started()
                 done = self._reconcile(plan) if resume else set()
                 self._power_on(plan, outcome)
+                self._disable_drained(plan, outcome)
                 self._preflight(plan)
                 self._run_waves(plan, done, outcome)
                 self._power_off(plan, outcome)
@@ -445,6 +452,21 @@ class Executor:
         except LeaseLostError as exc:
             return self._lost_at(exc)
 
+    def _disable_drained(self, plan: StoredPlan, outcome: Outcome) -> None:
+        """A drain: disable its hosts before any migration; a host that could not be
+        disabled is left alone (its moves are skipped)."""
+        for name in plan.draft.drain:
+            if self.stop.is_set():
+                outcome.interrupted = True
+                return
+            try:
+                why = disable_for_drain(self.engine, self.nova, self.cloud, self.guard, plan.id,
+                                        self.hosts[name], drain_reason(plan.id), self.report)
+            except LeaseLostError as exc:
+                why = self._lost_at(exc)
+            if why is not None:
+                self._block(name, f"not disabled for the drain: {why}")
+
     # -- power-off ---------------------------------------------------------------------
 
     def _preflight(self, plan: StoredPlan) -> None:
@@ -500,9 +522,14 @@ class Executor:
         if name not in plan.draft.power_off:
             return self._note(plan, "power_off", name, journal.SKIPPED,
                               "the plan does not power it off")
+        reason = drain_reason(plan.id) if name in plan.draft.drain else \
+            f"consolidator: emptied by plan {plan.id} for power-off"
         try:
-            return self.guarded.power_off(plan.id, host, driver,
-                                          f"consolidator: emptied by plan {plan.id} for power-off")
+            why = self.guarded.power_off(plan.id, host, driver, reason)
+            if why is not None and name in plan.draft.drain:   # drained: stays disabled
+                disable_for_drain(self.engine, self.nova, self.cloud, self.guard, plan.id,
+                                  host, reason, self.report)
+            return why
         except LeaseLostError as exc:
             return self._lost_at(exc)
 

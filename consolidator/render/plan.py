@@ -37,7 +37,9 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
     capacity = cluster.capacity
     rows = []
     for h, host in enumerate(cluster.hosts):
-        action = "power off" if host.name in off else "spare" if host.name in spare else (
+        action = ("drain, power off" if host.name in off else "drain, disable") \
+            if host.name in d.drain else \
+            "power off" if host.name in off else "spare" if host.name in spare else (
             "power on" if host.name in on else
             "left on: no BMC" if host.name in d.left_on else
             "off already" if host.power == "off" else "")

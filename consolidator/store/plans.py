@@ -26,7 +26,8 @@ def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
                "left_on": dict(draft.left_on),
                "spare_hosts": list(draft.spare_hosts), "idle_watts": draft.idle_watts,
                "host_watts": dict(draft.host_watts), "watts_basis": dict(draft.watts_basis),
-               "objective": draft.objective, "choice": dict(draft.choice)}
+               "objective": draft.objective, "choice": dict(draft.choice),
+               "drain": list(draft.drain)}
     with translate_errors(engine), engine.begin() as conn:
         if supersede:
             conn.execute(update(plans).where(plans.c.cloud == cloud,
@@ -91,7 +92,8 @@ def _stored(row: Any, moves: Any, power: Any) -> StoredPlan:
         host_watts=dict(details.get("host_watts") or {}),
         watts_basis=dict(details.get("watts_basis") or {}),
         objective=str(details.get("objective") or "hosts"),
-        choice=dict(details.get("choice") or {}))
+        choice=dict(details.get("choice") or {}),
+        drain=tuple(details.get("drain") or ()))
     return StoredPlan(id=row.id, cloud=row.cloud, snapshot_id=row.snapshot_id,
                       status=row.status, created_at=row.created_at, updated_at=row.updated_at,
                       reason=row.reason, draft=draft)

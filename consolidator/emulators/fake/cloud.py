@@ -18,12 +18,15 @@ from consolidator.emulators.fake.bmc_power import BmcPower
 from consolidator.emulators.fake.control import Control
 from consolidator.emulators.fake.faults import Faults
 from consolidator.emulators.fake.keystone import Keystone
+from consolidator.emulators.fake.keystone_projects import Projects
 from consolidator.emulators.fake.libvirt_exporter import LibvirtExporters
 from consolidator.emulators.fake.microversion import parse_version
 from consolidator.emulators.fake.nova import Nova, NovaSettings
 from consolidator.emulators.fake.nova_admin import NovaAdmin
 from consolidator.emulators.fake.nova_flavors import Flavors
+from consolidator.emulators.fake.nova_usage import NovaUsage
 from consolidator.emulators.fake.placement import Placement
+from consolidator.emulators.fake.placement_catalog import PlacementCatalog
 from consolidator.emulators.fake.prometheus import Prometheus
 from consolidator.emulators.fake.server import App, HTTPServer, Router
 from consolidator.emulators.fake.state import CloudState
@@ -141,10 +144,15 @@ class FakeCloud:
             bandwidth_mb_s=float(self.settings["migration_bandwidth_mb_s"]),
             queue_seconds=float(self.settings["migration_queue_seconds"])))
         nova.register(router)
-        NovaAdmin(nova).register(router)
+        admin = NovaAdmin(nova)
+        admin.register(router)
+        NovaUsage(nova, admin.hypervisor_view).register(router)
+        Projects(self.state, self.keystone.project_id, self.keystone.project).register(router)
         Flavors(self.state).register(router)
         if self.settings["placement"]:
-            Placement(self.state).register(router)
+            placement = Placement(self.state)
+            placement.register(router)
+            PlacementCatalog(self.state, placement).register(router)
         Control(self.state, self.faults, self.set_power).register(router)
         Prometheus(self.state).register(router)
         LibvirtExporters(self.state).register(router)

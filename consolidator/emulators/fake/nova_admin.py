@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from consolidator.core.model import stable_uuid
+from consolidator.emulators.fake.aggregates import Aggregate, cloud_aggregates
 from consolidator.emulators.fake.nova import Nova
 from consolidator.emulators.fake.nova_common import host_ip, is_true, page
 from consolidator.emulators.fake.server import HTTPError, Request, Response, Router
@@ -345,25 +346,23 @@ class NovaAdmin:
     # -- host aggregates ---------------------------------------------------------------
 
     def list_aggregates(self, req: Request) -> Response:
-        """GET /os-aggregates: the scenario hosts' aggregates, members by compute host."""
-        members: dict[str, dict[str, None]] = {}
+        """GET /os-aggregates: a zone aggregate per availability zone other than nova, then
+        the scenario hosts' aggregates; members by compute host."""
         with self.state.locked():
-            for rec in self.state.hosts.values():
-                for name in rec.model.aggregates:
-                    members.setdefault(name, {})[rec.compute_host] = None
-        return Response(200, {"aggregates": [
-            aggregate_view(req, i + 1, name, list(hosts))
-            for i, (name, hosts) in enumerate(members.items())]})
+            found = cloud_aggregates(self.state)
+        return Response(200, {"aggregates": [aggregate_view(req, a) for a in found]})
 
 
-def aggregate_view(req: Request, ident: int, name: str, hosts: list[str]) -> dict[str, Any]:
-    """An aggregate as Nova shows it (uuid from 2.41); scenario aggregates set no zone."""
+def aggregate_view(req: Request, aggregate: Aggregate) -> dict[str, Any]:
+    """An aggregate as Nova shows it (uuid from 2.41; a zone one with its metadata)."""
     view: dict[str, Any] = {
-        "id": ident, "name": name, "availability_zone": None, "hosts": hosts, "metadata": {},
+        "id": aggregate.id, "name": aggregate.name, "availability_zone": aggregate.zone,
+        "hosts": list(aggregate.compute_hosts),
+        "metadata": {"availability_zone": aggregate.zone} if aggregate.zone else {},
         "created_at": AGGREGATE_CREATED, "updated_at": None, "deleted_at": None,
         "deleted": False}
     if req.microversion >= (2, 41):
-        view["uuid"] = stable_uuid("aggregate", name)
+        view["uuid"] = aggregate.uuid
     return view
 
 

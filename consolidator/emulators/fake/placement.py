@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from consolidator.core.model import stable_uuid
+from consolidator.emulators.fake.aggregates import aggregates_of
 from consolidator.emulators.fake.microversion import negotiator
 from consolidator.emulators.fake.server import HTTPError, Request, Response, Router, Service
 from consolidator.emulators.fake.state import CloudState, HostRecord
@@ -106,8 +107,15 @@ class Placement:
         return part
 
     def list_providers(self, req: Request) -> Response:
-        """GET /resource_providers, filtered by name and uuid."""
+        """GET /resource_providers, filtered by name, uuid, in_tree, resources (1.4: each
+        provider has room for all of them itself), member_of (1.3: any of in:A,B; several
+        parameters all, 1.24) and required traits (1.18; !forbidden, 1.22)."""
         name, rp, tree = req.arg("name"), req.arg("uuid"), req.arg("in_tree")
+        wanted = _resources(req.arg("resources") or "") if req.microversion >= (1, 4) else {}
+        traits = [t for t in (req.arg("required") or "").split(",") if t] \
+            if req.microversion >= (1, 18) else []
+        member_of = [_uuids(v) for v in req.query.get("member_of", [])] \
+            if req.microversion >= (1, 3) else []
         root = None
         if tree is not None:
             part = self.parts.get(tree)
@@ -115,7 +123,9 @@ class Placement:
         with self.state.locked():
             found = [part for part in self.parts.values()
                      if (rp is None or part.uuid == rp) and (name is None or part.name == name)
-                     and (root is None or (part.parent or part.uuid) == root)]
+                     and (root is None or (part.parent or part.uuid) == root)
+                     and _part_fits(part, wanted, traits)
+                     and all(provider_aggregates(self.state, part) & m for m in member_of)]
             views = [self._provider_view(req, part) for part in found]
         return Response(200, {"resource_providers": views})
 
@@ -190,15 +200,15 @@ class Placement:
         """GET /resource_providers/{uuid}/traits (1.6+)."""
         with self.state.locked():
             part = self._provider(req)
-            traits = ["COMPUTE_NODE", *part.rec.model.traits] if part.parent is None else []
-            return Response(200, {"traits": traits,
+            return Response(200, {"traits": provider_traits(part),
                                   "resource_provider_generation": part.rec.generation})
 
     def aggregates(self, req: Request) -> Response:
-        """GET /resource_providers/{uuid}/aggregates (1.1+)."""
+        """GET /resource_providers/{uuid}/aggregates (1.1+): the host aggregates Nova
+        mirrors into Placement, by uuid (a nested provider is in none)."""
         with self.state.locked():
             part = self._provider(req)
-            body: dict[str, Any] = {"aggregates": []}
+            body: dict[str, Any] = {"aggregates": sorted(provider_aggregates(self.state, part))}
             if req.microversion >= (1, 19):
                 body["resource_provider_generation"] = part.rec.generation
             return Response(200, body)
@@ -220,8 +230,9 @@ class Placement:
             if limit:
                 found = found[:limit]
             return Response(200, {
-                "allocation_requests": [_allocation_request(rec, wanted) for rec in found],
-                "provider_summaries": {part.uuid: {"resources": {}, "traits": []}
+                "allocation_requests": [_allocation_request(req, rec, wanted)
+                                        for rec in found],
+                "provider_summaries": {part.uuid: _summary(req, part, wanted)
                                        for rec in found for part in parts(rec)}})
 
 
@@ -256,11 +267,74 @@ def _fits(rec: HostRecord, wanted: dict[str, int], traits: list[str]) -> bool:
     return True
 
 
-def _allocation_request(rec: HostRecord, wanted: dict[str, int]) -> dict[str, Any]:
+def _allocation_request(req: Request, rec: HostRecord, wanted: dict[str, int]
+                        ) -> dict[str, Any]:
+    """One candidate: a dict by provider from 1.12, a list of providers before."""
     allocations: dict[str, dict[str, Any]] = {}
     for part in parts(rec):
         mine = {rc: n for rc, n in wanted.items()
                 if n and rc in rec.classes and rec.classes.index(rc) in part.columns}
         if mine:
             allocations[part.uuid] = {"resources": mine}
+    if req.microversion < (1, 12):
+        return {"allocations": [{"resource_provider": {"uuid": rp}, **body}
+                                for rp, body in allocations.items()]}
     return {"allocations": allocations}
+
+
+def _summary(req: Request, part: Part, wanted: dict[str, int]) -> dict[str, Any]:
+    """A provider's summary: capacity and use of the classes asked for (of all its classes
+    from 1.27), its traits from 1.17, its tree from 1.29."""
+    held = Placement._inventory(part)
+    capacity = part.rec.capacity()
+    resources = {rc: {"capacity": int(capacity[part.rec.classes.index(rc)]),
+                      "used": part.rec.used[part.rec.classes.index(rc)]}
+                 for rc in held if req.microversion >= (1, 27) or rc in wanted}
+    out: dict[str, Any] = {"resources": resources}
+    if req.microversion >= (1, 17):
+        out["traits"] = provider_traits(part)
+    if req.microversion >= (1, 29):
+        out.update(parent_provider_uuid=part.parent,
+                   root_provider_uuid=part.parent or part.uuid)
+    return out
+
+
+def provider_traits(part: Part) -> list[str]:
+    """A provider's traits: the compute node's COMPUTE_NODE and the scenario's."""
+    return ["COMPUTE_NODE", *part.rec.model.traits] if part.parent is None else []
+
+
+def provider_aggregates(state: CloudState, part: Part) -> set[str]:
+    """The uuids of the aggregates a provider is in (the root: its host's; a child: none)."""
+    return set() if part.parent is not None else \
+        {a.uuid for a in aggregates_of(state, part.rec.name)}
+
+
+def _uuids(value: str) -> set[str]:
+    """member_of's 'UUID' or 'in:UUID,UUID'; 400 as Placement when one is not a uuid."""
+    found = set(value.removeprefix("in:").split(","))
+    for item in found:
+        try:
+            uuid.UUID(item)
+        except ValueError:
+            raise HTTPError(400, f"Invalid query string parameters: Expected 'member_of' "
+                                 f"parameter to contain valid UUID(s). Got: {item}") from None
+    return found
+
+
+def _part_fits(part: Part, wanted: dict[str, int], traits: list[str]) -> bool:
+    """Whether one provider has room for every class asked for itself, and the traits."""
+    have = set(provider_traits(part))
+    if any((t[1:] in have) if t.startswith("!") else (t not in have) for t in traits):
+        return False
+    rec, held = part.rec, Placement._inventory(part)
+    capacity = rec.capacity()
+    for rc, amount in wanted.items():
+        row = held.get(rc)
+        if row is None:
+            return False
+        k = rec.classes.index(rc)
+        if amount > row["max_unit"] or amount < row["min_unit"] or \
+                amount % row["step_size"] or rec.used[k] + amount > capacity[k] + 1e-9:
+            return False
+    return True

@@ -1,0 +1,147 @@
+"""Host maintenance: drain hosts (a stored, reviewable plan run by the executor) and undrain
+them (power on first if the drain powered them off, then enable; journaled, under the
+executor lease)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from consolidator.app.context import AppContext, host_driver
+from consolidator.app.notify import notify
+from consolidator.app.power import resolve_host
+from consolidator.app.settings import executor_settings, settings_from_config
+from consolidator.app.snapshots import read_cloud, record_snapshot
+from consolidator.core.errors import ConsolidatorError, UsageError
+from consolidator.core.maintenance import DrainSettings, drain_draft, drained_by
+from consolidator.core.model import Cluster
+from consolidator.core.plan import StoredPlan
+from consolidator.execution.host_power import GuardedPower
+from consolidator.openstack.nova import Nova
+from consolidator.store.leases import Guard, acquire_or_raise, make_holder, release
+from consolidator.store.plans import load_plan
+from consolidator.store.snapshots import Snapshot
+
+
+@dataclass(frozen=True)
+class DrainRequest:
+    """The hosts to drain (names, or every host of an aggregate), and whether they power off
+    once empty."""
+
+    hosts: tuple[str, ...] = ()
+    aggregate: str | None = None
+    power_off: bool = False
+
+
+def drain_hosts_of(cluster: Cluster, request: DrainRequest) -> list[str]:
+    """The hypervisor names a request means; UsageError when it names none or an unknown
+    host or aggregate."""
+    names = [resolve_host(cluster, name).name for name in request.hosts]
+    if request.aggregate is not None:
+        members = [h.name for h in cluster.hosts if request.aggregate in h.aggregates]
+        if not members:
+            raise UsageError(f"no compute host is in the aggregate {request.aggregate!r}")
+        names += members
+    if not names:
+        raise UsageError("name the hosts to drain, or give --aggregate NAME")
+    return list(dict.fromkeys(names))
+
+
+def plan_drain(ctx: AppContext, request: DrainRequest) -> tuple[StoredPlan, Snapshot]:
+    """Snapshot the cloud and store the checked drain plan, proposed; DrainBlocked (nothing
+    stored) when an instance cannot leave."""
+    from consolidator.store.plans import save_plan
+
+    if not request.hosts and request.aggregate is None:
+        raise UsageError("name the hosts to drain, or give --aggregate NAME")
+    snapshot, _ = record_snapshot(ctx)
+    cluster = snapshot.cluster
+    names = drain_hosts_of(cluster, request)
+    if request.power_off:
+        lookup = ctx.power_lookup()
+        missing = [n for n in names
+                   if host_driver(lookup, cluster.hosts[cluster.host_index[n]]) is None]
+        if missing:
+            raise UsageError(f"--power-off: no BMC is configured for {', '.join(missing)} in "
+                             f"the BMC file; drain without --power-off")
+    settings = settings_from_config(ctx.config)
+    draft = drain_draft(cluster, names, DrainSettings(
+        rules=settings.rules, per_host_limit=settings.per_host_limit,
+        power_off=request.power_off))
+    stored = save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
+                       snapshot_id=snapshot.info.id)
+    notify(ctx, "plan.proposed", plan=stored)
+    return stored, snapshot
+
+
+@contextmanager
+def executor_lease(ctx: AppContext, cloud: str) -> Iterator[Guard]:
+    """Hold the cloud's executor lease, renewed every third of its TTL, for the block."""
+    engine, ttl = ctx.engine(), executor_settings(ctx.config).lease_ttl
+    name, holder = f"executor:{cloud}", make_holder()
+    guard = acquire_or_raise(engine, name, holder, ttl, f"an executor for cloud {cloud!r}")
+    done = threading.Event()
+
+    def renew() -> None:
+        while not done.wait(ttl / 3):
+            try:
+                held = guard.renew(ttl)
+            except ConsolidatorError as exc:
+                held = False
+                guard.revoke(f"renewing it failed: {exc}")
+            if not held:
+                guard.revoke("another process holds it now")
+                return
+    thread = threading.Thread(target=renew, daemon=True)
+    thread.start()
+    try:
+        yield guard
+    finally:
+        done.set()
+        thread.join(timeout=5)
+        release(engine, name, holder)
+
+
+def undrain(ctx: AppContext, names: tuple[str, ...]) -> list[str]:
+    """Bring drained hosts back: power on first where the drain powered it off (the BMC
+    reads off), then enable; each step journaled under the drain's plan. One line per
+    host. UsageError for a host no drain disabled."""
+    inventory = read_cloud(ctx)
+    cluster = inventory.cluster
+    hosts = [resolve_host(cluster, name) for name in names]
+    if not hosts:
+        raise UsageError("name the hosts to undrain")
+    plans = {}
+    for host in hosts:
+        plan_id = drained_by(host.disabled_reason)
+        if host.status != "disabled" or plan_id is None:
+            state = f"disabled ({host.disabled_reason or 'no reason'})" \
+                if host.status == "disabled" else host.status
+            raise UsageError(f"{host.name} is not drained: its nova-compute is {state}")
+        plans[host.name] = load_plan(ctx.engine(), plan_id)
+    settings = executor_settings(ctx.config)
+    cloud = ctx.cloud_name or "default"
+    lines = []
+    with executor_lease(ctx, cloud) as guard:
+        guarded = GuardedPower(ctx.engine(), Nova(ctx.connect()), cloud, ctx.report,
+                               settings.power_timeout, settings.poll_interval, guard=guard)
+        for host in hosts:
+            plan = plans[host.name]
+            driver = host_driver(ctx.power_lookup(), host)
+            if host.name in plan.draft.power_off and driver is None:
+                raise UsageError(f"{host.name} was drained with --power-off and no BMC is "
+                                 f"configured for it in the BMC file")
+            powered: list[bool] = []
+            problem = guarded.power_on(plan.id, host, driver, powered)
+            if problem is not None:
+                raise ConsolidatorError(f"{host.name} is not back: {problem}")
+            if powered:
+                notify(ctx, "power.on", plan_id=plan.id, host=host.name, state="succeeded",
+                       result="powered on by hosts undrain")
+            notify(ctx, "host.undrained", plan_id=plan.id, host=host.name,
+                   powered_on=bool(powered))
+            lines.append(f"{host.name}: {'powered on and ' if powered else ''}enabled "
+                         f"(drained by plan {plan.id})")
+    return lines

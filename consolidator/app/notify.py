@@ -1,0 +1,108 @@
+"""Notifications: each event of a plan's life (proposed, approved, started, succeeded,
+failed, cancelled), each power action of a run, and each drained or undrained host, POSTed to
+[notify] webhook_url (telemetry/webhook.py).
+
+Every event is first journaled (action ``notify``, the event as target); the journal row's id
+is the event's sequence number, so numbers only grow, across processes and restarts, and the
+row records whether the delivery succeeded. Delivery never fails the operation: a receiver
+that is down gets the retries, then the journal row says so. Dry runs notify nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from consolidator.app.context import AppContext
+from consolidator.app.settings import notify_settings
+from consolidator.core.errors import ConsolidatorError
+from consolidator.core.plan import StoredPlan
+from consolidator.store import journal
+from consolidator.store.plans import load_plan
+
+if TYPE_CHECKING:
+    from consolidator.execution.executor import Outcome
+
+#: The journal actions of a run that are power actions, and their event names.
+POWER_EVENTS = {"power_off": "power.off", "power_on": "power.on"}
+
+
+def plan_kind(plan: StoredPlan) -> str:
+    """What a plan is for: consolidation, drain, rollback or ramp."""
+    if plan.draft.drain:
+        return "drain"
+    return plan.draft.algorithm if plan.draft.algorithm in ("rollback", "ramp") \
+        else "consolidation"
+
+
+def notify(ctx: AppContext, event: str, *, plan: StoredPlan | None = None,
+           plan_id: str | None = None, **fields: Any) -> None:
+    """Journal one event and POST it to the webhook, if one is configured; never raises."""
+    settings = notify_settings(ctx.config)
+    if not settings.webhook_url or ctx.simulate:
+        return
+    from consolidator.telemetry.webhook import Webhook, deliver
+
+    document: dict[str, Any] = {"event": event, "plan_id": plan.id if plan else plan_id,
+                                "time": datetime.now(timezone.utc).isoformat()}
+    if plan is not None:
+        document.update(cloud=plan.cloud, kind=plan_kind(plan), status=plan.status,
+                        reason=plan.reason, algorithm=plan.draft.algorithm,
+                        migrations=len(plan.draft.migrations),
+                        power_off=list(plan.draft.power_off),
+                        power_on=list(plan.draft.power_on), drain=list(plan.draft.drain))
+    document.setdefault("cloud", ctx.cloud_name or "default")
+    document.update(fields)
+    try:
+        engine = ctx.engine()
+        entry = journal.begin(engine, cloud=document["cloud"], plan_id=document["plan_id"],
+                              action="notify", target=event, params=dict(document))
+        document["sequence"] = entry
+        delivered, detail = deliver(Webhook(settings.webhook_url, settings.secret,
+                                            settings.timeout, settings.attempts,
+                                            settings.backoff), document)
+        journal.finish(engine, entry, journal.SUCCEEDED if delivered else journal.FAILED,
+                       detail)
+    except ConsolidatorError as exc:   # the database: the operation goes on regardless
+        ctx.report(f"notification {event}: not sent: {exc}")
+        return
+    if not delivered:
+        ctx.report(f"notification {event} (#{entry}): {detail}")
+
+
+def notify_status(ctx: AppContext, plan_id: str) -> None:
+    """The event of a plan's current state (plan.approved, plan.started for running,
+    plan.cancelled...)."""
+    if not notify_settings(ctx.config).webhook_url or ctx.simulate:
+        return
+    plan = load_plan(ctx.engine(), plan_id)
+    notify(ctx, f"plan.{'started' if plan.status == 'running' else plan.status}", plan=plan)
+
+
+def last_entry(ctx: AppContext, plan_id: str) -> int:
+    """The id of a plan's newest journal row (0: none): where a run's rows start after."""
+    if not notify_settings(ctx.config).webhook_url or ctx.simulate:
+        return 0
+    rows = journal.entries(ctx.engine(), plan_id=plan_id)
+    return rows[-1].id if rows else 0
+
+
+def after_run(ctx: AppContext, plan_id: str, outcome: Outcome, since: int) -> None:
+    """The events of a run that has ended: its power actions (from its journal rows after
+    `since`), the hosts a drain emptied, then the plan's final state."""
+    if not notify_settings(ctx.config).webhook_url or ctx.simulate:
+        return
+    engine = ctx.engine()
+    for row in journal.entries(engine, plan_id=plan_id):
+        if row.id > since and row.action in POWER_EVENTS and row.state != journal.RUNNING:
+            notify(ctx, POWER_EVENTS[row.action], plan_id=plan_id, host=row.target,
+                   state=row.state, result=row.result)
+    plan = load_plan(engine, plan_id)
+    if plan.status == "succeeded":
+        from consolidator.core.maintenance import drain_reason
+
+        for host in plan.draft.drain:
+            notify(ctx, "host.drained", plan_id=plan.id, host=host,
+                   powered_off=host in outcome.powered_off, reason=drain_reason(plan.id))
+    if plan.status in ("succeeded", "failed"):
+        notify(ctx, f"plan.{plan.status}", plan=plan)
