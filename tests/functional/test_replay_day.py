@@ -13,7 +13,8 @@ from consolidator.core.replay.reference import NoPowerManagement, reference_poli
 from consolidator.core.replay.trace import floor_kwh
 from consolidator.scenario.traces import load_planetlab
 
-DAY = Path("/work/shared/traces/planetlab/20110303")
+#: shared/ sits beside the clone (as on the developers' machines and in CI).
+DAY = Path(__file__).resolve().parents[3] / "shared" / "traces" / "planetlab" / "20110303"
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import statistics
 import time
 from pathlib import Path
 
-TRACES = "/work/shared/traces/planetlab"
+TRACES = str(Path(__file__).resolve().parents[3] / "shared" / "traces" / "planetlab")
 #: Published Table V (10-day medians) and CloudSim 3.0.3 here (FACTS.md): kWh, migrations.
 PUBLISHED = {"npa": (2419.2, 0), "thr-mmt-0.8": (89.92, 17180), "lr-mmt-1.2": (88.17, 11850)}
 CLOUDSIM = {"thr-mmt-0.8": (187.6, 26746), "lr-mmt-1.2": (162.2, 27277)}
