@@ -11,11 +11,13 @@ from consolidator.app.dry_run import dry_context, simulated_cloud
 from consolidator.app.leadership import refuse_while_executor_runs
 from consolidator.app.notify import after_run, last_entry, notify_status
 from consolidator.app.settings import executor_settings
+from consolidator.app.snapshots import refuse_another_cloud
 from consolidator.core.errors import UsageError
 from consolidator.core.plan import StoredPlan
 from consolidator.core.wording import state_phrase
 from consolidator.execution.executor import Executor, Outcome
 from consolidator.execution.progress import ProgressListener
+from consolidator.openstack.connection import cloud_identity
 from consolidator.openstack.nova import Nova
 from consolidator.store.plans import load_plan, resolve_plan_id, set_status
 from consolidator.store.snapshots import load_snapshot
@@ -39,7 +41,8 @@ class PlanRun:
                               plan_ids=(resolve_plan_id(ctx.engine(), plan_ref),))
         engine = ctx.engine()
         self.plan: StoredPlan = load_plan(engine, plan_ref)
-        cluster = load_snapshot(engine, self.plan.snapshot_id).cluster
+        snapshot = load_snapshot(engine, self.plan.snapshot_id)
+        cluster = snapshot.cluster
         settings = executor_settings(ctx.config, max_parallel=max_parallel,
                                      on_timeout=on_timeout)
         if cloud is not None:
@@ -47,6 +50,7 @@ class PlanRun:
             settings = replace(settings, poll_interval=0.0)
         else:
             conn = conn if conn is not None else ctx.connect(ctx.cloud_name or self.plan.cloud)
+            refuse_another_cloud(snapshot.info, cloud_identity(conn), f"run plan {self.plan.id}")
             nova, power = Nova(conn), ctx.power_lookup()
         if ctx.simulate and cloud is None:   # the same sequence, on a copy read once
             nova, power = simulated_cloud(ctx, conn, cluster)

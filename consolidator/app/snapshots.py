@@ -88,10 +88,16 @@ def check_read_from(snapshot: SnapshotInfo, inventory: Inventory, doing: str) ->
         raise UsageError(f"snapshot {snapshot.id} was recorded from a scenario file "
                          f"({snapshot.source}), not read from a cloud: it cannot be used to "
                          f"{doing}")
-    if snapshot.endpoint and inventory.endpoint and snapshot.endpoint != inventory.endpoint:
+    refuse_another_cloud(snapshot, inventory.endpoint, doing)
+
+
+def refuse_another_cloud(snapshot: SnapshotInfo, endpoint: str | None, doing: str) -> None:
+    """Refuse, in one line, a snapshot read from another cloud than the one at endpoint
+    (a snapshot or a connection that cannot tell where it is passes)."""
+    if snapshot.endpoint and endpoint and snapshot.endpoint != endpoint:
         raise UsageError(f"snapshot {snapshot.id} was read from another cloud "
-                         f"({snapshot.endpoint}), not from this one ({inventory.endpoint}): "
-                         f"it cannot be used to {doing}")
+                         f"({snapshot.endpoint}), not from this one ({endpoint}): it cannot "
+                         f"be used to {doing}")
 
 
 def record_scenario(ctx: AppContext, path: str) -> Snapshot:

@@ -271,6 +271,25 @@ def test_a_snapshot_of_another_cloud_is_refused(rig: Rig, tmp_path: Path) -> Non
     assert not list_plans(rig.engine, status=None)
 
 
+def test_a_plan_made_from_another_cloud_s_snapshot_is_not_run(rig: Rig) -> None:
+    """Nothing acts on a snapshot that was not read from the same cloud: a plan of another
+    cloud of the same name is refused before its first move."""
+    from consolidator.app.apply import PlanRun
+    from consolidator.app.planning import PlanRequest, make_plan
+    from consolidator.app.review import approve
+    from consolidator.app.snapshots import record_snapshot
+
+    with FakeCloud(parse_scenario(scenario()), bmc=True) as other:
+        elsewhere = AppContext.of(config=PACKED, engine=rig.engine, connect=other.connect)
+        snap, _ = record_snapshot(elsewhere)
+        plan = make_plan(elsewhere, snap, PlanRequest(algorithm="firstfit"))
+        approve(elsewhere, plan.id, reason="test")
+    with pytest.raises(ConsolidatorError) as refused:
+        PlanRun(rig.ctx(), plan.id)
+    assert "another cloud" in str(refused.value)
+    assert load_plan(rig.engine, plan.id).status == "approved"
+
+
 # -- point 12: a second executor is turned away first -------------------------------------
 
 

@@ -50,7 +50,8 @@ def test_a_scenario_plan_is_filed_apart_and_never_applied(tmp_path: Path) -> Non
 
 
 def test_a_rollback_refused_by_the_lease_leaves_no_approved_plan(tmp_path: Path) -> None:
-    """Defect 5: the executor lease refused the rollback, and its plan stayed approved."""
+    """Defect 5: the executor lease refused the rollback, and its plan stayed approved.
+    Issue 23, point 12: the lease is checked first, so no plan is stored at all."""
     with served_cloud(scenario(bandwidth=1e6), tmp_path) as served:
         op = operator_for(served, tmp_path)
         doc = scenario(bandwidth=1e6)
@@ -62,8 +63,8 @@ def test_a_rollback_refused_by_the_lease_leaves_no_approved_plan(tmp_path: Path)
         refused = op("rollback", snap, "--yes")
         assert refused.code == 1 and "holds lease" in refused.err
         plans = json.loads(op("plans", "list", "--format", "json").out)
-        rollback = [p for p in plans if p["algorithm"] == "rollback"]
-        assert rollback and rollback[0]["status"] == "cancelled"
+        assert not [p for p in plans if p["algorithm"] == "rollback"]
+        assert refused.out == ""                    # refused before the plan is printed
 
 
 def test_report_for_a_cloud_without_snapshots_is_an_error(tmp_path: Path) -> None:
