@@ -401,10 +401,21 @@ class FrontBuilder:
         return self.estimate(packing, EXACT, packing.notes[-1] if packing.notes else "CP-SAT")
 
     def fewest_candidates(self, top: int) -> list[Candidate]:
-        """Fewest-migrations candidates from none to the most hosts it can empty up to top."""
+        """Fewest-migrations candidates from none to the most hosts it can empty up to top:
+        the largest is packed, the others are its prefixes (a subset of its moves into the
+        same hosts always fits, so each is the fewest-migrations packing of its k)."""
         best = self.largest_fewest_k(top)
-        found = [self.fewest_candidate(k) for k in spaced(best, POINTS_PER_RUN)]
-        return [c for c in found if c is not None]
+        largest = fewest_migrations_packing(self.problem, best) if best else None
+        if largest is None:
+            found = [self.fewest_candidate(k) for k in spaced(best, POINTS_PER_RUN)]
+            return [c for c in found if c is not None]
+        out = []
+        for k in spaced(best, POINTS_PER_RUN):
+            packing = largest if k >= best else prefix_packing(self.problem, largest, k)
+            if len(packing.emptied) == k:
+                out.append(self.estimate(packing, FEWEST,
+                                         least_populated(k) if k else "no migration"))
+        return out
 
 
 def front(builder: FrontBuilder, algorithms: Sequence[str],

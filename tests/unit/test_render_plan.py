@@ -63,3 +63,9 @@ def test_a_rollback_plan_shows_no_bounds_or_saving() -> None:
     assert "lower bound" not in text and "estimated saving" not in text
     assert "spare hosts" not in text
     assert re.search(r"^power on: +t2, t3$", text, re.M)
+
+
+def test_a_plan_states_its_distance_from_the_lower_bound() -> None:
+    """Every plan says how far it is from the best lower bound it knows."""
+    plan, c = long_plan()
+    assert "44 -> 4 (lower bound 2: 2 hosts above it)" in render_plan(plan, c)
