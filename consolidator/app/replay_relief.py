@@ -44,8 +44,8 @@ def relieve_step(policy: Any, k: int, now: datetime, placement: np.ndarray) -> n
     every = max(int(round(settings.interval / step_s)), 1) if settings.interval > 0 else 0
     if not every or k % every or k == 0:
         return placement
-    means = window_steps(settings.source.mean_query if settings.source else "", step_s, 600)
-    stds = window_steps(settings.source.std_query if settings.source else "", step_s, 3600)
+    means = window_steps(settings.mean_query, step_s, 600)
+    stds = window_steps(settings.std_query, step_s, 3600)
     mean, _ = usage_window(policy.trace, k - means + 1, k)
     _, std = usage_window(policy.trace, k - stds + 1, k)
     cluster = cluster_at(policy.hosts, policy.instances, placement, policy.state, mean, std)

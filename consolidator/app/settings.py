@@ -251,6 +251,10 @@ class ReliefSettings:
     trend_window: int = 1800
     lookahead: int = 900
     cool_down: CoolDown = field(default_factory=CoolDown)
+    #: The [relief] usage queries, also where no Prometheus is set (a replay reads their
+    #: windows).
+    mean_query: str = ""
+    std_query: str = ""
 
 
 def relief_settings(config: Config) -> ReliefSettings:
@@ -268,6 +272,8 @@ def relief_settings(config: Config) -> ReliefSettings:
     return ReliefSettings(
         **_options(config, "relief", "interval", "max_migrations", "headroom", "trend_query",
                    "trend_window", "lookahead"),
+        mean_query=config.get("relief", "cpu_mean_query"),
+        std_query=config.get("relief", "cpu_std_query"),
         source=source, plan=replace(settings_from_config(config), usage=usage),
         cpu_speed=config.section("cpu_speed"),
         cool_down=CoolDown(min_on_time_s=config.get("power", "min_on_time"),
