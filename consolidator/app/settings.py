@@ -278,6 +278,9 @@ def relief_settings(config: Config) -> ReliefSettings:
         cpu_speed=config.section("cpu_speed"),
         cool_down=CoolDown(min_on_time_s=config.get("power", "min_on_time"),
                            max_per_hour=config.get("power", "max_actions_per_hour")))
+
+
+@dataclass(frozen=True)
 class NotifySettings:
     """[notify]: the webhook (empty: none), its HMAC secret, timeout and retries."""
 
