@@ -134,6 +134,10 @@ OPTIONS: tuple[Option, ...] = (
            "(pause the guest and finish it).", choices=("abort", "force-complete")),
     Option("executor", "max_parallel_per_destination", int, 2,
            "Live migrations running into one host at once.", range="[1, inf)"),
+    Option("executor", "max_drift", float, 10.0,
+           "apply refuses a plan when more than this percentage of its snapshot's instances "
+           "have moved, gone or appeared in the live cloud since (apply --replan plans again "
+           "from a fresh snapshot instead); 0: no check.", range="[0, inf)"),
     Option("daemon", "schedule", str, "0 * * * *",
            "When the daemon's cycle runs: a 5-field cron expression (minute hour day month "
            "weekday); the default is hourly at minute 0, as in paper 004."),

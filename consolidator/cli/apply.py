@@ -13,7 +13,9 @@ import click
 from consolidator.app.apply import PlanRun, check_applicable
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import verdict
+from consolidator.app.freshness import check_fresh
 from consolidator.app.rollback import PreparedRollback, roll_back
+from consolidator.app.snapshots import get_snapshot
 from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.cli.progress import live_progress
 from consolidator.core.errors import ConsolidatorError
@@ -93,14 +95,33 @@ def show_rollback(prepared: PreparedRollback) -> None:
               help="A live migration that outlives [executor] migration_timeout is aborted "
                    "through Nova, or forced to complete [default: [executor] on_timeout, "
                    "abort].")
+@click.option("--replan", is_flag=True,
+              help="When the live cloud has drifted beyond [executor] max_drift from the "
+                   "plan's snapshot, plan again from a fresh snapshot with the same choices "
+                   "(run it with --yes) instead of refusing.")
 @BMC_FILE
 @pass_app
 def apply_cmd(app: AppContext, plan_id: str, yes: bool, dry_run: bool,
               max_parallel: int | None, resume: bool, on_timeout: str | None,
-              bmc_file: str | None) -> None:
-    """Run a plan: live-migrate, disable and power off the emptied hosts, journaling it all."""
+              replan: bool, bmc_file: str | None) -> None:
+    """Run a plan: live-migrate, disable and power off the emptied hosts, journaling it all.
+
+    It first states the age of the plan's snapshot and how far the live cloud has drifted
+    from it, and refuses a plan drifted beyond [executor] max_drift (see --replan).
+    """
     app.bmc_file = bmc_file
+    if replan and (dry_run or resume):
+        raise click.UsageError("--replan stores a new plan: not with --dry-run or --resume")
     plan = check_applicable(app, plan_id, yes=yes, dry_run=dry_run, resume=resume)
+    if not resume:
+        fresh = check_fresh(app, plan, replan=replan)
+        if fresh is not None:
+            if not yes:
+                click.echo(render_plan(fresh, get_snapshot(app, fresh.snapshot_id).cluster))
+                raise ConsolidatorError(f"plan {plan.id} was cancelled and replanned as "
+                                        f"{fresh.id} (shown above): approve it and apply it, "
+                                        f"or give --yes with --replan")
+            plan = check_applicable(app, fresh.id, yes=True, dry_run=False, resume=False)
     outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel, dry_run=dry_run,
                                 resume=resume, on_timeout=on_timeout)
     if dry_run:

@@ -11,12 +11,13 @@ import click
 from consolidator.app.catalog import algorithm_entries, plan_states, ranking_entries
 from consolidator.app.compare import compare_plans
 from consolidator.app.context import AppContext
+from consolidator.app.freshness import age_of
 from consolidator.app.planning import PlanRequest, check_live, make_plan, validate_request
 from consolidator.app.review import asked_row, change_status, list_plans, show_plan
 from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
 from consolidator.cli.context import BMC_FILE, FORMAT, FiniteRange, pass_app
 from consolidator.core.errors import ConsolidatorError
-from consolidator.core.wording import plural
+from consolidator.core.wording import duration, plural
 from consolidator.render import table
 from consolidator.render.compare import render_comparison
 from consolidator.render.plan import MAX_LISTED, render_plan
@@ -146,7 +147,8 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     else:
         click.echo(render_plan(stored, snap.cluster))
     if fmt != "json":
-        click.echo(f"(planned in {elapsed:.2f} s)", err=True)
+        click.echo(f"(planned in {elapsed:.2f} s from snapshot {snap.info.id}, taken "
+                   f"{duration(age_of(snap.info.taken_at))} ago)", err=True)
     if check_live:
         _check_live(app, stored, snap.cluster)
 

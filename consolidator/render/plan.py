@@ -8,6 +8,7 @@ import numpy as np
 
 from consolidator.core.model import Cluster
 from consolidator.core.plan import PlanDraft, StoredPlan
+from consolidator.core.planner import MIGRATE_ONLY
 from consolidator.core.wording import plural
 from consolidator.render import bar, kv, table
 
@@ -39,7 +40,7 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
     for h, host in enumerate(cluster.hosts):
         action = "power off" if host.name in off else "spare" if host.name in spare else (
             "power on" if host.name in on else
-            "left on: no BMC" if host.name in d.left_on else
+            _left_on(d.left_on[host.name]) if host.name in d.left_on else
             "off already" if host.power == "off" else "")
         rows.append([host.name, _use(cluster.usage[h, 0], after[h, 0], capacity[h, 0]),
                      _use(cluster.usage[h, 1], after[h, 1], capacity[h, 1]),
@@ -69,11 +70,18 @@ def _summary(d: PlanDraft, off: set[str], spare: set[str]) -> str:
         ("hosts", f"{d.hosts_before} -> {d.hosts_after} (lower bound {d.lower_bound})"),
         ("migrations", f"{len(d.migrations)} (lower bound {d.migrations_lower_bound} "
                        f"for the {plural(len(off) + len(spare), 'host')} freed)"),
-        ("power off", ", ".join(d.power_off) or "nothing"),
+        ("power off", ", ".join(d.power_off) or (
+            "nothing (a migrate-only plan: no BMC file)"
+            if MIGRATE_ONLY in d.left_on.values() else "nothing")),
         ("spare hosts", ", ".join(d.spare_hosts) or f"none (asked for {d.spare})"),
         ("estimated saving", f"{d.watts_saved:.0f} W = {d.watts_saved * hours / 1000:.1f} kWh "
                              f"a day ({energy_basis(d)})"),
     ])
+
+
+def _left_on(why: str) -> str:
+    """The ACTION of a host the plan empties and leaves on."""
+    return "left on: migrate-only" if why == MIGRATE_ONLY else "left on: no BMC"
 
 
 def _rollback_summary(d: PlanDraft) -> str:
