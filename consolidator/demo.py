@@ -36,9 +36,9 @@ from consolidator.app.snapshots import read_cloud, record_snapshot
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Cluster
 from consolidator.core.wording import agree, plural, state_phrase
-from consolidator.render import kv, table
+from consolidator.render import table
 from consolidator.render.hosts import live_hosts, snapshot_hosts
-from consolidator.render.plan import render_plan
+from consolidator.render.plan import render_plan, saving_summary
 
 if TYPE_CHECKING:
     from consolidator.app.apply import Outcome
@@ -197,7 +197,7 @@ def run_demo(options: DemoOptions, echo: Echo) -> float:
         with ExitStack() as stack:
             with story.step("Start the fake cloud and its emulated BMCs"):
                 served = stack.enter_context(served_fake_cloud(workdir, options.backend))
-                _show_cloud(served, echo)
+                _show_cloud(served, echo, options.backend)
             stack.enter_context(cloud_environment(served.clouds_yaml))
             _story(story, served, workdir, options, echo)
     finally:
@@ -212,10 +212,17 @@ def run_demo(options: DemoOptions, echo: Echo) -> float:
     return time.monotonic() - story.started
 
 
-def _show_cloud(served: Served, echo: Echo) -> None:
+def cloud_heading(backend: str) -> str:
+    """What serves the demo's cloud: the project's fake, or the real Nova (no Keystone)."""
+    if backend == "nova":
+        return "real Nova and Placement (fake virt driver, no Keystone)"
+    return "fake Keystone, Nova and Placement"
+
+
+def _show_cloud(served: Served, echo: Echo, backend: str = "fake") -> None:
     doc = served.scenario
     bmcs = listed_bmcs(served.bmc_yaml)
-    echo(f"fake Keystone, Nova and Placement at {served.auth_url} (child process "
+    echo(f"{cloud_heading(backend)} at {served.auth_url} (child process "
          f"{served.process.pid}), serving {plural(len(doc['hosts']), 'host')} and "
          f"{plural(len(doc['instances']), 'instance')} shaped like paper 004's cloud")
     echo(table(["HOST", "BMC", "LISTENS AT"],
@@ -295,14 +302,7 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         check(not off, f"the BMC of {', '.join(off)} does not report power off")
 
     with story.step("The estimated saving"):
-        hours = 24
-        echo(kv([("hosts on", f"{draft.hosts_before} -> {draft.hosts_after} "
-                              f"(lower bound {draft.lower_bound})"),
-                 ("powered off", f"{plural(len(outcome.powered_off), 'host')} at "
-                                 f"{draft.idle_watts:.0f} W idle each"),
-                 ("saving", f"{draft.watts_saved:.0f} W = "
-                            f"{draft.watts_saved * hours / 1000:.1f} kWh a day = "
-                            f"{draft.watts_saved * hours * 365 / 1e6:.1f} MWh a year")]))
+        echo(saving_summary(draft, len(outcome.powered_off)))
         check(draft.watts_saved > 0, "the plan saves nothing")
 
     with story.step("consolidator hosts list"):

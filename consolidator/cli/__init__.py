@@ -138,20 +138,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _os_error(exc: OSError) -> int | None:
-    """One line naming the file an OSError is about; for standard output (a full disk, a
-    closed pipe) it then goes to /dev/null so that the exit flush is quiet. None: an error
-    of neither kind (a network one), left to the generic line."""
+    """One line naming the file an OSError is about; for standard output (a full disk) it
+    then goes to /dev/null so that the exit flush is quiet. None: an error of neither kind
+    (a network one), left to the generic line. (click already ends a closed pipe quietly.)"""
     import contextlib
     import errno
     import os
 
-    if isinstance(exc, ConnectionError) and not isinstance(exc, BrokenPipeError):
+    if isinstance(exc, ConnectionError):
         return None
     if exc.filename is not None:
         click.echo(f"consolidator: error: {exc.filename}: {exc.strerror or exc}", err=True)
         return 1
-    if not isinstance(exc, BrokenPipeError) and exc.errno not in (
-            errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT, errno.EBADF):
+    if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT, errno.EBADF):
         return None
     try:
         where = f"standard output ({os.readlink(f'/proc/self/fd/{sys.stdout.fileno()}')})"
@@ -159,8 +158,6 @@ def _os_error(exc: OSError) -> int | None:
         where = "standard output"
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    if isinstance(exc, BrokenPipeError):   # '| head': the reader has all it wants
-        return 141
     click.echo(f"consolidator: error: cannot write {where}: {exc.strerror}", err=True)
     return 1
 

@@ -70,15 +70,17 @@ def dry_run_verdict(plan_id: str, outcome: Outcome, *, rollback: bool = False) -
     click.echo(line)
 
 
-def show_rollback(prepared: PreparedRollback) -> None:
-    """Print a prepared rollback's notes, and its plan or that there is nothing to do."""
+def show_rollback(prepared: PreparedRollback, *, dry_run: bool = False) -> None:
+    """Print a prepared rollback's notes, and its plan or that there is nothing to do (a dry
+    run's plan is not stored: no hint to show it later)."""
     for note in prepared.notes:
         click.echo(f"note: {note}", err=True)
     if prepared.plan is None:
         click.echo(f"the cloud already matches snapshot {prepared.target.info.id}: "
                    f"nothing to do")
         return
-    click.echo(render_plan(prepared.plan, prepared.live, approve_hint=False))
+    click.echo(render_plan(prepared.plan, prepared.live, approve_hint=False,
+                           stored=not dry_run))
 
 
 @click.command("apply")
@@ -167,7 +169,8 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
         return yes or click.confirm(question, default=False, abort=True)
 
     done = roll_back(app, snapshot_id, partial=partial, resume=resume, dry_run=dry_run,
-                     show=show_rollback, confirm=confirm, run=run)
+                     show=partial(show_rollback, dry_run=dry_run), confirm=confirm,
+                     run=run)
     if done.plan_id is None or done.outcome is None:
         return
     if dry_run:

@@ -30,8 +30,9 @@ def usage_after(cluster: Cluster, plan: StoredPlan) -> tuple[np.ndarray, np.ndar
 
 
 def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True,
-                full: bool = False) -> str:
-    """The table view of a plan against the snapshot it was made from (full: every move)."""
+                full: bool = False, stored: bool = True) -> str:
+    """The table view of a plan against the snapshot it was made from (full: every move;
+    stored: False for a dry run's plan, which no later command can show)."""
     d = plan.draft
     after, population = usage_after(cluster, plan)
     off, spare, on = set(d.power_off), set(d.spare_hosts), set(d.power_on)
@@ -54,7 +55,7 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
     if d.choice:
         out.append(f"chosen: {d.choice.get('why', '')}")
         out.append("")
-    out.append(_waves(d.migrations, plan.id, full))
+    out.append(_waves(d.migrations, plan.id if stored else None, full))
     out.append("")
     out.append(_rollback_summary(d) if d.algorithm == "rollback" else _summary(d, off, spare))
     if d.notes:
@@ -93,6 +94,17 @@ def _rollback_summary(d: PlanDraft) -> str:
                               + (f" back to their hosts in snapshot {target}" if target else ""))])
 
 
+def saving_summary(d: PlanDraft, powered_off: int) -> str:
+    """Hosts on, hosts powered off with what each draws (measured or idle_watts), and the
+    saving that adds up from them (the demo said '270 W idle each', then '2050 W')."""
+    hours = 24
+    return kv([("hosts on", f"{d.hosts_before} -> {d.hosts_after} "
+                            f"(lower bound {d.lower_bound})"),
+               ("powered off", f"{plural(powered_off, 'host')} ({energy_basis(d)})"),
+               ("saving", f"{d.watts_saved:.0f} W = {d.watts_saved * hours / 1000:.1f} kWh "
+                          f"a day = {d.watts_saved * hours * 365 / 1e6:.1f} MWh a year")])
+
+
 def energy_basis(d: PlanDraft) -> str:
     """Which hosts' saving is measured by their BMCs and which falls back to idle watts."""
     measured = d.measured_hosts
@@ -113,7 +125,7 @@ def _use(before: float, after: float, cap: float) -> str:
     return f"{bar(b, 10)} {b:4.0%} -> {bar(a, 10)} {a:4.0%}"
 
 
-def _waves(migrations: tuple, plan_id: str, full: bool) -> str:
+def _waves(migrations: tuple, plan_id: str | None, full: bool) -> str:
     """Every wave's count; its moves up to MAX_LISTED in all (every one if full)."""
     if not migrations:
         return "migrations: none"
@@ -135,5 +147,6 @@ def _waves(migrations: tuple, plan_id: str, full: bool) -> str:
         room -= len(shown)
     if not full and len(migrations) > MAX_LISTED:
         lines.append(f"  ({MAX_LISTED} of {plural(len(migrations), 'migration')} listed: "
-                     f"'consolidator plan show {plan_id} --all' lists them all)")
+                     + (f"'consolidator plan show {plan_id} --all' lists them all)"
+                        if plan_id else "a dry run stores no plan to show them all)"))
     return "\n".join(lines)

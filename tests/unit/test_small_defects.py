@@ -18,3 +18,12 @@ def test_the_bundled_scenario_survives_copying_etc(tmp_path: Path) -> None:
     assert scenario.read_bytes() == (ROOT / "consolidator" / "data" / "alto-cloud.yaml"
                                      ).read_bytes()
 
+
+
+def test_the_nova_demo_does_not_call_its_cloud_fake_keystone() -> None:
+    """--backend nova's heading said 'fake Keystone, Nova and Placement'."""
+    from consolidator.demo import cloud_heading
+
+    assert not cloud_heading("nova").startswith("fake")
+    assert cloud_heading("nova").startswith("real Nova and Placement")
+    assert cloud_heading("fake") == "fake Keystone, Nova and Placement"
