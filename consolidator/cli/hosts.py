@@ -27,7 +27,12 @@ def hosts_group() -> None:
 def hosts_list(app: AppContext, bmc_file: str | None, out: Output) -> None:
     """Each host's service, power (from its BMC where configured), instances and use."""
     app.bmc_file = bmc_file
-    click.echo(listing(host_rows(app), HOST_COLUMNS, out))
+    rows = host_rows(app)
+    click.echo(listing(rows, HOST_COLUMNS, out))
+    unread = [r["host"] for r in rows if r["power_error"]]
+    if unread and out.fmt == "table" and not out.long:
+        click.echo(f"power unknown for {', '.join(unread)}: --long shows why (POWER ERROR)",
+                   err=True)
 
 
 @hosts_group.command("power")

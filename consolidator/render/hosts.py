@@ -42,7 +42,9 @@ HOST_COLUMNS = (
     Column("VCPU", ("vcpu",), cell=lambda r: _share(r["vcpu"])),
     Column("RAM", ("memory_mb",), cell=lambda r: _share(r["memory_mb"])),
     Column("REASON", ("disabled_reason",), cell=lambda r: r["disabled_reason"] or "",
-           cut=True))
+           cut=True),
+    Column("POWER ERROR", ("power_error",), cell=lambda r: r.get("power_error") or "",
+           long=True))
 
 
 def live_hosts(rows: list[dict[str, Any]]) -> str:
