@@ -26,6 +26,7 @@ import numpy as np
 from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
 from consolidator.app.leadership import Leadership, executor_holder
+from consolidator.app.metrics import last_known_hosts
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.power_readings import watts_off
 from consolidator.app.review import approve, plan_counts, power_on_plan, running_plans
@@ -87,6 +88,7 @@ class Daemon:
             try:
                 metrics.observe_power(last_readings(ctx))
                 metrics.set_plans(plan_counts(ctx))
+                self._observe_stored(metrics)
             except ConsolidatorError as exc:
                 LOG.warning("metrics start empty: %s", exc)
 
@@ -237,6 +239,19 @@ class Daemon:
         plan = power_on_plan(self.ctx, inventory, want, target)
         outcome = self._execute(plan.id)
         return outcome.powered_on, live
+
+    def _observe_stored(self, metrics: Any) -> None:
+        """The hosts by state and the watts saved, from the newest stored snapshot of the
+        cloud and the power actions journaled since: served from the start, not 0 until the
+        first cycle."""
+        known = last_known_hosts(self.ctx, self.cloud_name)
+        if known is None:
+            return
+        snap, cluster = known
+        counts = host_counts(cluster)
+        metrics.set_hosts(counts["active"], counts["spare"], counts["powered_off"],
+                          watts_off(self.ctx, snap, [h.name for h in cluster.hosts
+                                                     if not _is_up(h)]))
 
     def _observe(self, result: CycleResult) -> None:
         outcome = result.outcome
