@@ -25,6 +25,7 @@ import numpy as np
 
 from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
+from consolidator.app.database import prune_if_configured
 from consolidator.app.leadership import Leadership, executor_holder
 from consolidator.app.metrics import last_known_hosts
 from consolidator.app.planning import PlanRequest, make_plan
@@ -184,6 +185,10 @@ class Daemon:
         result.hosts = host_counts(live)
         result.watts_saved = watts_off(self.ctx, snap, [h.name for h in live.hosts
                                                         if not _is_up(h)])
+        pruned = prune_if_configured(self.ctx)    # [database] keep_days
+        if pruned is not None:
+            LOG.info("pruned %s, %s and %s", plural(pruned.snapshots, "snapshot"),
+                     plural(pruned.plans, "plan"), plural(pruned.journal, "journal row"))
         return result
 
     def _execute(self, plan_id: str, resume: bool = False) -> Outcome:

@@ -38,6 +38,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("database", "url", str, "",
            "SQLAlchemy URL of the database. Empty: SQLite at "
            "$XDG_DATA_HOME/consolidator/consolidator.db (~/.local/share/...)."),
+    Option("database", "keep_days", int, 0,
+           "Days of history to keep: 'consolidator db prune' (and the daemon after each "
+           "cycle) removes the snapshots, plans and journal rows older than this that no live "
+           "plan or rollback still needs; 0 keeps everything.", range="[0, inf)"),
     Option("cloud", "name", str, "",
            "The clouds.yaml cloud to manage. Empty: $OS_CLOUD, or the only cloud defined."),
     Option("cloud", "cpu_allocation_ratio", float, 16.0,

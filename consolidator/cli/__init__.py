@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                                     "emptied hosts, journaling it all."),
     "daemon": ("daemon", "daemon_cmd", "Snapshot, plan, (auto-)apply and keep the padding on "
                                        "schedule ([daemon], [padding])."),
-    "db": ("db", "db_group", "Manage the database schema."),
+    "db": ("db", "db_group", "Manage the database: its schema and its history."),
     "demo": ("demo", "demo_cmd", "Run the whole story on a fake cloud with emulated BMCs, "
                                  "verifying every step."),
     "fake-cloud": ("fake", "fake_cloud_group", "The fake OpenStack cloud (Keystone, Nova, "
