@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,7 @@ from consolidator.app.snapshots import get_snapshot
 from consolidator.cli.context import BMC_FILE, pass_app
 from consolidator.cli.progress import live_progress
 from consolidator.core.errors import ConsolidatorError
+from consolidator.core.wording import plural
 from consolidator.render.outcome import final_line, summary_table
 from consolidator.render.plan import render_plan
 
@@ -27,12 +28,21 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def stop_on_signals(run: PlanRun) -> Iterator[None]:
-    """SIGINT/SIGTERM: start nothing new, let running migrations end, then stop."""
+def stop_on_signals(run: PlanRun, say: Callable[[str], None]) -> Iterator[None]:
+    """SIGINT/SIGTERM: start nothing new and let the running migrations end, said at once;
+    a second one aborts them through Nova."""
+    signals = []
+
     def handler(signum: int, _frame: object) -> None:
-        click.echo(f"\n{signal.Signals(signum).name}: starting nothing new; waiting for the "
-                   f"running actions to finish or time out", err=True)
-        run.stop()
+        signals.append(signum)
+        name, running = signal.Signals(signum).name, plural(run.running, "running migration")
+        if len(signals) == 1:
+            run.stop()
+            say(f"{name}: starting nothing new; waiting for {running}; Ctrl-C again to "
+                f"abort them")
+        else:
+            run.abort()
+            say(f"{name} again: aborting {running} through Nova")
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
@@ -49,7 +59,7 @@ def run_and_summarise(app: AppContext, plan_id: str, *, max_parallel: int | None
     with live_progress(app) as progress:
         run = PlanRun(app, plan_id, max_parallel=max_parallel, dry_run=dry_run,
                       on_timeout=on_timeout, progress=progress)
-        with stop_on_signals(run):
+        with stop_on_signals(run, app.report):
             outcome = run.run(resume=resume)
     click.echo(summary_table(outcome))
     for name, why in list(outcome.failed.items()) + list(outcome.skipped.items()):
