@@ -117,7 +117,8 @@ class Served:
 
 
 @contextmanager
-def served_fake_cloud(workdir: Path, backend: str = "fake") -> Iterator[Served]:
+def served_fake_cloud(workdir: Path, backend: str = "fake",
+                      echo: Echo | None = None) -> Iterator[Served]:
     """Serve a fast copy of the bundled scenario with BMCs in a child process until exit."""
     doc = yaml.safe_load(bundled_scenario().read_text(encoding="utf-8"))
     doc["settings"] = {**(doc.get("settings") or {}), **FAST_SETTINGS}
@@ -138,7 +139,10 @@ def served_fake_cloud(workdir: Path, backend: str = "fake") -> Iterator[Served]:
     try:
         deadline = time.monotonic() + (NOVA_START_TIMEOUT_S if backend == "nova"
                                        else START_TIMEOUT_S)
+        relayed = 0
         while not (clouds_yaml.exists() and bmc_yaml.exists()):
+            if echo is not None:   # the real Nova's start-up takes minutes: say how it goes
+                relayed = relay_progress(log, relayed, echo)
             if process.poll() is not None or time.monotonic() > deadline:
                 tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
                 raise StepFailed(f"the fake cloud did not start: {tail[0]}")
@@ -146,6 +150,19 @@ def served_fake_cloud(workdir: Path, backend: str = "fake") -> Iterator[Served]:
         yield Served(process, doc, clouds_yaml, bmc_yaml, log)
     finally:
         stop_fake_cloud(process)
+
+
+def relay_progress(log: Path, relayed: int, echo: Echo) -> int:
+    """Echo the start-up lines of the log beyond the first `relayed` ('nova control plane
+    ... up', 'booted 40/203 servers (61 s)'); how many lines there are now."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return relayed
+    for line in lines[relayed:]:
+        if line.startswith(("booted ", "nova control plane")):
+            echo(f"  {line}")
+    return len(lines)
 
 
 @contextmanager
@@ -196,7 +213,8 @@ def run_demo(options: DemoOptions, echo: Echo) -> float:
     try:
         with ExitStack() as stack:
             with story.step("Start the fake cloud and its emulated BMCs"):
-                served = stack.enter_context(served_fake_cloud(workdir, options.backend))
+                served = stack.enter_context(served_fake_cloud(workdir, options.backend,
+                                                               echo))
                 _show_cloud(served, echo, options.backend)
             stack.enter_context(cloud_environment(served.clouds_yaml))
             _story(story, served, workdir, options, echo)

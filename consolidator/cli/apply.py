@@ -179,8 +179,8 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
         return yes or click.confirm(question, default=False, abort=True)
 
     done = roll_back(app, snapshot_id, partial=partial, resume=resume, dry_run=dry_run,
-                     show=partial(show_rollback, dry_run=dry_run), confirm=confirm,
-                     run=run)
+                     show=lambda prepared: show_rollback(prepared, dry_run=dry_run),
+                     confirm=confirm, run=run)
     if done.plan_id is None or done.outcome is None:
         return
     if dry_run:

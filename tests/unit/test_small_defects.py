@@ -27,3 +27,27 @@ def test_the_nova_demo_does_not_call_its_cloud_fake_keystone() -> None:
     assert not cloud_heading("nova").startswith("fake")
     assert cloud_heading("nova").startswith("real Nova and Placement")
     assert cloud_heading("fake") == "fake Keystone, Nova and Placement"
+
+
+def test_the_real_nova_boot_says_how_it_goes(tmp_path: Path) -> None:
+    """--backend nova was silent for about 300 s while it booted 203 servers."""
+    from consolidator.demo import relay_progress
+    from consolidator.emulators.realnova.progress import BootProgress
+
+    said: list[str] = []
+    now = [0.0]
+    progress = BootProgress(203, said.append, every=60.0, clock=lambda: now[0])
+    for booted in range(1, 204):
+        now[0] = booted * 1.5
+        progress(booted)
+    assert said[0] == "booted 20/203 servers (30 s)"
+    assert said[-1] == "booted 200/203 servers (300 s)"
+    assert len(said) == 10
+    log = tmp_path / "fake-cloud.log"
+    log.write_text("nova control plane and 11 nova-compute services up in 9.0 s\n"
+                   "some INFO line\nbooted 20/203 servers (30 s)\n")
+    shown: list[str] = []
+    assert relay_progress(log, 0, shown.append) == 3
+    assert shown == ["  nova control plane and 11 nova-compute services up in 9.0 s",
+                     "  booted 20/203 servers (30 s)"]
+    assert relay_progress(log, 3, shown.append) == 3 and len(shown) == 2
