@@ -154,7 +154,7 @@ def served_fake_cloud(workdir: Path, backend: str = "fake",
 
 def relay_progress(log: Path, relayed: int, echo: Echo) -> int:
     """Echo the start-up lines of the log beyond the first `relayed` ('nova control plane
-    ... up', 'booted 40/203 servers (61 s)'); how many lines there are now."""
+    ... up', 'booted 40 of 203 servers (61 s)'); how many lines there are now."""
     try:
         lines = log.read_text(errors="replace").splitlines()
     except OSError:

@@ -40,14 +40,14 @@ def test_the_real_nova_boot_says_how_it_goes(tmp_path: Path) -> None:
     for booted in range(1, 204):
         now[0] = booted * 1.5
         progress(booted)
-    assert said[0] == "booted 20/203 servers (30 s)"
-    assert said[-1] == "booted 200/203 servers (300 s)"
+    assert said[0] == "booted 20 of 203 servers (30 s)"
+    assert said[-1] == "booted 200 of 203 servers (300 s)"
     assert len(said) == 10
     log = tmp_path / "fake-cloud.log"
     log.write_text("nova control plane and 11 nova-compute services up in 9.0 s\n"
-                   "some INFO line\nbooted 20/203 servers (30 s)\n")
+                   "some INFO line\nbooted 20 of 203 servers (30 s)\n")
     shown: list[str] = []
     assert relay_progress(log, 0, shown.append) == 3
     assert shown == ["  nova control plane and 11 nova-compute services up in 9.0 s",
-                     "  booted 20/203 servers (30 s)"]
+                     "  booted 20 of 203 servers (30 s)"]
     assert relay_progress(log, 3, shown.append) == 3 and len(shown) == 2

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from consolidator.core.wording import plural
+
 
 class BootProgress:
     """Says how the boot goes: at every tenth of the servers, and at least every `every`
@@ -22,5 +24,5 @@ class BootProgress:
         now = self.clock()
         if booted // self.step > self.said // self.step or now - self.last >= self.every:
             self.said, self.last = booted, now
-            self.echo(f"booted {booted}/{self.total} servers "
+            self.echo(f"booted {booted} of {plural(self.total, 'server')} "
                       f"({now - self.started:.0f} s)")
