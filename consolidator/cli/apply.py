@@ -16,7 +16,7 @@ from consolidator.app.dry_run import verdict
 from consolidator.app.freshness import check_fresh
 from consolidator.app.rollback import PreparedRollback, roll_back
 from consolidator.app.snapshots import get_snapshot
-from consolidator.cli.context import BMC_FILE, pass_app
+from consolidator.cli.context import BMC_FILE, pass_app, terminal_width
 from consolidator.cli.progress import live_progress
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.wording import plural
@@ -90,7 +90,7 @@ def show_rollback(prepared: PreparedRollback, *, dry_run: bool = False) -> None:
                    f"nothing to do")
         return
     click.echo(render_plan(prepared.plan, prepared.live, approve_hint=False,
-                           stored=not dry_run))
+                           stored=not dry_run, width=terminal_width()))
 
 
 @click.command("apply")

@@ -162,7 +162,7 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     else:
         click.echo(show(stored.to_json(), PLAN_FIELDS,
                         Output(fmt=fmt, columns=columns, width=terminal_width()),
-                        lambda: render_plan(stored, snap.cluster)))
+                        lambda: render_plan(stored, snap.cluster, width=terminal_width())))
     if fmt != "json":
         click.echo(f"(planned in {elapsed:.2f} s from snapshot {snap.info.id}, taken "
                    f"{duration(age_of(snap.info.taken_at))} ago)", err=True)
@@ -209,7 +209,8 @@ def plan_show(app: AppContext, plan_id: str, full: bool, out: Output) -> None:
     """Show a stored plan against the snapshot it was made from."""
     stored, cluster = show_plan(app, plan_id)
     click.echo(show(stored.to_json(), PLAN_FIELDS, out,
-                    lambda: render_plan(stored, cluster, full=full)))
+                    lambda: render_plan(stored, cluster, full=full,
+                                        width=out.width)))
 
 
 @plan_group.command("approve")

@@ -30,39 +30,54 @@ def usage_after(cluster: Cluster, plan: StoredPlan) -> tuple[np.ndarray, np.ndar
 
 
 def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True,
-                full: bool = False, stored: bool = True) -> str:
+                full: bool = False, stored: bool = True, width: int = 0) -> str:
     """The table view of a plan against the snapshot it was made from (full: every move;
-    stored: False for a dry run's plan, which no later command can show)."""
+    stored: False for a dry run's plan, which no later command can show; width: the
+    terminal's, which the host table is fitted to by narrowing, then dropping, its bars)."""
     d = plan.draft
-    after, population = usage_after(cluster, plan)
-    off, spare, on = set(d.power_off), set(d.spare_hosts), set(d.power_on)
-    capacity = cluster.capacity
-    rows = []
-    for h, host in enumerate(cluster.hosts):
-        action = "power off" if host.name in off else "spare" if host.name in spare else (
-            "power on" if host.name in on else
-            _left_on(d.left_on[host.name]) if host.name in d.left_on else
-            "off already" if host.power == "off" else "")
-        rows.append([host.name, _use(cluster.usage[h, 0], after[h, 0], capacity[h, 0]),
-                     _use(cluster.usage[h, 1], after[h, 1], capacity[h, 1]),
-                     f"{int(cluster.population[h])} -> {int(population[h])}", action])
     out = [kv([("plan", plan.id), ("status", plan.status), ("cloud", plan.cloud),
                ("snapshot", plan.snapshot_id), ("algorithm", d.algorithm),
                ("ranking", d.ranking or "(the algorithm's own)"),
                ("created", plan.created_at.isoformat(timespec="seconds"))]), "",
-           table(["HOST", "VCPU USED (BEFORE -> AFTER)", "RAM USED (BEFORE -> AFTER)",
-                  "INSTANCES", "ACTION"], rows, align="lllll"), ""]
+           _host_table(plan, cluster, width), ""]
     if d.choice:
         out.append(f"chosen: {d.choice.get('why', '')}")
         out.append("")
     out.append(_waves(d.migrations, plan.id if stored else None, full))
     out.append("")
-    out.append(_rollback_summary(d) if d.algorithm == "rollback" else _summary(d, off, spare))
+    out.append(_rollback_summary(d) if d.algorithm == "rollback"
+               else _summary(d, set(d.power_off), set(d.spare_hosts)))
     if d.notes:
         out += ["", "notes:"] + [f"  - {n}" for n in d.notes]
     if plan.status == "proposed" and approve_hint:
         out += ["", f"approve with: consolidator plan approve {plan.id}"]
     return "\n".join(out)
+
+
+def _host_table(plan: StoredPlan, cluster: Cluster, width: int) -> str:
+    """Each host's use before and after, population and action; bars of 10, else 5, else
+    none, whichever first fits `width` (0: 10)."""
+    d = plan.draft
+    after, population = usage_after(cluster, plan)
+    off, spare, on = set(d.power_off), set(d.spare_hosts), set(d.power_on)
+    capacity = cluster.capacity
+    text = ""
+    for bars in (10, 5, 0):
+        rows = []
+        for h, host in enumerate(cluster.hosts):
+            action = "power off" if host.name in off else "spare" if host.name in spare else (
+                "power on" if host.name in on else
+                _left_on(d.left_on[host.name]) if host.name in d.left_on else
+                "off already" if host.power == "off" else "")
+            rows.append([host.name,
+                         _use(cluster.usage[h, 0], after[h, 0], capacity[h, 0], bars),
+                         _use(cluster.usage[h, 1], after[h, 1], capacity[h, 1], bars),
+                         f"{int(cluster.population[h])} -> {int(population[h])}", action])
+        text = table(["HOST", "VCPU USED (BEFORE -> AFTER)", "RAM USED (BEFORE -> AFTER)",
+                      "INSTANCES", "ACTION"], rows, align="lllll")
+        if width <= 0 or max(map(len, text.splitlines())) <= width:
+            break
+    return text
 
 
 def _summary(d: PlanDraft, off: set[str], spare: set[str]) -> str:
@@ -120,9 +135,11 @@ def energy_basis(d: PlanDraft) -> str:
     return "; ".join(parts)
 
 
-def _use(before: float, after: float, cap: float) -> str:
+def _use(before: float, after: float, cap: float, bars: int = 10) -> str:
     b, a = (before / cap if cap else 0.0), (after / cap if cap else 0.0)
-    return f"{bar(b, 10)} {b:4.0%} -> {bar(a, 10)} {a:4.0%}"
+    if bars <= 0:
+        return f"{b:4.0%} -> {a:4.0%}"
+    return f"{bar(b, bars)} {b:4.0%} -> {bar(a, bars)} {a:4.0%}"
 
 
 def _waves(migrations: tuple, plan_id: str | None, full: bool) -> str:

@@ -86,3 +86,16 @@ def test_the_saving_adds_up_from_what_each_host_draws() -> None:
     assert "3 hosts (measured: s00 300 W, s01 301 W; 270 W idle per host, no reading: s02)" \
         in text
     assert "saving:      871 W" in text
+
+
+def test_the_host_table_fits_the_terminal_by_narrowing_then_dropping_its_bars() -> None:
+    """plan show printed 140 columns whatever the terminal's width."""
+    plan, c = long_plan()
+    wide = render_plan(plan, c)
+    width = max(len(line) for line in wide.splitlines() if line.startswith("s00 "))
+    narrow = render_plan(plan, c, width=100)
+    row = next(line for line in narrow.splitlines() if line.startswith("s00 "))
+    assert len(row) <= 100 < width and "[.....]" in row and "[.........." not in row
+    bare = render_plan(plan, c, width=60)
+    row = next(line for line in bare.splitlines() if line.startswith("s00 "))
+    assert "[" not in row and "->" in row
