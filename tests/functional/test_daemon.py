@@ -245,6 +245,7 @@ def test_cycle_metrics(bed: tuple, tmp_path: Path) -> None:
     assert 'consolidator_plans{status="succeeded"} 1.0' in text
     # the same watts the cycle's plan estimated from the BMC readings, not 3 x 270 W assumed
     plan = load_plan(engine, result.plan_id)
+    assert plan.snapshot_id == result.snapshot_id   # planned from the cycle's own snapshot
     saved = next(float(line.split()[1]) for line in text.splitlines()
                  if line.startswith("consolidator_watts_saved "))
     assert saved == pytest.approx(plan.draft.watts_saved) and saved != 3 * 270
