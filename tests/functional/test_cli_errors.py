@@ -87,3 +87,14 @@ def test_cloud_selection_errors_carry_the_hint(db_url: str, tmp_path: Path) -> N
     assert missing.err.strip() == (f"consolidator: error: OS_CLIENT_CONFIG_FILE="
                                    f"{tmp_path / 'nope.yaml'}: no such file (point it at "
                                    f"your clouds.yaml, or unset it)")
+
+
+def test_os_cloud_is_an_alias_of_cloud(db_url: str, tmp_path: Path) -> None:
+    """--os-cloud was rejected ('No such option'), as the openstack client spells it."""
+    clouds = tmp_path / "clouds.yaml"
+    clouds.write_text("clouds: {}\n")
+    env = {"HOME": str(tmp_path), "OS_CLIENT_CONFIG_FILE": str(clouds)}
+    for option in ("--os-cloud", "--cloud"):
+        named = run(option, "lab-x", "snapshot", db_url=db_url, env=env)
+        assert named.code == 1, named.err
+        assert named.err.startswith("consolidator: error: cloud 'lab-x': ")
