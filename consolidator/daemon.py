@@ -30,6 +30,7 @@ import numpy as np
 
 from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
+from consolidator.app.database import prune_if_configured
 from consolidator.app.interrupted import mark_interrupted, triage_running
 from consolidator.app.leadership import (
     Leadership,
@@ -38,6 +39,7 @@ from consolidator.app.leadership import (
     executor_holder,
     refuse_while_executor_runs,
 )
+from consolidator.app.metrics import last_known_hosts
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.power_readings import watts_off
 from consolidator.app.relief import ReliefRun, relieve_now
@@ -108,6 +110,7 @@ class Daemon:
             try:
                 metrics.observe_power(last_readings(ctx))
                 metrics.set_plans(plan_counts(ctx))
+                self._observe_stored(metrics)
             except ConsolidatorError as exc:
                 LOG.warning("metrics start empty: %s", exc)
 
@@ -254,6 +257,10 @@ class Daemon:
         result.hosts = host_counts(live)
         result.watts_saved = watts_off(self.ctx, snap, [h.name for h in live.hosts
                                                         if not _is_up(h)])
+        pruned = prune_if_configured(self.ctx)    # [database] keep_days
+        if pruned is not None:
+            LOG.info("pruned %s, %s and %s", plural(pruned.snapshots, "snapshot"),
+                     plural(pruned.plans, "plan"), plural(pruned.journal, "journal row"))
         return result
 
     def _execute(self, plan_id: str, resume: bool = False) -> Outcome:
@@ -357,6 +364,19 @@ class Daemon:
         plan = power_on_plan(self.ctx, inventory, want, target)
         outcome = self._execute(plan.id)
         return outcome.powered_on, live
+
+    def _observe_stored(self, metrics: Any) -> None:
+        """The hosts by state and the watts saved, from the newest stored snapshot of the
+        cloud and the power actions journaled since: served from the start, not 0 until the
+        first cycle."""
+        known = last_known_hosts(self.ctx, self.cloud_name)
+        if known is None:
+            return
+        snap, cluster = known
+        counts = host_counts(cluster)
+        metrics.set_hosts(counts["active"], counts["spare"], counts["powered_off"],
+                          watts_off(self.ctx, snap, [h.name for h in cluster.hosts
+                                                     if not _is_up(h)]))
 
     def _observe(self, result: CycleResult) -> None:
         outcome = result.outcome

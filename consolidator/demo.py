@@ -36,9 +36,9 @@ from consolidator.app.snapshots import read_cloud, record_snapshot
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Cluster
 from consolidator.core.wording import agree, plural, state_phrase
-from consolidator.render import kv, table
+from consolidator.render import table
 from consolidator.render.hosts import live_hosts, snapshot_hosts
-from consolidator.render.plan import render_plan
+from consolidator.render.plan import render_plan, saving_summary
 
 if TYPE_CHECKING:
     from consolidator.app.apply import Outcome
@@ -117,7 +117,8 @@ class Served:
 
 
 @contextmanager
-def served_fake_cloud(workdir: Path, backend: str = "fake") -> Iterator[Served]:
+def served_fake_cloud(workdir: Path, backend: str = "fake",
+                      echo: Echo | None = None) -> Iterator[Served]:
     """Serve a fast copy of the bundled scenario with BMCs in a child process until exit."""
     doc = yaml.safe_load(bundled_scenario().read_text(encoding="utf-8"))
     doc["settings"] = {**(doc.get("settings") or {}), **FAST_SETTINGS}
@@ -138,7 +139,10 @@ def served_fake_cloud(workdir: Path, backend: str = "fake") -> Iterator[Served]:
     try:
         deadline = time.monotonic() + (NOVA_START_TIMEOUT_S if backend == "nova"
                                        else START_TIMEOUT_S)
+        relayed = 0
         while not (clouds_yaml.exists() and bmc_yaml.exists()):
+            if echo is not None:   # the real Nova's start-up takes minutes: say how it goes
+                relayed = relay_progress(log, relayed, echo)
             if process.poll() is not None or time.monotonic() > deadline:
                 tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
                 raise StepFailed(f"the fake cloud did not start: {tail[0]}")
@@ -146,6 +150,19 @@ def served_fake_cloud(workdir: Path, backend: str = "fake") -> Iterator[Served]:
         yield Served(process, doc, clouds_yaml, bmc_yaml, log)
     finally:
         stop_fake_cloud(process)
+
+
+def relay_progress(log: Path, relayed: int, echo: Echo) -> int:
+    """Echo the start-up lines of the log beyond the first `relayed` ('nova control plane
+    ... up', 'booted 40 of 203 servers (61 s)'); how many lines there are now."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return relayed
+    for line in lines[relayed:]:
+        if line.startswith(("booted ", "nova control plane")):
+            echo(f"  {line}")
+    return len(lines)
 
 
 @contextmanager
@@ -196,8 +213,9 @@ def run_demo(options: DemoOptions, echo: Echo) -> float:
     try:
         with ExitStack() as stack:
             with story.step("Start the fake cloud and its emulated BMCs"):
-                served = stack.enter_context(served_fake_cloud(workdir, options.backend))
-                _show_cloud(served, echo)
+                served = stack.enter_context(served_fake_cloud(workdir, options.backend,
+                                                               echo))
+                _show_cloud(served, echo, options.backend)
             stack.enter_context(cloud_environment(served.clouds_yaml))
             _story(story, served, workdir, options, echo)
     finally:
@@ -212,10 +230,17 @@ def run_demo(options: DemoOptions, echo: Echo) -> float:
     return time.monotonic() - story.started
 
 
-def _show_cloud(served: Served, echo: Echo) -> None:
+def cloud_heading(backend: str) -> str:
+    """What serves the demo's cloud: the project's fake, or the real Nova (no Keystone)."""
+    if backend == "nova":
+        return "real Nova and Placement (fake virt driver, no Keystone)"
+    return "fake Keystone, Nova and Placement"
+
+
+def _show_cloud(served: Served, echo: Echo, backend: str = "fake") -> None:
     doc = served.scenario
     bmcs = listed_bmcs(served.bmc_yaml)
-    echo(f"fake Keystone, Nova and Placement at {served.auth_url} (child process "
+    echo(f"{cloud_heading(backend)} at {served.auth_url} (child process "
          f"{served.process.pid}), serving {plural(len(doc['hosts']), 'host')} and "
          f"{plural(len(doc['instances']), 'instance')} shaped like paper 004's cloud")
     echo(table(["HOST", "BMC", "LISTENS AT"],
@@ -295,14 +320,7 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         check(not off, f"the BMC of {', '.join(off)} does not report power off")
 
     with story.step("The estimated saving"):
-        hours = 24
-        echo(kv([("hosts on", f"{draft.hosts_before} -> {draft.hosts_after} "
-                              f"(lower bound {draft.lower_bound})"),
-                 ("powered off", f"{plural(len(outcome.powered_off), 'host')} at "
-                                 f"{draft.idle_watts:.0f} W idle each"),
-                 ("saving", f"{draft.watts_saved:.0f} W = "
-                            f"{draft.watts_saved * hours / 1000:.1f} kWh a day = "
-                            f"{draft.watts_saved * hours * 365 / 1e6:.1f} MWh a year")]))
+        echo(saving_summary(draft, len(outcome.powered_off)))
         check(draft.watts_saved > 0, "the plan saves nothing")
 
     with story.step("consolidator hosts list"):

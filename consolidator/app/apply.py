@@ -64,6 +64,16 @@ class PlanRun:
         """Start no new action; the running ones finish or time out."""
         self.executor.stop.set()
 
+    def abort(self) -> None:
+        """Start nothing new, and abort the running live migrations through Nova."""
+        self.executor.stop.set()
+        self.executor.abort.set()
+
+    @property
+    def running(self) -> int:
+        """Live migrations in flight."""
+        return self.executor.running
+
     def run(self, *, resume: bool = False) -> Outcome:
         """Run (or resume) the plan; it ends succeeded or failed, or stays as it was. The
         webhook hears it start, its power actions and its end (app/notify.py)."""

@@ -38,6 +38,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("database", "url", str, "",
            "SQLAlchemy URL of the database. Empty: SQLite at "
            "$XDG_DATA_HOME/consolidator/consolidator.db (~/.local/share/...)."),
+    Option("database", "keep_days", int, 0,
+           "Days of history to keep: 'consolidator db prune' (and the daemon after each "
+           "cycle) removes the snapshots, plans and journal rows older than this that no live "
+           "plan or rollback still needs; 0 keeps everything.", range="[0, inf)"),
     Option("cloud", "name", str, "",
            "The clouds.yaml cloud to manage. Empty: $OS_CLOUD, or the only cloud defined."),
     Option("cloud", "cpu_allocation_ratio", float, 16.0,
@@ -142,6 +146,10 @@ OPTIONS: tuple[Option, ...] = (
            "(pause the guest and finish it).", choices=("abort", "force-complete")),
     Option("executor", "max_parallel_per_destination", int, 2,
            "Live migrations running into one host at once.", range="[1, inf)"),
+    Option("executor", "max_drift", float, 10.0,
+           "apply refuses a plan when more than this percentage of its snapshot's instances "
+           "have moved, gone or appeared in the live cloud since (apply --replan plans again "
+           "from a fresh snapshot instead); 0: no check.", range="[0, inf)"),
     Option("daemon", "schedule", str, "0 * * * *",
            "When the daemon's cycle runs: a 5-field cron expression (minute hour day month "
            "weekday); the default is hourly at minute 0, as in paper 004."),

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from consolidator.core.errors import ConsolidatorError
 from consolidator.emulators.fake.process import stop_child
 
 
@@ -22,6 +25,24 @@ class ServeRequest:
     cloud_name: str
     bmc: bool
     bmc_yaml: str | None
+
+    def check_outputs(self) -> None:
+        """Refuse, before anything starts or is printed, a file it could not write."""
+        for path in (self.clouds_yaml, self.bmc_yaml):
+            if path:
+                check_writable(path)
+
+
+def check_writable(path: str) -> None:
+    """ConsolidatorError naming the path unless a file can be written there."""
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise ConsolidatorError(f"cannot write {path}: it is a directory")
+    if not parent.is_dir():
+        raise ConsolidatorError(f"cannot write {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ConsolidatorError(f"cannot write {path}: permission denied")
 
 
 def serve_fake_cloud(request: ServeRequest, echo: Callable[[str], None],

@@ -1,14 +1,55 @@
-"""The daemon's Prometheus exporter, started when [metrics] port is set."""
+"""The daemon's Prometheus exporter, started when [metrics] port is set, and what it reads
+from the database: runs and migrations of every command, and the newest snapshot."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from consolidator.app.context import AppContext
 from consolidator.app.settings import metrics_settings
 
 if TYPE_CHECKING:
-    from consolidator.telemetry.exporter import Metrics
+    from consolidator.core.model import Cluster
+    from consolidator.store.snapshots import Snapshot
+    from consolidator.telemetry.exporter import Metrics, StoredStats
+
+
+def stored_stats(ctx: AppContext) -> StoredStats:
+    """Runs of plans by kind and state, and the journal's live migrations (results and
+    durations), whoever ran them: read at each scrape."""
+    from consolidator.store.history import migration_results, run_counts
+    from consolidator.telemetry.exporter import StoredStats
+
+    engine = ctx.engine()
+    counts, durations = migration_results(engine)
+    return StoredStats(runs=run_counts(engine), migrations=counts, durations=durations)
+
+
+def last_known_hosts(ctx: AppContext, cloud: str | None) -> tuple[Snapshot, Cluster] | None:
+    """The newest stored snapshot of a live cloud (of any, without a name), and its hosts
+    with the power actions journaled since applied (a cycle's snapshot precedes its
+    power-offs); None without one."""
+    from dataclasses import replace
+
+    from consolidator.core.model import Cluster
+    from consolidator.store import journal
+    from consolidator.store.snapshots import list_snapshots, load_snapshot
+
+    engine = ctx.engine()
+    info = next((i for i in list_snapshots(engine, cloud=cloud or None, limit=20)
+                 if not i.cloud.startswith("scenario:")), None)
+    if info is None:
+        return None
+    snap = load_snapshot(engine, info.id)
+    power: dict[str, str] = {}
+    for entry in journal.entries(engine, cloud=info.cloud, since=info.taken_at,
+                                 state=journal.SUCCEEDED, actions=("power_off", "power_on")):
+        power[entry.target] = "off" if entry.action == "power_off" else "on"
+    hosts = tuple(replace(h, power=power[h.name], state="down" if power[h.name] == "off"
+                          else h.state) if h.name in power else h for h in snap.cluster.hosts)
+    return snap, Cluster(hosts=hosts, instances=snap.cluster.instances,
+                         server_groups=snap.cluster.server_groups)
 
 
 def start_metrics(ctx: AppContext) -> Metrics | None:
@@ -18,6 +59,6 @@ def start_metrics(ctx: AppContext) -> Metrics | None:
         return None
     from consolidator.telemetry.exporter import Metrics
 
-    metrics = Metrics()
+    metrics = Metrics(stored=partial(stored_stats, ctx))
     metrics.start(settings.port, settings.address)
     return metrics

@@ -156,9 +156,13 @@ def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pl
     if request.scope is not None:
         settings = replace(settings, rules=replace(settings.rules,
                                                    scope=parse_scope(request.scope)))
-    listed = ctx.bmc_hosts() if not snapshot.info.cloud.startswith("scenario:") else None
+    scenario = snapshot.info.cloud.startswith("scenario:")
+    listed = ctx.bmc_hosts() if not scenario else None
     no_bmc = [] if listed is None else [h.name for h in cluster.hosts
                                         if h.name not in listed and h.compute_host not in listed]
+    # no BMC file at all (and no lookup given): the plan powers nothing off and says so
+    settings = replace(settings, migrate_only=listed is None and not scenario
+                       and ctx.power is None)
     options = algorithm_options(planner.zones, planner.algorithm, cluster, choice.options)
     return PlanInputs(cluster, planner.algorithm, settings, planner.spare, options, ranking,
                       no_bmc, choice, energy_settings(ctx.config))

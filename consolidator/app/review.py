@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from consolidator.app.context import AppContext
@@ -38,20 +39,30 @@ def asked_row(row: Any) -> str:
                      details.get("choice"))
 
 
-def change_status(ctx: AppContext, ref: str, status: str) -> str:
-    """Move a plan (id or unique prefix) to a new state by the operator; its full id."""
+def change_status(ctx: AppContext, ref: str, status: str) -> tuple[str, bool]:
+    """Move a plan (id or unique prefix) to a new state by the operator: its full id, and
+    False when it already was in that state (approving or cancelling twice is no error)."""
     engine = ctx.engine()
     full = stored.resolve_plan_id(engine, ref)
+    if status in ("approved", "cancelled") and stored.load_plan(engine, full).status == status:
+        return full, False
     stored.set_status(engine, full, status, reason=f"{status} by operator")
     notify_status(ctx, full)
-    return full
+    return full, True
 
 
-def journal_entries(ctx: AppContext, *, plan_ref: str | None, limit: int) -> list[Entry]:
-    """The newest journal rows, oldest first, of one plan or of all."""
+def journal_entries(ctx: AppContext, *, plan_ref: str | None, limit: int,
+                    host: str | None = None, since: datetime | None = None,
+                    actions: tuple[str, ...] = ()) -> list[Entry]:
+    """The newest journal rows, oldest first, of one plan or of all; only those that
+    concern a host (its target, or a migration's source or destination), created since a
+    time, of some actions, when asked."""
     engine = ctx.engine()
     full = stored.resolve_plan_id(engine, plan_ref) if plan_ref else None
-    return journal.entries(engine, plan_id=full)[-limit:]
+    rows = journal.entries(engine, plan_id=full, since=since, actions=actions)
+    if host:
+        rows = [e for e in rows if host in e.hosts]
+    return rows[-limit:]
 
 
 def approve(ctx: AppContext, plan_id: str, reason: str, *, supersede: bool = True) -> None:

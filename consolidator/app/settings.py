@@ -199,6 +199,16 @@ def executor_settings(config: Config, *, max_parallel: int | None = None,
         low_demand_threshold=config.get("power", "low_demand_threshold"))
 
 
+def keep_days(config: Config) -> int:
+    """[database] keep_days: days of history a prune keeps (0: everything)."""
+    return int(config.get("database", "keep_days"))
+
+
+def freshness_settings(config: Config) -> float:
+    """[executor] max_drift: the percentage of drifted instances apply tolerates (0: any)."""
+    return float(config.get("executor", "max_drift"))
+
+
 def inventory_settings(config: Config) -> InventorySettings:
     """How read_cloud reads the live cloud."""
     from consolidator.openstack.inventory import FallbackRatios

@@ -27,14 +27,15 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                   "Read every BMC: its system's identity and power, and whether Nova agrees."),
     "daemon": ("daemon", "daemon_cmd", "Snapshot, plan, (auto-)apply and keep the padding on "
                                        "schedule ([daemon], [padding])."),
-    "db": ("db", "db_group", "Manage the database schema."),
+    "db": ("db", "db_group", "Manage the database: its schema and its history."),
     "demo": ("demo", "demo_cmd", "Run the whole story on a fake cloud with emulated BMCs, "
                                  "verifying every step."),
     "fake-cloud": ("fake", "fake_cloud_group", "The fake OpenStack cloud (Keystone, Nova, "
                                                "Placement) for tests and demos."),
     "hosts": ("hosts", "hosts_group", "The live compute hosts and their power."),
     "journal": ("hosts", "journal_cmd",
-                "The executor's journal: every action, when, and how it ended."),
+                "The executor's journal: every action, when, on which host, by whom, and "
+                "how it ended."),
     "plan": ("plans", "plan_group",
              "Make a migration plan, store it as proposed and print it for review."),
     "plans": ("plans", "plans_group", "List and compare stored plans."),
@@ -80,8 +81,9 @@ class LazyGroup(click.Group):
 @click.option("--db-url", envvar="CONSOLIDATOR_DB_URL", metavar="URL",
               help="SQLAlchemy database URL [env: CONSOLIDATOR_DB_URL; default: SQLite in "
                    "~/.local/share/consolidator].")
-@click.option("--cloud", envvar="OS_CLOUD", metavar="NAME",
-              help="Cloud name in clouds.yaml [env: OS_CLOUD].")
+@click.option("--cloud", "--os-cloud", "cloud", envvar="OS_CLOUD", metavar="NAME",
+              help="Cloud name in clouds.yaml (--os-cloud as in the openstack client) "
+                   "[env: OS_CLOUD].")
 @click.option("-v", "--verbose", count=True,
               help="More logging (-v info, -vv debug); show tracebacks on errors.")
 @click.version_option(package_name="consolidator")
@@ -128,10 +130,39 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, no traceback
         if verbose:
             traceback.print_exc()
+        if isinstance(exc, OSError):   # a file, or standard output, it could not write
+            code = _os_error(exc)
+            if code is not None:
+                return code
         click.echo(f"consolidator: unexpected error: {type(exc).__name__}: {exc} "
                    f"(run with --verbose for the traceback)", err=True)
         return 1
     return 0
+
+
+def _os_error(exc: OSError) -> int | None:
+    """One line naming the file an OSError is about; for standard output (a full disk) it
+    then goes to /dev/null so that the exit flush is quiet. None: an error of neither kind
+    (a network one), left to the generic line. (click already ends a closed pipe quietly.)"""
+    import contextlib
+    import errno
+    import os
+
+    if isinstance(exc, ConnectionError):
+        return None
+    if exc.filename is not None:
+        click.echo(f"consolidator: error: {exc.filename}: {exc.strerror or exc}", err=True)
+        return 1
+    if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT, errno.EBADF):
+        return None
+    try:
+        where = f"standard output ({os.readlink(f'/proc/self/fd/{sys.stdout.fileno()}')})"
+    except (OSError, ValueError):
+        where = "standard output"
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    click.echo(f"consolidator: error: cannot write {where}: {exc.strerror}", err=True)
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

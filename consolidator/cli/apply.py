@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -13,10 +13,13 @@ import click
 from consolidator.app.apply import PlanRun, check_applicable
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import verdict
+from consolidator.app.freshness import check_fresh
 from consolidator.app.rollback import PreparedRollback, roll_back
-from consolidator.cli.context import BMC_FILE, pass_app
+from consolidator.app.snapshots import get_snapshot
+from consolidator.cli.context import BMC_FILE, pass_app, terminal_width
 from consolidator.cli.progress import live_progress
 from consolidator.core.errors import ConsolidatorError
+from consolidator.core.wording import plural
 from consolidator.render.outcome import final_line, summary_table
 from consolidator.render.plan import render_plan
 
@@ -25,12 +28,21 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def stop_on_signals(run: PlanRun) -> Iterator[None]:
-    """SIGINT/SIGTERM: start nothing new, let running migrations end, then stop."""
+def stop_on_signals(run: PlanRun, say: Callable[[str], None]) -> Iterator[None]:
+    """SIGINT/SIGTERM: start nothing new and let the running migrations end, said at once;
+    a second one aborts them through Nova."""
+    signals = []
+
     def handler(signum: int, _frame: object) -> None:
-        click.echo(f"\n{signal.Signals(signum).name}: starting nothing new; waiting for the "
-                   f"running actions to finish or time out", err=True)
-        run.stop()
+        signals.append(signum)
+        name, running = signal.Signals(signum).name, plural(run.running, "running migration")
+        if len(signals) == 1:
+            run.stop()
+            say(f"{name}: starting nothing new; waiting for {running}; Ctrl-C again to "
+                f"abort them")
+        else:
+            run.abort()
+            say(f"{name} again: aborting {running} through Nova")
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
@@ -47,7 +59,7 @@ def run_and_summarise(app: AppContext, plan_id: str, *, max_parallel: int | None
     with live_progress(app) as progress:
         run = PlanRun(app, plan_id, max_parallel=max_parallel, dry_run=dry_run,
                       on_timeout=on_timeout, progress=progress)
-        with stop_on_signals(run):
+        with stop_on_signals(run, app.report):
             outcome = run.run(resume=resume)
     click.echo(summary_table(outcome))
     for name, why in list(outcome.failed.items()) + list(outcome.skipped.items()):
@@ -68,15 +80,17 @@ def dry_run_verdict(plan_id: str, outcome: Outcome, *, rollback: bool = False) -
     click.echo(line)
 
 
-def show_rollback(prepared: PreparedRollback) -> None:
-    """Print a prepared rollback's notes, and its plan or that there is nothing to do."""
+def show_rollback(prepared: PreparedRollback, *, dry_run: bool = False) -> None:
+    """Print a prepared rollback's notes, and its plan or that there is nothing to do (a dry
+    run's plan is not stored: no hint to show it later)."""
     for note in prepared.notes:
         click.echo(f"note: {note}", err=True)
     if prepared.plan is None:
         click.echo(f"the cloud already matches snapshot {prepared.target.info.id}: "
                    f"nothing to do")
         return
-    click.echo(render_plan(prepared.plan, prepared.live, approve_hint=False))
+    click.echo(render_plan(prepared.plan, prepared.live, approve_hint=False,
+                           stored=not dry_run, width=terminal_width()))
 
 
 @click.command("apply")
@@ -93,14 +107,33 @@ def show_rollback(prepared: PreparedRollback) -> None:
               help="A live migration that outlives [executor] migration_timeout is aborted "
                    "through Nova, or forced to complete [default: [executor] on_timeout, "
                    "abort].")
+@click.option("--replan", is_flag=True,
+              help="When the live cloud has drifted beyond [executor] max_drift from the "
+                   "plan's snapshot, plan again from a fresh snapshot with the same choices "
+                   "(run it with --yes) instead of refusing.")
 @BMC_FILE
 @pass_app
 def apply_cmd(app: AppContext, plan_id: str, yes: bool, dry_run: bool,
               max_parallel: int | None, resume: bool, on_timeout: str | None,
-              bmc_file: str | None) -> None:
-    """Run a plan: live-migrate, disable and power off the emptied hosts, journaling it all."""
+              replan: bool, bmc_file: str | None) -> None:
+    """Run a plan: live-migrate, disable and power off the emptied hosts, journaling it all.
+
+    It first states the age of the plan's snapshot and how far the live cloud has drifted
+    from it, and refuses a plan drifted beyond [executor] max_drift (see --replan).
+    """
     app.bmc_file = bmc_file
+    if replan and (dry_run or resume):
+        raise click.UsageError("--replan stores a new plan: not with --dry-run or --resume")
     plan = check_applicable(app, plan_id, yes=yes, dry_run=dry_run, resume=resume)
+    if not resume:
+        fresh = check_fresh(app, plan, replan=replan)
+        if fresh is not None:
+            if not yes:
+                click.echo(render_plan(fresh, get_snapshot(app, fresh.snapshot_id).cluster))
+                raise ConsolidatorError(f"plan {plan.id} was cancelled and replanned as "
+                                        f"{fresh.id} (shown above): approve it and apply it, "
+                                        f"or give --yes with --replan")
+            plan = check_applicable(app, fresh.id, yes=True, dry_run=False, resume=False)
     outcome = run_and_summarise(app, plan.id, max_parallel=max_parallel, dry_run=dry_run,
                                 resume=resume, on_timeout=on_timeout)
     if dry_run:
@@ -146,7 +179,8 @@ def rollback_cmd(app: AppContext, snapshot_id: str, yes: bool, dry_run: bool,
         return yes or click.confirm(question, default=False, abort=True)
 
     done = roll_back(app, snapshot_id, partial=partial, resume=resume, dry_run=dry_run,
-                     show=show_rollback, confirm=confirm, run=run)
+                     show=lambda prepared: show_rollback(prepared, dry_run=dry_run),
+                     confirm=confirm, run=run)
     if done.plan_id is None or done.outcome is None:
         return
     if dry_run:

@@ -87,6 +87,7 @@ def serve(backend: str, scenario: str | None, port: int | None, clouds_yaml: str
         raise click.UsageError("--write-bmc-yaml needs --bmc")
     request = ServeRequest(scenario=scenario, port=port, clouds_yaml=clouds_yaml,
                            cloud_name=cloud_name, bmc=bmc, bmc_yaml=bmc_yaml)
+    request.check_outputs()
     if backend == "nova":
         _exec_real_nova(request, nova)
     if not scenario:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from datetime import datetime
 
 import click
 
@@ -10,9 +10,9 @@ from consolidator.app import power
 from consolidator.app.context import AppContext
 from consolidator.app.hosts import host_rows
 from consolidator.app.review import journal_entries
-from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
-from consolidator.render import table
-from consolidator.render.hosts import live_hosts
+from consolidator.cli.context import BMC_FILE, output_options, parse_since, pass_app
+from consolidator.render.hosts import HOST_COLUMNS, JOURNAL_COLUMNS, entry_json
+from consolidator.render.listing import Output, listing
 
 
 @click.group("hosts")
@@ -22,16 +22,17 @@ def hosts_group() -> None:
 
 @hosts_group.command("list")
 @BMC_FILE
-@FORMAT
+@output_options()
 @pass_app
-def hosts_list(app: AppContext, bmc_file: str | None, fmt: str) -> None:
+def hosts_list(app: AppContext, bmc_file: str | None, out: Output) -> None:
     """Each host's service, power (from its BMC where configured), instances and use."""
     app.bmc_file = bmc_file
     rows = host_rows(app)
-    if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
-        return
-    click.echo(live_hosts(rows))
+    click.echo(listing(rows, HOST_COLUMNS, out))
+    unread = [r["host"] for r in rows if r["power_error"]]
+    if unread and out.fmt == "table" and not out.long:
+        click.echo(f"power unknown for {', '.join(unread)}: --long shows why (POWER ERROR)",
+                   err=True)
 
 
 @hosts_group.command("power")
@@ -65,23 +66,25 @@ def hosts_power(app: AppContext, action: str, host: str, yes: bool, force: bool,
 
 @click.command("journal")
 @click.option("--plan", "plan_id", metavar="ID", help="Only this plan's actions.")
+@click.option("--host", metavar="HOST",
+              help="Only actions on this host (a migration's source or destination too).")
+@click.option("--since", callback=parse_since, metavar="TIME",
+              help="Only actions since TIME: ISO 8601 (naive: UTC), or an age: 30m, 2h, 7d.")
+@click.option("--action", "actions", multiple=True, metavar="ACTION",
+              help="Only this action (migrate, disable, power_off, power_on, enable, ...); "
+                   "repeat for more.")
 @click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True,
               help="Show the last N journal rows.", metavar="N")
-@FORMAT
+@output_options()
 @pass_app
-def journal_cmd(app: AppContext, plan_id: str | None, limit: int, fmt: str) -> None:
-    """The executor's journal: every action, when, and how it ended."""
-    rows = journal_entries(app, plan_ref=plan_id, limit=limit)
-    if fmt == "json":
-        click.echo(json.dumps([{**vars(e), "created_at": e.created_at.isoformat(),
-                                "started_at": e.started_at and e.started_at.isoformat(),
-                                "finished_at": e.finished_at and e.finished_at.isoformat()}
-                               for e in rows], indent=2))
-        return
-    click.echo(table(["ID", "WHEN (UTC)", "ACTION", "TARGET", "STATE", "RESULT"], [
-        [e.id, e.created_at.strftime("%Y-%m-%d %H:%M:%S"), e.action,
-         e.params.get("instance", e.target), e.state, (e.result or "")[:70]] for e in rows],
-        align="rlllll"))
+def journal_cmd(app: AppContext, plan_id: str | None, host: str | None,
+                since: datetime | None, actions: tuple[str, ...], limit: int,
+                out: Output) -> None:
+    """The executor's journal: every action, when, on which host, by whom, and how it
+    ended."""
+    rows = journal_entries(app, plan_ref=plan_id, limit=limit, host=host, since=since,
+                           actions=actions)
+    click.echo(listing([entry_json(e) for e in rows], JOURNAL_COLUMNS, out))
 
 
 def _add_maintenance() -> None:

@@ -11,19 +11,34 @@ import click
 from consolidator.app.catalog import algorithm_entries, plan_states, ranking_entries
 from consolidator.app.compare import compare_plans
 from consolidator.app.context import AppContext
+from consolidator.app.freshness import age_of
 from consolidator.app.planning import PlanRequest, check_live, make_plan, validate_request
 from consolidator.app.review import asked_row, change_status, list_plans, show_plan
 from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
-from consolidator.cli.context import BMC_FILE, FORMAT, FiniteRange, pass_app
+from consolidator.cli.context import (
+    BMC_FILE,
+    FiniteRange,
+    output_options,
+    pass_app,
+    terminal_width,
+)
 from consolidator.core.errors import ConsolidatorError
-from consolidator.core.wording import plural
+from consolidator.core.wording import duration, plural
 from consolidator.render import table
 from consolidator.render.compare import render_comparison
+from consolidator.render.listing import Column, Output, listing, show
 from consolidator.render.plan import MAX_LISTED, render_plan
 
 if TYPE_CHECKING:
     from consolidator.core.model import Cluster
     from consolidator.core.plan import StoredPlan
+
+
+#: The fields of 'plan show -c' (-f json prints the whole plan).
+PLAN_FIELDS = tuple(Column(k.upper().replace("_", " "), (k,)) for k in (
+    "id", "status", "cloud", "snapshot_id", "algorithm", "ranking", "created_at",
+    "hosts_before", "hosts_after", "lower_bound", "migrations_lower_bound", "migrations",
+    "power_off", "power_on", "left_on", "spare_hosts", "watts_saved", "reason", "notes"))
 
 
 def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -98,9 +113,12 @@ def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
                    "glob matches; nothing outside it moves or is powered off [default: "
                    "[planner] scope; '' for the whole cloud].")
 @BMC_FILE
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "id"]), default="table",
-              show_default=True, help="Output format; id prints only the new plan's id, as "
-                                      "'snapshot' does: PLAN=$(consolidator plan ... --format id).")
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "json", "yaml", "value", "id"]),
+              default="table", show_default=True,
+              help="Output format; id prints only the new plan's id, as 'snapshot' does: "
+                   "PLAN=$(consolidator plan ... --format id).")
+@click.option("-c", "--column", "columns", multiple=True, metavar="COLUMN",
+              help="Only this field (as 'plan show -c'); repeat for more.")
 @click.pass_context
 def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                snapshot_ref: str | None, scenario: str | None, spare: int | None, light: bool,
@@ -108,7 +126,8 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                raw_options: tuple[str, ...], objective: str | None,
                check_live: bool, max_migrations: int | None,
                max_moved_gib: float | None, target_hosts: int | None, show_front: bool,
-               relieve: bool, scope: str | None, bmc_file: str | None, fmt: str) -> None:
+               relieve: bool, scope: str | None, bmc_file: str | None, fmt: str,
+               columns: tuple[str, ...]) -> None:
     """Make a migration plan, store it as proposed and print it for review.
 
     Without --snapshot or --scenario it snapshots the live cloud first. Hosts the BMC file
@@ -156,14 +175,15 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     started = time.monotonic()
     stored = make_plan(app, snap, request)
     elapsed = time.monotonic() - started
-    if fmt == "json":
-        click.echo(json.dumps(stored.to_json(), indent=2))
-    elif fmt == "id":
+    if fmt == "id":
         click.echo(stored.id)
     else:
-        click.echo(render_plan(stored, snap.cluster))
+        click.echo(show(stored.to_json(), PLAN_FIELDS,
+                        Output(fmt=fmt, columns=columns, width=terminal_width()),
+                        lambda: render_plan(stored, snap.cluster, width=terminal_width())))
     if fmt != "json":
-        click.echo(f"(planned in {elapsed:.2f} s)", err=True)
+        click.echo(f"(planned in {elapsed:.2f} s from snapshot {snap.info.id}, taken "
+                   f"{duration(age_of(snap.info.taken_at))} ago)", err=True)
     if check_live:
         _check_live(app, stored, snap.cluster)
 
@@ -240,15 +260,14 @@ def _check_live(app: AppContext, stored: StoredPlan, cluster: Cluster) -> None:
 @click.argument("plan_id")
 @click.option("--all", "full", is_flag=True,
               help=f"List every migration (without it, the first {MAX_LISTED}).")
-@FORMAT
+@output_options(long=False, sort=False)
 @pass_app
-def plan_show(app: AppContext, plan_id: str, full: bool, fmt: str) -> None:
+def plan_show(app: AppContext, plan_id: str, full: bool, out: Output) -> None:
     """Show a stored plan against the snapshot it was made from."""
     stored, cluster = show_plan(app, plan_id)
-    if fmt == "json":
-        click.echo(json.dumps(stored.to_json(), indent=2))
-        return
-    click.echo(render_plan(stored, cluster, full=full))
+    click.echo(show(stored.to_json(), PLAN_FIELDS, out,
+                    lambda: render_plan(stored, cluster, full=full,
+                                        width=out.width)))
 
 
 @plan_group.command("approve")
@@ -256,8 +275,9 @@ def plan_show(app: AppContext, plan_id: str, full: bool, fmt: str) -> None:
 @pass_app
 def plan_approve(app: AppContext, plan_id: str) -> None:
     """Approve a proposed plan so that 'apply' (or the daemon) may run it."""
-    full = change_status(app, plan_id, "approved")
-    click.echo(f"plan {full} approved; run it with: consolidator apply {full}")
+    full, changed = change_status(app, plan_id, "approved")
+    click.echo(f"plan {full} {'approved' if changed else 'was already approved'}; run it "
+               f"with: consolidator apply {full}")
 
 
 @plan_group.command("cancel")
@@ -265,8 +285,8 @@ def plan_approve(app: AppContext, plan_id: str) -> None:
 @pass_app
 def plan_cancel(app: AppContext, plan_id: str) -> None:
     """Cancel a plan that has not started."""
-    full = change_status(app, plan_id, "cancelled")
-    click.echo(f"plan {full} cancelled")
+    full, changed = change_status(app, plan_id, "cancelled")
+    click.echo(f"plan {full} {'cancelled' if changed else 'was already cancelled'}")
 
 
 @click.group("plans")
@@ -274,58 +294,75 @@ def plans_group() -> None:
     """List and compare stored plans."""
 
 
+#: The columns of 'plans list' (CLOUD with --long).
+PLAN_COLUMNS = (
+    Column("ID", ("id",)), Column("CLOUD", ("cloud",), long=True),
+    Column("STATUS", ("status",)), Column("ASKED", ("asked",), cut=True),
+    Column("CREATED (UTC)", ("created_at",), cell=lambda r: r["created_at"][:19].replace(
+        "T", " ")),
+    Column("HOSTS", ("hosts_before", "hosts_after"),
+           cell=lambda r: f"{r['hosts_before']} -> {r['hosts_after']}"),
+    Column("MIGRATIONS", ("migrations",)),
+    Column("LOWER BOUND", ("lower_bound",), align="r",
+           cell=lambda r: None if r["algorithm"] == "rollback" else r["lower_bound"]),
+    Column("ALGORITHM", ("algorithm",), long=True), Column("RANKING", ("ranking",), long=True))
+
+
 @plans_group.command("list")
 @click.option("--status", type=click.Choice(plan_states()),
               help="Only plans in this state.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
               help="Show at most N plans, the newest first.", metavar="N")
-@FORMAT
+@output_options()
 @pass_app
-def plans_list(app: AppContext, status: str | None, limit: int, fmt: str) -> None:
+def plans_list(app: AppContext, status: str | None, limit: int, out: Output) -> None:
     """List plans, newest first."""
     rows = list_plans(app, status=status, limit=limit)
-    if fmt == "json":
-        click.echo(json.dumps([{"id": r.id, "cloud": r.cloud, "status": r.status,
-                                "algorithm": r.algorithm, "ranking": r.ranking,
-                                "asked": asked_row(r), "migrations": r.migrations,
-                                "created_at": r.created_at.isoformat(),
-                                "hosts_before": r.hosts_before, "hosts_after": r.hosts_after,
-                                "lower_bound": r.lower_bound} for r in rows], indent=2))
-        return
-    if not rows:
+    records = [{"id": r.id, "cloud": r.cloud, "status": r.status,
+                "algorithm": r.algorithm, "ranking": r.ranking,
+                "asked": asked_row(r), "migrations": r.migrations,
+                "created_at": r.created_at.isoformat(),
+                "hosts_before": r.hosts_before, "hosts_after": r.hosts_after,
+                "lower_bound": r.lower_bound} for r in rows]
+    if not rows and out.fmt == "table":
         click.echo("no plans yet: make one with 'consolidator plan'")
         return
-    click.echo(table(["ID", "CLOUD", "STATUS", "ASKED", "CREATED (UTC)", "HOSTS",
-                      "MIGRATIONS", "LOWER BOUND"],
-                     [[r.id, r.cloud, r.status, asked_row(r),
-                       r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                       f"{r.hosts_before} -> {r.hosts_after}", r.migrations,
-                       None if r.algorithm == "rollback" else r.lower_bound]
-                      for r in rows]))
+    click.echo(listing(records, PLAN_COLUMNS, out))
 
 
 @plans_group.command("compare")
 @click.argument("plan_ids", nargs=-1, required=True, metavar="PLAN...")
-@FORMAT
+@output_options(long=False)
 @pass_app
-def plans_compare(app: AppContext, plan_ids: tuple[str, ...], fmt: str) -> None:
+def plans_compare(app: AppContext, plan_ids: tuple[str, ...], out: Output) -> None:
     """Put candidate plans side by side: hosts, migrations, GiB moved, watts saved."""
     rows = compare_plans(app, list(plan_ids))
-    if fmt == "json":
-        click.echo(json.dumps([r.to_json() for r in rows], indent=2))
+    if out.fmt == "table" and not out.columns and not out.sort:
+        click.echo(render_comparison(rows))
         return
-    click.echo(render_comparison(rows))
+    records = [r.to_json() for r in rows]
+    click.echo(listing(records, [Column(k.upper().replace("_", " "), (k,))
+                                 for k in (records[0] if records else {})], out))
 
 
 @click.command("algorithms")
-def algorithms_cmd() -> None:
+@output_options(long=False)
+def algorithms_cmd(out: Output) -> None:
     """List the packing algorithms and rankings, each with its paper."""
-    click.echo(table(["ALGORITHM", "WHAT IT DOES", "PAPER"],
-                     [list(e) for e in algorithm_entries()] + [
-                         ["auto", "the default: zoned-bestfit and hvp --light, keeping the plan "
-                          "that frees the most hosts within the budget", ""],
-                         ["fewest-migrations", "what a budgeted plan may read: the k least "
-                          "populated hosts emptied by METAHVPLIGHT (not an -a choice)", "002"]]))
-    click.echo()
-    click.echo(table(["RANKING", "WHAT IT DOES", "PAPER"],
-                     [list(e) for e in ranking_entries()]))
+    algorithms = [list(e) for e in algorithm_entries()] + [
+        ["auto", "the default: zoned-bestfit and hvp --light, keeping the plan "
+         "that frees the most hosts within the budget", ""],
+        ["fewest-migrations", "what a budgeted plan may read: the k least "
+         "populated hosts emptied by METAHVPLIGHT (not an -a choice)", "002"]]
+    rankings = [list(e) for e in ranking_entries()]
+    if out.fmt == "table" and not out.columns and not out.sort:
+        click.echo(table(["ALGORITHM", "WHAT IT DOES", "PAPER"], algorithms))
+        click.echo()
+        click.echo(table(["RANKING", "WHAT IT DOES", "PAPER"], rankings))
+        return
+    records = [{"kind": kind, "name": n, "summary": what, "paper": paper}
+               for kind, entries in (("algorithm", algorithms), ("ranking", rankings))
+               for n, what, paper in entries]
+    click.echo(listing(records, (Column("KIND", ("kind",)), Column("NAME", ("name",)),
+                                 Column("WHAT IT DOES", ("summary",), cut=True),
+                                 Column("PAPER", ("paper",))), out))

@@ -30,7 +30,7 @@ def _utc(ctx: click.Context, param: click.Parameter, value: str | None) -> datet
 @click.option("--cloud", "cloud_option", metavar="NAME",
               help="The cloud to report on [default: the global --cloud, else the only cloud "
                    "with snapshots].")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="Output format (JSON shape: consolidator/core/report.py).")
 @pass_app
 def report_cmd(app: AppContext, days: float, until: datetime | None, cloud_option: str | None,

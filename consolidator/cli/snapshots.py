@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from consolidator.app.context import AppContext
@@ -14,9 +12,10 @@ from consolidator.app.snapshots import (
     record_snapshot,
     snapshot_list,
 )
-from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
-from consolidator.render import kv, table
+from consolidator.cli.context import BMC_FILE, output_options, pass_app
+from consolidator.render import kv
 from consolidator.render.hosts import snapshot_hosts
+from consolidator.render.listing import Column, Output, listing, show
 
 
 @click.command("snapshot")
@@ -42,56 +41,58 @@ def snapshots_group() -> None:
     """List, show and export recorded snapshots."""
 
 
+#: The columns of 'snapshots list' (SOURCE with --long).
+SNAPSHOT_COLUMNS = (
+    Column("ID", ("id",)), Column("CLOUD", ("cloud",)),
+    Column("TAKEN (UTC)", ("taken_at",), cell=lambda r: r["taken_at"][:19].replace("T", " ")),
+    Column("HOSTS", ("host_count",)), Column("INSTANCES", ("instance_count",)),
+    Column("SOURCE", ("source",), long=True, cut=True),
+    Column("CAPACITY FROM", ("capacity_source",), long=True))
+
+
 @snapshots_group.command("list")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
               help="How many of the newest snapshots to list.")
-@FORMAT
+@output_options()
 @pass_app
-def snapshots_list(app: AppContext, limit: int, fmt: str) -> None:
+def snapshots_list(app: AppContext, limit: int, out: Output) -> None:
     """List snapshots, newest first."""
     infos = snapshot_list(app, limit=limit)
-    if fmt == "json":
-        click.echo(json.dumps([info_json(i) for i in infos], indent=2))
-        return
-    if not infos:
+    if not infos and out.fmt == "table":
         click.echo("no snapshots yet: record one with 'consolidator snapshot'")
         return
-    click.echo(table(["ID", "CLOUD", "TAKEN (UTC)", "HOSTS", "INSTANCES", "SOURCE"],
-                     [[i.id, i.cloud, i.taken_at.strftime("%Y-%m-%d %H:%M:%S"), i.host_count,
-                       i.instance_count, i.source] for i in infos]))
+    click.echo(listing([info_json(i) for i in infos], SNAPSHOT_COLUMNS, out))
 
 
 @snapshots_group.command("show")
 @click.argument("snapshot_id")
-@FORMAT
+@output_options(long=False, sort=False)
 @pass_app
-def snapshots_show(app: AppContext, snapshot_id: str, fmt: str) -> None:
+def snapshots_show(app: AppContext, snapshot_id: str, out: Output) -> None:
     """Show a snapshot: its hosts, their service and power, population and use.
 
     --format json gives every field of every host, instance and server group.
     """
     snap = get_snapshot(app, snapshot_id)
-    if fmt == "json":
-        click.echo(json.dumps(snapshot_json(snap), indent=2))
-        return
-    click.echo(kv([("snapshot", snap.info.id), ("cloud", snap.info.cloud),
-                   ("taken", snap.info.taken_at.isoformat(timespec="seconds")),
-                   ("source", snap.info.source),
-                   ("capacity from", snap.info.capacity_source),
-                   ("hosts", snap.info.host_count), ("instances", snap.info.instance_count),
-                   ("server groups", len(snap.cluster.server_groups)),
-                   ("power read", f"{sum(r.watts for r in snap.readings):.0f} W from "
-                                  f"{len(snap.readings)} BMCs" if snap.readings
-                    else "no readings")]))
-    click.echo()
-    click.echo(snapshot_hosts(snap.cluster, {r.host: r.watts for r in snap.readings}))
+
+    def view() -> str:
+        return "\n".join([kv([
+            ("snapshot", snap.info.id), ("cloud", snap.info.cloud),
+            ("taken", snap.info.taken_at.isoformat(timespec="seconds")),
+            ("source", snap.info.source), ("capacity from", snap.info.capacity_source),
+            ("hosts", snap.info.host_count), ("instances", snap.info.instance_count),
+            ("server groups", len(snap.cluster.server_groups)),
+            ("power read", f"{sum(r.watts for r in snap.readings):.0f} W from "
+                           f"{len(snap.readings)} BMCs" if snap.readings else "no readings")]),
+            "", snapshot_hosts(snap.cluster, {r.host: r.watts for r in snap.readings})])
+    click.echo(show(snapshot_json(snap), SNAPSHOT_COLUMNS, out, view))
 
 
 @snapshots_group.command("export")
 @click.argument("snapshot_id")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
+@click.option("--output", type=click.Path(dir_okay=False),
               help="Write to this file (.json for JSON, else YAML) instead of stdout.")
-@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default=None,
+@click.option("-f", "--format", "fmt", type=click.Choice(["yaml", "json"]), default=None,
               help="Scenario format [default: from the file name, else yaml].")
 @pass_app
 def snapshots_export(app: AppContext, snapshot_id: str, output: str | None,

@@ -35,6 +35,7 @@ from consolidator.core.algorithms.hvp import (
 from consolidator.core.algorithms.repair import guided_whole_hosts
 from consolidator.core.algorithms.state import PackingState
 from consolidator.core.constraints import build_problem
+from consolidator.core.kept_hosts import keep_home
 from consolidator.core.model import Cluster
 from consolidator.core.plan import PlanDraft
 from consolidator.core.planner import PlanSettings, draft_from_packing, power_decisions
@@ -268,8 +269,9 @@ class FrontBuilder:
         the last host of a zone, N+1 and hosts without a BMC kept on, as the plan will),
         migrations and GiB moved."""
         p = self.problem
-        moved = packing.target != p.placement
-        off = power_decisions(p, packing.target, self.settings, self.no_bmc).power_off
+        target, decided, _ = keep_home(p, packing.target, lambda q, t: power_decisions(
+            q, t, self.settings, self.no_bmc))
+        moved, off = target != p.placement, decided.power_off
         hosts = int(p.powered.sum()) - len(off)
         return Candidate(algorithm, how, packing, hosts, int(moved.sum()),
                          float(self.memory[moved].sum()) / 1024.0)

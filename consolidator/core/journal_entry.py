@@ -26,3 +26,13 @@ class Entry:
     result: str | None
     lease_holder: str | None = None
     lease_generation: int | None = None
+    #: user@host of the command (or daemon) that wrote the row.
+    operator: str | None = None
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """The hosts the action concerns: its target host, or a migration's source and
+        destination."""
+        named = [self.params.get(k) for k in ("source", "destination", "host")]
+        found = [h for h in named if isinstance(h, str) and h]
+        return tuple(found) if found else (self.target,)

@@ -21,9 +21,10 @@ from consolidator.core.checker import assert_plan_sound
 from consolidator.core.constraints import Rules, UsageModel, build_problem
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.fit import too_large
+from consolidator.core.kept_hosts import keep_home
 from consolidator.core.model import Cluster
 from consolidator.core.plan import DEFAULT_IDLE_WATTS, Move, PlanDraft
-from consolidator.core.wording import plural
+from consolidator.core.wording import agree, plural
 
 
 class PlanError(ConsolidatorError):
@@ -40,6 +41,11 @@ class PlanSettings:
     usage: UsageModel = field(default_factory=UsageModel)
     #: Keep enough hosts on to absorb the failure of the most loaded one.
     n_plus_one: bool = True
+    #: No BMC file: the plan migrates and powers nothing off (emptied hosts are left on).
+    migrate_only: bool = False
+
+#: Why a migrate-only plan leaves its emptied hosts on.
+MIGRATE_ONLY = "emptied, left on: migrate-only plan (no BMC file)"
 
 
 def plan_cluster(cluster: Cluster, algorithm: str, *, settings: PlanSettings | None = None,
@@ -66,11 +72,27 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
     moved = np.nonzero(target != problem.placement)[0]
     names = [h.name for h in cluster.hosts]
     notes = too_large(cluster) + list(problem.notes) + list(packing.notes)
-    decided = power_decisions(problem, target, settings, no_bmc)
+    def decide(p: Problem, t: np.ndarray) -> PowerDecisions:
+        return power_decisions(p, t, settings, no_bmc)
+
+    first = decide(problem, target)
+    settled, decided, restored = keep_home(problem, target, decide, first)
+    try:
+        waves = plan_waves(cluster, [(int(i), int(problem.placement[i]), int(settled[i]))
+                                     for i in np.nonzero(settled != problem.placement)[0]],
+                           settings.per_host_limit)
+        target = settled
+        if restored:   # why they stay on still holds; say so before what it saved
+            notes += [n for n in first.notes if n.startswith("N+1: ") or "last usable" in n]
+            notes.append(f"not emptied, as {agree(len(restored), 'it stays', 'they stay')} "
+                         f"on anyway (N+1, the last of a zone or no BMC): "
+                         f"{', '.join(names[h] for h in restored)}")
+    except PlanError:   # kept hosts emptied after all: the packing's own order exists
+        decided = first
+        waves = plan_waves(cluster, [(int(i), int(problem.placement[i]), int(target[i]))
+                                     for i in moved], settings.per_host_limit)
     power_off, spares, left_on = decided.power_off, decided.spares, decided.left_on
     notes += decided.notes
-    waves = plan_waves(cluster, [(int(i), int(problem.placement[i]), int(target[i]))
-                                 for i in moved], settings.per_host_limit)
     moves = tuple(Move(instance_id=cluster.instances[i].id,
                        instance_name=cluster.instances[i].name, source=names[src],
                        destination=names[dst], wave=wave)
@@ -111,6 +133,9 @@ class PowerDecisions:
     spares: set[int]
     left_on: dict[str, str]
     notes: list[str]
+    #: Emptied hosts kept on although the plan needs no empty host there (the last of a
+    #: zone, N+1, no BMC): kept_hosts.keep_home gives them their instances back.
+    kept: list[int] = field(default_factory=list)
 
 
 def power_decisions(problem: Problem, target: np.ndarray, settings: PlanSettings,
@@ -123,18 +148,27 @@ def power_decisions(problem: Problem, target: np.ndarray, settings: PlanSettings
     population = np.bincount(target, minlength=problem.n_hosts)
     candidates = np.nonzero(problem.powered & problem.emptiable & (population == 0))[0]
     spares = _choose_spares(problem, candidates, problem.spare)
+    padding = set(spares)
     for zone_host in _last_in_zone(problem, population, candidates, spares):
         spares.add(zone_host)
         notes.append(f"{names[zone_host]} stays powered: it is the last usable host of its "
                      f"availability zone")
     power_off = [int(h) for h in candidates if int(h) not in spares]
+    if settings.migrate_only:
+        left_on = {names[h]: MIGRATE_ONLY for h in power_off}
+        if left_on:
+            notes.append(f"migrate-only plan: no BMC file, so no host is powered off; "
+                         f"{plural(len(left_on), 'host')} emptied and left on")
+        return PowerDecisions([], spares, left_on, notes)
+    kept = [h for h in spares if h not in padding]
     if settings.n_plus_one:
-        kept = _n_plus_one(problem, target, power_off)
-        if kept:
-            spares.update(kept)
-            power_off = [h for h in power_off if h not in kept]
-            notes.append(f"N+1: {', '.join(names[h] for h in kept)} "
-                         f"{'stays' if len(kept) == 1 else 'stay'} powered so that the hosts "
+        n_plus = _n_plus_one(problem, target, power_off)
+        if n_plus:
+            spares.update(n_plus)
+            kept += n_plus
+            power_off = [h for h in power_off if h not in n_plus]
+            notes.append(f"N+1: {', '.join(names[h] for h in n_plus)} "
+                         f"{'stays' if len(n_plus) == 1 else 'stay'} powered so that the hosts "
                          f"left on can absorb the failure of the largest of them "
                          f"([planner] n_plus_one)")
     unpowered = set(no_bmc)
@@ -143,7 +177,8 @@ def power_decisions(problem: Problem, target: np.ndarray, settings: PlanSettings
     power_off = [h for h in power_off if names[h] not in unpowered]
     if left_on:
         notes.append(f"emptied but left on, no BMC configured: {', '.join(sorted(left_on))}")
-    return PowerDecisions(power_off, spares, left_on, notes)
+    kept += [h for h in candidates.tolist() if names[h] in left_on]
+    return PowerDecisions(power_off, spares, left_on, notes, kept)
 
 
 def _n_plus_one(problem: Problem, target: np.ndarray, power_off: list[int]) -> list[int]:

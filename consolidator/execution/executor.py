@@ -113,6 +113,11 @@ class Executor:
         self.guarded = GuardedPower(engine, nova, cloud, report, settings.power_timeout,
                                     settings.poll_interval)
         self.stop = threading.Event()
+        #: Set by a second Ctrl-C: abort the running migrations through Nova now.
+        self.abort = threading.Event()
+        #: Live migrations in flight (what a Ctrl-C waits for).
+        self.running = 0
+        self._running_lock = threading.Lock()
         #: Who hears of each running migration's progress (None: nobody; nothing is read).
         self.progress: ProgressListener | None = None
         #: Told once the plan is running (notifications); None: nobody.
@@ -322,11 +327,16 @@ class Executor:
         self.report(f"  migrate {move.instance_name} {move.source} -> {move.destination}")
         started = time.monotonic()
         self._progress(move, mp.STARTED, started)
+        with self._running_lock:
+            self.running += 1
         try:
             self.nova.live_migrate(move.instance_id, dest.compute_host)
             error = self._await(move, dest.compute_host, started)
         except ConsolidatorError as exc:
             error = str(exc)
+        finally:
+            with self._running_lock:
+                self.running -= 1
         self._progress(move, mp.FAILED if error else mp.DONE, started)
         journal.finish(self.engine, entry, journal.FAILED if error else journal.SUCCEEDED,
                        error or f"on {move.destination} after {time.monotonic() - started:.1f} s")
@@ -338,7 +348,7 @@ class Executor:
         """Poll until the migration ends (aborting or forcing it at the timeout); verify
         host, status and the migration record, polled until it is final."""
         deadline = started + self.settings.migration_timeout
-        handled = ""
+        handled, interrupted = "", False
         delays = poll_delays(self.settings.poll_first, self.settings.poll_interval)
         while True:
             time.sleep(next(delays))
@@ -348,6 +358,10 @@ class Executor:
             if server.status != "MIGRATING" and not server.task_state:
                 break
             self._progress(move, mp.RUNNING, started, live=True)
+            if self.abort.is_set() and not handled:   # a second Ctrl-C
+                interrupted = True
+                handled = self._on_timeout(move, action="abort", why="interrupted")
+                deadline = time.monotonic() + max(self.settings.migration_timeout / 10, 30.0)
             if time.monotonic() > deadline:
                 if handled:
                     return (f"timed out after {self.settings.migration_timeout:.0f} s and "
@@ -357,8 +371,10 @@ class Executor:
         # Real Nova shows the instance ACTIVE on the destination a moment before the source
         # compute marks the record completed: the record is polled until it is final.
         record = self._final_record(move.instance_id, deadline)
-        if handled and self.settings.on_timeout == "abort":
-            return (f"timed out after {self.settings.migration_timeout:.0f} s; {handled} "
+        if handled and (interrupted or self.settings.on_timeout == "abort"):
+            cause = "interrupted" if interrupted else \
+                f"timed out after {self.settings.migration_timeout:.0f} s"
+            return (f"{cause}; {handled} "
                     f"(migration {record.get('status', 'unknown')}); the instance is "
                     f"{server.status} on {server.compute_host}")
         if server.compute_host != dest_host or server.status != "ACTIVE":
@@ -368,11 +384,13 @@ class Executor:
             return f"the migration record is {record.get('status', 'missing')}, not completed"
         return None
 
-    def _on_timeout(self, move: Move) -> str:
-        """Abort the overdue live migration through Nova, or force it to complete; journaled.
-        Returns what was done."""
+    def _on_timeout(self, move: Move, action: str | None = None, why: str = "timed out"
+                    ) -> str:
+        """Abort the overdue (or interrupted) live migration through Nova, or force it to
+        complete; journaled. Returns what was done."""
         record = self.nova.latest_migration(move.instance_id) or {}
-        action = "abort" if self.settings.on_timeout == "abort" else "force_complete"
+        action = action or ("abort" if self.settings.on_timeout == "abort"
+                            else "force_complete")
         try:
             entry = journal.begin(self.engine, cloud=self.cloud, plan_id=None, action=action,
                                   target=move.instance_id,
@@ -391,7 +409,7 @@ class Executor:
         done = "aborted it through Nova" if action == "abort" else \
             "forced it to complete through Nova"
         journal.finish(self.engine, entry, journal.SUCCEEDED, done)
-        self.report(f"  {move.instance_name}: timed out; {done}")
+        self.report(f"  {move.instance_name}: {why}; {done}")
         return done
 
     def _final_record(self, server_id: str, deadline: float) -> dict:

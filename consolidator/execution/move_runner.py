@@ -4,12 +4,14 @@ per-destination limits; a slow move holds back only the moves that depend on it.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from consolidator.core.plan import Move
+from consolidator.core.wording import duration
 from consolidator.execution.move_queue import MoveQueue
 
 #: Seconds between looks at the stop flag while moves run.
@@ -43,6 +45,7 @@ def run_moves(queue: MoveQueue, calls: MoveCallbacks, *, max_parallel: int,
     waiting: list[Move] = []
     announced: set[int] = set()
     parallel, per_dest = max(max_parallel, 1), max(max_per_destination, 1)
+    began, first = time.monotonic(), finished
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         while True:
             if calls.stopping():
@@ -66,8 +69,10 @@ def run_moves(queue: MoveQueue, calls: MoveCallbacks, *, max_parallel: int,
                         continue
                     if move.wave not in announced:
                         announced.add(move.wave)
+                        left = eta(time.monotonic() - began, finished - first,
+                                   total - finished)
                         calls.report(f"wave {move.wave}: starting ({finished}/{total} "
-                                     f"done so far)")
+                                     f"done so far{left})")
                     waiting.remove(move)
                     into[move.destination] += 1
                     running[pool.submit(calls.migrate, move)] = move
@@ -89,6 +94,14 @@ def run_moves(queue: MoveQueue, calls: MoveCallbacks, *, max_parallel: int,
                     queue.succeeded(move)
                 else:
                     _hold_back(queue, calls, move)
+
+
+def eta(elapsed: float, done: int, left: int) -> str:
+    """', about 3 min 20 s left': the rate so far over what is left ('' before the first
+    migration ends, or when none is left)."""
+    if done <= 0 or left <= 0 or elapsed <= 0:
+        return ""
+    return f", about {duration(elapsed / done * left)} left"
 
 
 def _hold_back(queue: MoveQueue, calls: MoveCallbacks, move: Move) -> None:

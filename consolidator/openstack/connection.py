@@ -8,9 +8,11 @@ exceptions become CloudError with one line naming the cloud and the cause.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
@@ -43,6 +45,10 @@ class HttpStatusError(CloudError):
         self.status = status
 
 
+#: What a cloud-selection error adds: where the cloud's name and entry come from.
+SELECTION_HINT = "(check clouds.yaml, OS_CLIENT_CONFIG_FILE or --cloud)"
+
+
 def connect(cloud: str | None, **overrides: Any) -> Connection:
     """An openstacksdk Connection to a clouds.yaml cloud (or OS_* variables when cloud is None).
 
@@ -52,12 +58,16 @@ def connect(cloud: str | None, **overrides: Any) -> Connection:
     from keystoneauth1 import exceptions as ks_exc
     from openstack import exceptions as sdk_exc
 
+    named = os.environ.get("OS_CLIENT_CONFIG_FILE")
+    if named and not Path(named).is_file():   # openstacksdk would silently look elsewhere
+        raise CloudError(f"OS_CLIENT_CONFIG_FILE={named}: no such file (point it at your "
+                         f"clouds.yaml, or unset it)")
     try:
         return openstack.connect(cloud=cloud, **overrides)
-    except sdk_exc.ConfigException as exc:
-        name = cloud or "(default)"
-        raise CloudError(f"cloud {name!r}: {_first_line(exc)} "
-                         f"(check clouds.yaml, OS_CLIENT_CONFIG_FILE or --cloud)") from None
+    except (sdk_exc.ConfigException, ks_exc.MissingRequiredOptions,
+            ks_exc.MissingAuthPlugin) as exc:
+        raise CloudError(f"cloud {cloud or '(default)'!r}: {_first_line(exc)} "
+                         f"{SELECTION_HINT}") from None
     except ks_exc.ClientException as exc:
         raise CloudError(f"cloud {cloud or '(default)'!r}: {_first_line(exc)}") from None
 
@@ -116,6 +126,8 @@ def cloud_errors(conn: Connection, doing: str) -> Iterator[None]:
         raise CloudError(f"cloud {label!r}: {doing} failed: {exc}") from None
     except CloudError:
         raise
+    except (ks_exc.MissingRequiredOptions, ks_exc.MissingAuthPlugin) as exc:
+        raise CloudError(f"cloud {label!r}: {_first_line(exc)} {SELECTION_HINT}") from None
     except ks_exc.Unauthorized:
         raise CloudError(f"cloud {label!r}: authentication failed while {doing}: "
                          f"check the username, password and project in clouds.yaml") from None

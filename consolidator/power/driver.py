@@ -158,7 +158,7 @@ def retry_reads(config: BmcConfig, read: Callable[[], T], *,
         stop=tenacity.stop_after_attempt(attempts),
         wait=tenacity.wait_exponential(multiplier=config.read_backoff, min=0,
                                        max=MAX_READ_BACKOFF_S),
-        before_sleep=lambda state: log.warning(
+        before_sleep=lambda state: log.info(   # -v: the last failure is the error
             "%s (attempt %d of %d; retrying)", state.outcome and state.outcome.exception(),
             state.attempt_number, attempts),
         reraise=True)

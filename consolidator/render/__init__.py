@@ -17,9 +17,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]],
     for row in cells:
         for i, value in enumerate(row):
             widths[i] = max(widths[i], len(value))
-    if align is None:
+    if align is None:   # numbers right, a '-' (None) among them too
         align = "".join(
-            "r" if rows and all(isinstance(r[i], (int, float)) for r in rows) else "l"
+            "r" if rows and all(isinstance(r[i], (int, float)) or r[i] is None for r in rows)
+            and any(isinstance(r[i], (int, float)) for r in rows) else "l"
             for i in range(len(headers)))
 
     def line(values: Sequence[str]) -> str:
@@ -30,6 +31,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]],
     out = [line(list(headers)), line(["-" * w for w in widths])]
     out.extend(line(row) for row in cells)
     return "\n".join(out)
+
+
+def cell(value: object) -> str:
+    """A value as a table cell: '-' for None, floats without trailing zeros."""
+    return _cell(value)
 
 
 def _cell(value: object) -> str:

@@ -18,7 +18,10 @@ def asked_for(algorithm: str, ranking: str | None, options: Mapping[str, Any],
               choice: Mapping[str, Any] | None = None) -> str:
     """e.g. 'hvp --light', 'firstfit -r ucac --capacity-model ucac --confidence 0.999
     -o bin=8x8x6'; a plan chosen within a budget (choice) reads 'auto --max-migrations 50
-    -> zoned-bestfit': what was asked, then what won."""
+    -> zoned-bestfit': what was asked, then what won; a rollback reads 'rollback to
+    SNAPSHOT' (its id's first 8 characters, which 'rollback' takes as a prefix)."""
+    if algorithm == "rollback" and options.get("target_snapshot"):
+        return f"rollback to {str(options['target_snapshot'])[:8]}"
     words = [str(choice.get("asked") or algorithm)] if choice else [algorithm]
     if ranking:
         words += ["-r", ranking]

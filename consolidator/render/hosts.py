@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from consolidator.core.journal_entry import Entry
 from consolidator.core.model import Cluster
 from consolidator.render import bar, table
+from consolidator.render.listing import Column, Output, listing
 
 
 def snapshot_hosts(cluster: Cluster, watts: Mapping[str, float] | None = None) -> str:
@@ -29,10 +31,46 @@ def snapshot_hosts(cluster: Cluster, watts: Mapping[str, float] | None = None) -
     return table(headers, rows, align="llllrrrr")
 
 
+def _share(pair: list[float]) -> str:
+    return bar(pair[0] / pair[1] if pair[1] else 0, 10)
+
+
+#: The columns of 'consolidator hosts list' (rows from consolidator.app.hosts).
+HOST_COLUMNS = (
+    Column("HOST", ("host",)), Column("SERVICE", ("service",)), Column("POWER", ("power",)),
+    Column("INSTANCES", ("instances",), align="r"),
+    Column("VCPU", ("vcpu",), cell=lambda r: _share(r["vcpu"])),
+    Column("RAM", ("memory_mb",), cell=lambda r: _share(r["memory_mb"])),
+    Column("REASON", ("disabled_reason",), cell=lambda r: r["disabled_reason"] or "",
+           cut=True),
+    Column("POWER ERROR", ("power_error",), cell=lambda r: r.get("power_error") or "",
+           long=True))
+
+
 def live_hosts(rows: list[dict[str, Any]]) -> str:
     """The table of 'consolidator hosts list' (rows from consolidator.app.hosts)."""
-    return table(["HOST", "SERVICE", "POWER", "INSTANCES", "VCPU", "RAM", "REASON"], [
-        [r["host"], r["service"], r["power"], r["instances"],
-         f"{bar(r['vcpu'][0] / r['vcpu'][1] if r['vcpu'][1] else 0, 10)}",
-         f"{bar(r['memory_mb'][0] / r['memory_mb'][1] if r['memory_mb'][1] else 0, 10)}",
-         r["disabled_reason"] or ""] for r in rows], align="lllrlll")
+    return listing(rows, HOST_COLUMNS, Output())
+
+
+def entry_json(e: Entry) -> dict[str, Any]:
+    """A journal row as JSON."""
+    return {**vars(e), "created_at": e.created_at.isoformat(),
+            "started_at": e.started_at and e.started_at.isoformat(),
+            "finished_at": e.finished_at and e.finished_at.isoformat(),
+            "hosts": list(e.hosts)}
+
+
+#: The columns of 'consolidator journal' (the lease with --long; -f value and csv give the
+#: full plan id).
+JOURNAL_COLUMNS = (
+    Column("ID", ("id",), align="r"),
+    Column("WHEN (UTC)", ("created_at",), cell=lambda r: r["created_at"][:19].replace("T", " ")),
+    Column("PLAN", ("plan_id",), cell=lambda r: (r["plan_id"] or "-")[:8]),
+    Column("ACTION", ("action",)),
+    Column("TARGET", ("target",), cell=lambda r: r["params"].get("instance", r["target"])),
+    Column("HOST", ("hosts",), cell=lambda r: " -> ".join(r["hosts"])),
+    Column("STATE", ("state",)),
+    Column("OPERATOR", ("operator",), cell=lambda r: r["operator"] or "-"),
+    Column("RESULT", ("result",), cell=lambda r: r["result"] or "", cut=True),
+    Column("LEASE", ("lease_holder", "lease_generation"), long=True,
+           cell=lambda r: r["lease_holder"] and f"{r['lease_holder']} #{r['lease_generation']}"))

@@ -8,6 +8,7 @@ import numpy as np
 
 from consolidator.core.model import Cluster
 from consolidator.core.plan import PlanDraft, StoredPlan
+from consolidator.core.planner import MIGRATE_ONLY
 from consolidator.core.wording import plural
 from consolidator.render import bar, kv, table
 
@@ -29,40 +30,56 @@ def usage_after(cluster: Cluster, plan: StoredPlan) -> tuple[np.ndarray, np.ndar
 
 
 def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True,
-                full: bool = False) -> str:
-    """The table view of a plan against the snapshot it was made from (full: every move)."""
+                full: bool = False, stored: bool = True, width: int = 0) -> str:
+    """The table view of a plan against the snapshot it was made from (full: every move;
+    stored: False for a dry run's plan, which no later command can show; width: the
+    terminal's, which the host table is fitted to by narrowing, then dropping, its bars)."""
     d = plan.draft
-    after, population = usage_after(cluster, plan)
-    off, spare, on = set(d.power_off), set(d.spare_hosts), set(d.power_on)
-    capacity = cluster.capacity
-    rows = []
-    for h, host in enumerate(cluster.hosts):
-        action = ("drain, power off" if host.name in off else "drain, disable") \
-            if host.name in d.drain else \
-            "power off" if host.name in off else "spare" if host.name in spare else (
-            "power on" if host.name in on else
-            "left on: no BMC" if host.name in d.left_on else
-            "off already" if host.power == "off" else "")
-        rows.append([host.name, _use(cluster.usage[h, 0], after[h, 0], capacity[h, 0]),
-                     _use(cluster.usage[h, 1], after[h, 1], capacity[h, 1]),
-                     f"{int(cluster.population[h])} -> {int(population[h])}", action])
     out = [kv([("plan", plan.id), ("status", plan.status), ("cloud", plan.cloud),
                ("snapshot", plan.snapshot_id), ("algorithm", d.algorithm),
                ("ranking", d.ranking or "(the algorithm's own)"),
                ("created", plan.created_at.isoformat(timespec="seconds"))]), "",
-           table(["HOST", "VCPU USED (BEFORE -> AFTER)", "RAM USED (BEFORE -> AFTER)",
-                  "INSTANCES", "ACTION"], rows, align="lllll"), ""]
+           _host_table(plan, cluster, width), ""]
     if d.choice:
         out.append(f"chosen: {d.choice.get('why', '')}")
         out.append("")
-    out.append(_waves(d.migrations, plan.id, full))
+    out.append(_waves(d.migrations, plan.id if stored else None, full))
     out.append("")
-    out.append(_rollback_summary(d) if d.algorithm == "rollback" else _summary(d, off, spare))
+    out.append(_rollback_summary(d) if d.algorithm == "rollback"
+               else _summary(d, set(d.power_off), set(d.spare_hosts)))
     if d.notes:
         out += ["", "notes:"] + [f"  - {n}" for n in d.notes]
     if plan.status == "proposed" and approve_hint:
         out += ["", f"approve with: consolidator plan approve {plan.id}"]
     return "\n".join(out)
+
+
+def _host_table(plan: StoredPlan, cluster: Cluster, width: int) -> str:
+    """Each host's use before and after, population and action; bars of 10, else 5, else
+    none, whichever first fits `width` (0: 10)."""
+    d = plan.draft
+    after, population = usage_after(cluster, plan)
+    off, spare, on = set(d.power_off), set(d.spare_hosts), set(d.power_on)
+    capacity = cluster.capacity
+    text = ""
+    for bars in (10, 5, 0):
+        rows = []
+        for h, host in enumerate(cluster.hosts):
+            action = ("drain, power off" if host.name in off else "drain, disable") \
+                if host.name in d.drain else \
+                "power off" if host.name in off else "spare" if host.name in spare else (
+                "power on" if host.name in on else
+                _left_on(d.left_on[host.name]) if host.name in d.left_on else
+                "off already" if host.power == "off" else "")
+            rows.append([host.name,
+                         _use(cluster.usage[h, 0], after[h, 0], capacity[h, 0], bars),
+                         _use(cluster.usage[h, 1], after[h, 1], capacity[h, 1], bars),
+                         f"{int(cluster.population[h])} -> {int(population[h])}", action])
+        text = table(["HOST", "VCPU USED (BEFORE -> AFTER)", "RAM USED (BEFORE -> AFTER)",
+                      "INSTANCES", "ACTION"], rows, align="lllll")
+        if width <= 0 or max(map(len, text.splitlines())) <= width:
+            break
+    return text
 
 
 def _summary(d: PlanDraft, off: set[str], spare: set[str]) -> str:
@@ -72,7 +89,9 @@ def _summary(d: PlanDraft, off: set[str], spare: set[str]) -> str:
                   f"{_above(d.hosts_after - d.lower_bound)})"),
         ("migrations", f"{len(d.migrations)} (lower bound {d.migrations_lower_bound} "
                        f"for the {plural(len(off) + len(spare), 'host')} freed)"),
-        ("power off", ", ".join(d.power_off) or "nothing"),
+        ("power off", ", ".join(d.power_off) or (
+            "nothing (a migrate-only plan: no BMC file)"
+            if MIGRATE_ONLY in d.left_on.values() else "nothing")),
         ("spare hosts", ", ".join(d.spare_hosts) or f"none (asked for {d.spare})"),
         ("estimated saving", f"{d.watts_saved:.0f} W = {d.watts_saved * hours / 1000:.1f} kWh "
                              f"a day ({energy_basis(d)})"),
@@ -82,6 +101,9 @@ def _summary(d: PlanDraft, off: set[str], spare: set[str]) -> str:
 def _above(distance: int) -> str:
     """How far a plan is from its best known lower bound, in words."""
     return "at the bound" if distance <= 0 else f"{plural(distance, 'host')} above it"
+def _left_on(why: str) -> str:
+    """The ACTION of a host the plan empties and leaves on."""
+    return "left on: migrate-only" if why == MIGRATE_ONLY else "left on: no BMC"
 
 
 def _rollback_summary(d: PlanDraft) -> str:
@@ -91,6 +113,17 @@ def _rollback_summary(d: PlanDraft) -> str:
                ("power on", ", ".join(d.power_on) or "nothing"),
                ("migrations", f"{len(d.migrations)}"
                               + (f" back to their hosts in snapshot {target}" if target else ""))])
+
+
+def saving_summary(d: PlanDraft, powered_off: int) -> str:
+    """Hosts on, hosts powered off with what each draws (measured or idle_watts), and the
+    saving that adds up from them (the demo said '270 W idle each', then '2050 W')."""
+    hours = 24
+    return kv([("hosts on", f"{d.hosts_before} -> {d.hosts_after} "
+                            f"(lower bound {d.lower_bound})"),
+               ("powered off", f"{plural(powered_off, 'host')} ({energy_basis(d)})"),
+               ("saving", f"{d.watts_saved:.0f} W = {d.watts_saved * hours / 1000:.1f} kWh "
+                          f"a day = {d.watts_saved * hours * 365 / 1e6:.1f} MWh a year")])
 
 
 def energy_basis(d: PlanDraft) -> str:
@@ -108,12 +141,14 @@ def energy_basis(d: PlanDraft) -> str:
     return "; ".join(parts)
 
 
-def _use(before: float, after: float, cap: float) -> str:
+def _use(before: float, after: float, cap: float, bars: int = 10) -> str:
     b, a = (before / cap if cap else 0.0), (after / cap if cap else 0.0)
-    return f"{bar(b, 10)} {b:4.0%} -> {bar(a, 10)} {a:4.0%}"
+    if bars <= 0:
+        return f"{b:4.0%} -> {a:4.0%}"
+    return f"{bar(b, bars)} {b:4.0%} -> {bar(a, bars)} {a:4.0%}"
 
 
-def _waves(migrations: tuple, plan_id: str, full: bool) -> str:
+def _waves(migrations: tuple, plan_id: str | None, full: bool) -> str:
     """Every wave's count; its moves up to MAX_LISTED in all (every one if full)."""
     if not migrations:
         return "migrations: none"
@@ -135,5 +170,6 @@ def _waves(migrations: tuple, plan_id: str, full: bool) -> str:
         room -= len(shown)
     if not full and len(migrations) > MAX_LISTED:
         lines.append(f"  ({MAX_LISTED} of {plural(len(migrations), 'migration')} listed: "
-                     f"'consolidator plan show {plan_id} --all' lists them all)")
+                     + (f"'consolidator plan show {plan_id} --all' lists them all)"
+                        if plan_id else "a dry run stores no plan to show them all)"))
     return "\n".join(lines)

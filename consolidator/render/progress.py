@@ -47,7 +47,7 @@ class ProgressDisplay:
         self.running: dict[str, MigrationProgress] = {}
         self.shown: dict[str, int] = {}
         self.drawn = 0
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()   # a signal handler in the main thread reports too
 
     def event(self, event: MigrationProgress) -> None:
         """A migration started, advanced or ended."""

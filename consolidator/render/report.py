@@ -39,7 +39,7 @@ def render_text(report: Report) -> str:
                    ["kWh per day", f"{e.kwh_per_day_policy:.1f}", f"{e.kwh_per_day_no_policy:.1f}"],
                    ["kWh per year (estimated)", f"{e.kwh_per_year_policy:.0f}",
                     f"{e.kwh_per_year_no_policy:.0f}"],
-                   ["reduction", f"{e.reduction_pct:.1f} %", "0 %"]], align="lrr")]
+                   ["reduction", f"{e.reduction_pct:.1f} %", "0.0 %"]], align="lrr")]
     if e.kwh_measured is not None and e.kwh_per_day_measured is not None:
         out += ["", f"Measured energy (BMC readings; hosts on without one at "
                     f"{report.idle_watts:g} W): {e.kwh_measured:.1f} kWh in the period, "

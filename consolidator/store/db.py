@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, inspect, select
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from consolidator.core.errors import NotFoundError, NotMigratedError, StoreError, UsageError
+from consolidator.core.errors import NotFoundError, NotMigratedError, StoreError
 
 if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig
@@ -123,7 +123,8 @@ def resolve_id(engine: Engine, id_column: Any, ref: str, what: str) -> str:
     if not ref or not ids:
         raise NotFoundError(f"{what} {ref!r} does not exist (see 'consolidator {what}s list')")
     if len(ids) > 1:
-        raise UsageError(f"{what} id {ref!r} is ambiguous: give more characters")
+        # exit 1, as a missing id: both say the reference names no one object
+        raise NotFoundError(f"{what} id {ref!r} is ambiguous: give more characters")
     return ids[0]
 
 

@@ -7,7 +7,10 @@ store's callers: ``journal.SUCCEEDED``, ``journal.Entry``.
 
 from __future__ import annotations
 
+import getpass
+import socket
 from datetime import datetime, timezone
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, select, update
@@ -37,10 +40,22 @@ def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, targe
             cloud=cloud, plan_id=plan_id, action=action, target=target, params=params or {},
             state=RUNNING, created_at=now, started_at=now,
             lease_holder=guard.holder if guard else None,
-            lease_generation=guard.generation if guard else None))
+            lease_generation=guard.generation if guard else None, operator=operator()))
         if guard is not None:
             guard.check(conn)   # raising rolls the insert back
         return int(result.inserted_primary_key[0])
+
+
+@cache
+def operator() -> str:
+    """user@host of this process: who a journal row's action was run by."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):   # no name for the uid (a container): the uid, as ps does
+        import os
+
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
 
 
 def record(engine: Engine, *, cloud: str, plan_id: str | None, action: str, target: str,
@@ -61,11 +76,16 @@ def finish(engine: Engine, entry_id: int, state: str, result: str) -> None:
 
 
 def entries(engine: Engine, *, plan_id: str | None = None, cloud: str | None = None,
-            state: str | None = None, limit: int | None = None) -> list[Entry]:
-    """Journal rows, oldest first."""
+            state: str | None = None, limit: int | None = None,
+            since: datetime | None = None, actions: tuple[str, ...] = ()) -> list[Entry]:
+    """Journal rows, oldest first (since: created at or after; actions: any of them)."""
     query = select(journal).order_by(journal.c.id)
     if plan_id:
         query = query.where(journal.c.plan_id == plan_id)
+    if since is not None:
+        query = query.where(journal.c.created_at >= since)
+    if actions:
+        query = query.where(journal.c.action.in_(actions))
     if cloud:
         query = query.where(journal.c.cloud == cloud)
     if state:

@@ -184,6 +184,7 @@ journal = Table(
     Column("result", Text),
     Column("lease_holder", String(255)),       # who wrote it, under which lease generation
     Column("lease_generation", Integer),       # (rows written before a destructive call)
+    Column("operator", String(255)),           # user@host of the command that wrote it
 )
 
 leases = Table(

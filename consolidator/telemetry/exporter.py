@@ -12,23 +12,82 @@ Exposed series:
                                                           snapshot, as its BMC read it
   consolidator_power_watts                                those readings in all
   consolidator_power_hosts_measured                       hosts that gave a reading
+From the database at each scrape (so 'apply' and 'rollback' from the command line count):
+  consolidator_runs_total{kind="plan|rollback",status="running|succeeded|failed"}
+                                                          plans run, by whatever ran them
+  consolidator_journal_migrations_total{result="succeeded|failed"}
+                                                          live migrations the journal holds
+  consolidator_migration_duration_seconds                 a histogram of the succeeded ones
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest, start_http_server
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.plan import STATES
 
+LOG = logging.getLogger(__name__)
 HOST_STATES = ("active", "spare", "powered_off")
 MIGRATION_RESULTS = ("succeeded", "failed")
 PLAN_STATUSES = STATES
+
+
+#: Upper bounds of the migration-duration histogram's buckets, in seconds.
+DURATION_BUCKETS = (1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
+
+
+@dataclass(frozen=True)
+class StoredStats:
+    """What the database holds about runs, for the metrics read at each scrape."""
+
+    runs: Mapping[tuple[str, str], int]
+    migrations: Mapping[str, int]
+    durations: Sequence[float]
+
+
+class StoredCollector(Collector):
+    """The series the database answers, read afresh at each scrape."""
+
+    def __init__(self, read: Callable[[], StoredStats]) -> None:
+        self.read = read
+
+    def collect(self) -> Iterator[Any]:
+        """The runs, migrations and migration durations; nothing if the read fails."""
+        try:
+            stats = self.read()
+        except ConsolidatorError as exc:
+            LOG.warning("metrics from the database: %s", exc)
+            return
+        runs = CounterMetricFamily("consolidator_runs", "Plans run (apply, rollback, the "
+                                   "daemon), by kind and state.", labels=["kind", "status"])
+        for kind in ("plan", "rollback"):
+            for status in ("running", "succeeded", "failed"):
+                runs.add_metric([kind, status], stats.runs.get((kind, status), 0))
+        yield runs
+        moved = CounterMetricFamily("consolidator_journal_migrations", "Live migrations the "
+                                    "journal holds, by result.", labels=["result"])
+        for result in MIGRATION_RESULTS:
+            moved.add_metric([result], stats.migrations.get(result, 0))
+        yield moved
+        buckets = []
+        for bound in DURATION_BUCKETS:
+            buckets.append((floatToGoString(bound), sum(d <= bound for d in stats.durations)))
+        buckets.append(("+Inf", len(stats.durations)))
+        yield HistogramMetricFamily("consolidator_migration_duration_seconds",
+                                    "Durations of the succeeded live migrations.",
+                                    buckets=buckets, sum_value=float(sum(stats.durations)))
 
 
 class MetricsError(ConsolidatorError):
@@ -38,9 +97,11 @@ class MetricsError(ConsolidatorError):
 class Metrics:
     """The daemon's gauges and counters, and the HTTP endpoint that serves them."""
 
-    def __init__(self) -> None:
+    def __init__(self, stored: Callable[[], StoredStats] | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         reg = self.registry
+        if stored is not None:
+            reg.register(StoredCollector(stored))
         self.hosts = Gauge("consolidator_hosts", "Hosts by state after the last cycle.",
                            ["state"], registry=reg)
         self.plans = Gauge("consolidator_plans", "Stored plans by status.", ["status"],
@@ -92,6 +153,14 @@ class Metrics:
             self.host_power.labels(host=host).set(value)
         self.power.set(sum(watts.values()))
         self.power_hosts.set(len(watts))
+
+    def set_hosts(self, hosts_active: int, hosts_spare: int, hosts_off: int,
+                  watts_saved: float) -> None:
+        """The hosts by state and the watts saved, as the database last saw them."""
+        for state, count in zip(HOST_STATES, (hosts_active, hosts_spare, hosts_off),
+                                strict=True):
+            self.hosts.labels(state=state).set(count)
+        self.watts_saved.set(watts_saved)
 
     def set_plans(self, counts: Mapping[str, int]) -> None:
         """Set the plan counts by status; a known status absent from counts becomes 0."""

@@ -29,7 +29,8 @@ def test_snapshot_show_export_round_trip(db_url: str, bundled_scenario: Path,
     assert table.code == 0 and "compute-07" in table.out and "RAM GiB" in table.out
 
     exported = tmp_path / "export.yaml"
-    assert run("snapshots", "export", snapshot_id, "-o", str(exported), db_url=db_url).code == 0
+    assert run("snapshots", "export", snapshot_id, "--output", str(exported),
+               db_url=db_url).code == 0
     assert load_cluster(exported) == load_cluster(bundled_scenario)
     again = run("snapshot", "--scenario", str(exported), db_url=db_url)
     assert again.code == 0

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ import yaml
 
 from consolidator.app.config import config_from_sections
 from consolidator.app.context import AppContext
+from consolidator.app.metrics import stored_stats
 from consolidator.daemon import Daemon
 from consolidator.emulators.fake.cloud import FakeCloud
 from consolidator.power.bmc_file import load_bmc_file
@@ -253,6 +255,7 @@ def test_cycle_metrics(bed: tuple, tmp_path: Path) -> None:
     assert 'consolidator_plans{status="succeeded"} 1.0' in text
     # the same watts the cycle's plan estimated from the BMC readings, not 3 x 270 W assumed
     plan = load_plan(engine, result.plan_id)
+    assert plan.snapshot_id == result.snapshot_id   # planned from the cycle's own snapshot
     saved = next(float(line.split()[1]) for line in text.splitlines()
                  if line.startswith("consolidator_watts_saved "))
     assert saved == pytest.approx(plan.draft.watts_saved) and saved != 3 * 270
@@ -271,11 +274,21 @@ def test_a_restarted_daemon_exports_the_last_snapshot_before_its_first_cycle(
     first = make_daemon(cloud, engine, tmp_path)
     with time_machine.travel(NIGHT, tick=True):
         first.cycle()
-    restarted = Daemon(first.ctx, metrics=Metrics())
+    restarted = Daemon(first.ctx, metrics=Metrics(stored=partial(stored_stats, first.ctx)))
     text = restarted.metrics.exposition().decode()
     assert "consolidator_power_hosts_measured 5.0" in text
     assert text.count("consolidator_host_power_watts{host=") == 5
     assert 'consolidator_plans{status="succeeded"} 1.0' in text
+    # the hosts and the watts saved too: they were 0 while 3 hosts were off (issue 27)
+    assert 'consolidator_hosts{state="powered_off"} 3.0' in text
+    assert 'consolidator_hosts{state="active"} 2.0' in text
+    saved = next(float(line.split()[1]) for line in text.splitlines()
+                 if line.startswith("consolidator_watts_saved "))
+    assert saved > 0
+    # and the runs the database holds, whoever ran them
+    assert 'consolidator_runs_total{kind="plan",status="succeeded"} 1.0' in text
+    assert 'consolidator_journal_migrations_total{result="succeeded"} 6.0' in text
+    assert 'consolidator_migration_duration_seconds_count 6.0' in text
 
 
 def test_daemon_snapshots_carry_the_usage_statistics(tmp_path: Path) -> None:

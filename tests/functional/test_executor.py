@@ -61,7 +61,10 @@ class Bed:
     snapshot_id: str = ""
 
     def plan(self) -> StoredPlan:
-        ctx = AppContext.of(config=PACKED, engine=self.engine, connect=self.cloud.connect)
+        # a lookup given (knowing no BMC): the plan powers hosts off, which the executor,
+        # given the BMC file's drivers, does; without any, a plan is migrate-only (issue 27)
+        ctx = AppContext.of(config=PACKED, engine=self.engine, connect=self.cloud.connect,
+                            power=lambda _host: None)
         snap, _ = record_snapshot(ctx)
         self.snapshot_id = snap.info.id
         plan = make_plan(ctx, snap, PlanRequest(algorithm="firstfit"))

@@ -22,5 +22,5 @@ def test_plans_list_gives_a_rollback_plan_no_lower_bound(db_url: str) -> None:
     engine.dispose()
     listed = run("plans", "list", db_url=db_url)
     assert listed.code == 0, listed.err
-    rows = {line.split()[3]: line.split() for line in listed.out.splitlines()[2:]}
+    rows = {line.split()[2]: line.split() for line in listed.out.splitlines()[2:]}
     assert rows["firstfit"][-1] == "1" and rows["rollback"][-1] == "-", listed.out

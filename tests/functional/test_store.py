@@ -12,7 +12,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, MetaData, inspect, select
 
-from consolidator.core.errors import NotFoundError, NotMigratedError, UsageError
+from consolidator.core.errors import NotFoundError, NotMigratedError
 from consolidator.core.model import Cluster
 from consolidator.scenario.files import load_cluster
 from consolidator.store.db import check_migrated, current_revision, head_revision, make_engine
@@ -65,8 +65,9 @@ def test_unknown_and_ambiguous_ids(db_url: str, bundled_scenario: Path) -> None:
     ids = [save_snapshot(engine, cluster, cloud="c", source="t").info.id for _ in range(20)]
     shared = {i[0] for i in ids}
     common = next(c for c in shared if sum(i.startswith(c) for i in ids) > 1)
-    with pytest.raises(UsageError, match="ambiguous"):
+    with pytest.raises(NotFoundError, match="ambiguous") as raised:
         resolve_snapshot_id(engine, common)
+    assert raised.value.exit_code == 1   # as a missing snapshot's (it was 2)
 
 
 def test_snapshot_round_trip_keeps_aggregates(db_url: str, bundled_scenario: Path) -> None:

@@ -106,13 +106,14 @@ def test_plan_and_apply_agree_on_a_host_without_a_bmc(tmp_path: Path) -> None:
         op = operator_for(served, tmp_path)
         plan = json.loads(op("plan", "-a", "firstfit", "--format", "json").out)
         assert plan["power_off"] == ["c4"]
-        assert plan["left_on"] == {
-            "c3": "emptied, left on: no BMC is configured for it in the BMC file"}
-        shown = op("plan", "show", plan["id"])
-        assert "left on: no BMC" in shown.out
+        # issue 27: a host that stays on anyway is not emptied for nothing
+        assert plan["left_on"] == {}
+        assert "c3" not in {m["source"] for m in plan["migrations"]}
+        assert any("not emptied, as it stays on anyway" in n and "c3" in n
+                   for n in plan["notes"])
         applied = op("apply", plan["id"], "--yes")
         assert applied.code == 0, applied.out + applied.err
-        assert "c3 left on as planned: emptied, left on: no BMC" in applied.out
         state = served.state()["hosts"]
         assert state["c3"]["power"] == "on" and state["c3"]["status"] == "enabled"
+        assert state["c3"]["servers"] == 3
         assert state["c4"]["power"] == "off"

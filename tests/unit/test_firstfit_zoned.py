@@ -75,7 +75,8 @@ def test_zones_separate_important_from_unimportant() -> None:
     c = cluster(hosts(("c1", 8, 65536), ("c2", 8, 65536), ("c3", 8, 65536)),
                 [vm("i1", "c1", 2), vm("i2", "c1", 2), vm("u1", "c1", 2, metadata=low),
                  vm("i3", "c2", 2), vm("u2", "c3", 2, metadata=low)])
-    plan = plan_cluster(c, "zoned-bestfit", options={"zones": zones, "order": "paper"})
+    plan = plan_cluster(c, "zoned-bestfit", options={"zones": zones, "order": "paper"},
+                        settings=NO_N_PLUS_ONE)
     moves = {m.instance_name: m.destination for m in plan.migrations}
     assert "i3" not in moves or moves["i3"] != "c1"
     assert moves.get("u2") == "c1"

@@ -96,3 +96,53 @@ def test_power_readings_are_exported_per_host_and_in_all() -> None:
     assert ("consolidator_host_power_watts", (("host", "c-01"),)) not in got
     assert got[("consolidator_power_watts", ())] == 200.0
     assert got[("consolidator_power_hosts_measured", ())] == 1
+
+
+def test_runs_migrations_and_their_durations_come_from_the_database_at_each_scrape() -> None:
+    """Metrics existed only for the daemon's own cycles: an apply from the CLI was not
+    counted, and migration durations had no histogram."""
+    from consolidator.telemetry.exporter import StoredStats
+
+    stats = [StoredStats(runs={("plan", "succeeded"): 2, ("rollback", "failed"): 1},
+                         migrations={"succeeded": 3, "failed": 1}, durations=[0.5, 4.0, 70.0])]
+    metrics = Metrics(stored=lambda: stats[-1])
+    got = samples(metrics)
+    assert got[("consolidator_runs_total", (("kind", "plan"), ("status", "succeeded")))] == 2
+    assert got[("consolidator_runs_total", (("kind", "rollback"), ("status", "failed")))] == 1
+    assert got[("consolidator_runs_total", (("kind", "plan"), ("status", "failed")))] == 0
+    assert got[("consolidator_journal_migrations_total", (("result", "failed"),))] == 1
+    histogram = "consolidator_migration_duration_seconds"
+    assert got[(f"{histogram}_bucket", (("le", "1.0"),))] == 1
+    assert got[(f"{histogram}_bucket", (("le", "5.0"),))] == 2
+    assert got[(f"{histogram}_bucket", (("le", "+Inf"),))] == 3
+    assert got[(f"{histogram}_count", ())] == 3 and got[(f"{histogram}_sum", ())] == 74.5
+    stats.append(StoredStats(runs={("plan", "succeeded"): 3}, migrations={}, durations=[]))
+    assert samples(metrics)[("consolidator_runs_total",
+                             (("kind", "plan"), ("status", "succeeded")))] == 3
+
+
+def test_hosts_and_watts_saved_can_be_set_from_what_the_database_holds() -> None:
+    metrics = Metrics()
+    metrics.set_hosts(4, 1, 6, 1620.0)
+    got = samples(metrics)
+    assert got[("consolidator_hosts", (("state", "powered_off"),))] == 6
+    assert got[("consolidator_watts_saved", ())] == 1620.0
+
+
+def test_the_grafana_dashboard_reads_only_series_the_exporter_serves() -> None:
+    """etc/grafana/consolidator-dashboard.json: valid JSON, every query over our series."""
+    import json
+    import re
+    from pathlib import Path
+
+    from consolidator.telemetry.exporter import StoredStats
+
+    board = json.loads((Path(__file__).resolve().parents[2] / "etc" / "grafana" /
+                        "consolidator-dashboard.json").read_text())
+    metrics = Metrics(stored=lambda: StoredStats(runs={}, migrations={}, durations=[1.0]))
+    served = {name for name, _ in samples(metrics)}
+    used = {name for p in board["panels"] for t in p["targets"]
+            for name in re.findall(r"consolidator_[a-z_]+", t["expr"])}
+    assert used and used <= served, used - served
+    assert {"consolidator_runs_total", "consolidator_migration_duration_seconds_bucket",
+            "consolidator_hosts", "consolidator_watts_saved"} <= used

@@ -57,3 +57,12 @@ def test_a_terminal_gets_one_redrawn_line_per_running_migration() -> None:
 def test_poll_delays_double_from_the_first_to_the_cap() -> None:
     delays = poll_delays(0.1, 2.0)
     assert [next(delays) for _ in range(7)] == [0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0]
+
+
+def test_apply_gives_an_eta_from_the_rate_so_far() -> None:
+    """apply showed no ETA: each wave line now says about how long is left."""
+    from consolidator.execution.move_runner import eta
+
+    assert eta(elapsed=40.0, done=8, left=24) == ", about 2 min 0 s left"
+    assert eta(elapsed=3.0, done=0, left=82) == ""      # nothing done yet: no rate
+    assert eta(elapsed=30.0, done=82, left=0) == ""

@@ -6,7 +6,7 @@ import re
 from datetime import datetime, timezone
 
 from consolidator.core.plan import Move, PlanDraft, StoredPlan
-from consolidator.render.plan import MAX_LISTED, render_plan
+from consolidator.render.plan import MAX_LISTED, render_plan, saving_summary
 from tests.unit.builders import cluster, hosts, vm
 
 NOW = datetime(2024, 5, 1, tzinfo=timezone.utc)
@@ -69,3 +69,39 @@ def test_a_plan_states_its_distance_from_the_lower_bound() -> None:
     """Every plan says how far it is from the best lower bound it knows."""
     plan, c = long_plan()
     assert "44 -> 4 (lower bound 2: 2 hosts above it)" in render_plan(plan, c)
+
+
+def test_a_dry_run_plan_points_to_no_command_that_shows_it() -> None:
+    """rollback --dry-run pointed to 'plan show ID --all' for a plan it never stored."""
+    plan, c = long_plan(algorithm="rollback", power_on=("s00",))
+    text = render_plan(plan, c, approve_hint=False, stored=False)
+    assert "plan show" not in text
+    assert f"({MAX_LISTED} of 120 migrations listed: a dry run stores no plan" in text
+
+
+def test_the_saving_adds_up_from_what_each_host_draws() -> None:
+    """The demo said '6 hosts at 270 W idle each' and then 'saving: 2050 W'."""
+    plan, _ = long_plan()
+    d = plan.draft
+    measured = {h: 300.0 + n for n, h in enumerate(d.power_off[:2])}
+    from dataclasses import replace
+    d = replace(d, power_off=d.power_off[:3], host_watts=measured,
+                watts_basis=dict.fromkeys(measured, "measured"))
+    text = saving_summary(d, 3)
+    assert "at 270 W idle each" not in text
+    assert "3 hosts (measured: s00 300 W, s01 301 W; 270 W idle per host, no reading: s02)" \
+        in text
+    assert "saving:      871 W" in text
+
+
+def test_the_host_table_fits_the_terminal_by_narrowing_then_dropping_its_bars() -> None:
+    """plan show printed 140 columns whatever the terminal's width."""
+    plan, c = long_plan()
+    wide = render_plan(plan, c)
+    width = max(len(line) for line in wide.splitlines() if line.startswith("s00 "))
+    narrow = render_plan(plan, c, width=100)
+    row = next(line for line in narrow.splitlines() if line.startswith("s00 "))
+    assert len(row) <= 100 < width and "[.....]" in row and "[.........." not in row
+    bare = render_plan(plan, c, width=60)
+    row = next(line for line in bare.splitlines() if line.startswith("s00 "))
+    assert "[" not in row and "->" in row

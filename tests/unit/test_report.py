@@ -110,6 +110,9 @@ def test_build_keeps_the_period_and_renders_table_and_json() -> None:
     assert "2024-05-01 05:00  " + bar(6, 11, 11) + "  6/11" in text
     assert "2024-05-01 06:00  " + bar(8, 11, 11) + "  8/11" in text
     assert "no plan ran in this period" in text and "16556" in text
+    # both reductions in one form: it printed '36.4 %' beside '0 %'
+    reduction = next(line for line in text.splitlines() if line.startswith("reduction"))
+    assert reduction.split()[1:] == ["36.4", "%", "0.0", "%"]
 
 
 def test_hourly_keeps_the_last_snapshot_of_each_hour() -> None:

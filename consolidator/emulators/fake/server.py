@@ -6,6 +6,7 @@ import contextlib
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -239,6 +240,12 @@ class _Server(ThreadingHTTPServer):
         with self.conn_lock:
             self.connections.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (a broken pipe, a reset) is no error worth a traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class HTTPServer:

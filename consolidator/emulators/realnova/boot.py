@@ -9,6 +9,7 @@ from typing import Any
 
 from consolidator.core.model import CLASSIC_CLASSES, Cluster, Instance
 from consolidator.emulators.realnova.controlplane import ControlPlane
+from consolidator.emulators.realnova.progress import BootProgress
 
 LOG = logging.getLogger(__name__)
 #: Nova statuses a server reaches from ACTIVE by one action.
@@ -51,7 +52,9 @@ def flavor_specs(inst: Instance) -> dict[str, str]:
 class Booter:
     """Creates the scenario's Nova objects through Nova's own API, as an admin."""
 
-    def __init__(self, plane: ControlPlane, cluster: Cluster, concurrency: int) -> None:
+    def __init__(self, plane: ControlPlane, cluster: Cluster, concurrency: int,
+                 echo: Callable[[str], None] | None = None) -> None:
+        self.echo = echo
         self.plane = plane
         self.api = plane.admin_api
         self.cluster = cluster
@@ -139,6 +142,7 @@ class Booter:
         building: dict[str, Instance] = {}
         attempts: dict[str, int] = {}
         queue = list(self.cluster.instances)
+        progress = BootProgress(len(queue), self.echo) if self.echo else None
         while queue or building:
             while queue and len(building) < self.concurrency:
                 inst = queue.pop(0)
@@ -152,6 +156,8 @@ class Booter:
                 host = server.get("OS-EXT-SRV-ATTR:host")
                 if server["status"] == "ACTIVE" and host == self.service_host[inst.host]:
                     ids[inst.name] = server_id
+                    if progress is not None:
+                        progress(len(ids))
                     continue
                 fault = (server.get("fault") or {}).get("message")
                 attempts[inst.name] = attempts.get(inst.name, 1) + 1

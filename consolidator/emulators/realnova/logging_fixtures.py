@@ -25,7 +25,11 @@ def file_logging(path: str | None, level: int = logging.INFO) -> type[fixtures.F
                                         else logging.NullHandler())
             handler.setFormatter(logging.Formatter(
                 "%(asctime)s %(levelname)s [%(name)s] %(message)s"))
-            logging.getLogger().setLevel(level)
+            root = logging.getLogger()
+            # runs after the handlers are restored (cleanups run last first): Nova's INFO
+            # lines while the rest of it shuts down reached stdout with --log-file
+            self.addCleanup(root.setLevel, max(root.level, logging.WARNING))
+            root.setLevel(level)
             self.useFixture(fixtures.LogHandler(handler, nuke_handlers=True))
             for name in NOISY:
                 logging.getLogger(name).setLevel(logging.WARNING)

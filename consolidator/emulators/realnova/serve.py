@@ -99,7 +99,8 @@ class RealNovaServer:
         self.echo(f"nova control plane and {len(self.cluster.hosts)} nova-compute services "
                   f"up in {self.timings['control_plane_s']:.1f} s")
         t1 = time.monotonic()
-        ids = Booter(self.plane, self.cluster, self.options.boot_concurrency).run()
+        ids = Booter(self.plane, self.cluster, self.options.boot_concurrency,
+                     echo=self.echo).run()
         for host in self.cluster.hosts:
             if host.power == "off":
                 self.book.set_power(host.name, False)

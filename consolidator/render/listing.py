@@ -1,0 +1,204 @@
+"""Listings and shows in OpenStack's CLI conventions: -f table|json|yaml|value|csv,
+-c COLUMN (repeatable), --sort-column, and tables fitted to the terminal (--long for the
+wide columns).
+
+A listing is records (the JSON objects ``-f json`` prints, unchanged) and the columns that
+show them. ``-c`` names a column by its heading (``-c ID``, ``-c "lower bound"``) or a record
+key (``-c lower_bound``), case-insensitively. value and csv are cliff's own formatters, so
+their quoting and separators are exactly the ``openstack`` client's; json and yaml print the
+records (restricted to the chosen columns' keys), so that ``-f json`` stays the documented
+contract; the table is the project's own (a header rule, bars, no borders).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from consolidator.core.errors import UsageError
+from consolidator.render import cell, table
+
+FORMATS = ("table", "json", "yaml", "value", "csv")
+#: The narrowest a cut column gets, in characters.
+MIN_CUT = 12
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its heading, the record keys it shows, and how a table cell shows them."""
+
+    header: str
+    keys: tuple[str, ...]
+    #: The table cell from the record (default: the first key's value).
+    cell: Callable[[Mapping[str, Any]], object] | None = None
+    #: Shown only with --long (or when -c names it).
+    long: bool = False
+    #: 'l' or 'r' (default: numbers right).
+    align: str | None = None
+    #: May be cut with '...' to fit the terminal.
+    cut: bool = False
+
+    def shown(self, record: Mapping[str, Any]) -> object:
+        """The table cell."""
+        return self.cell(record) if self.cell else record.get(self.keys[0])
+
+    def value(self, record: Mapping[str, Any]) -> object:
+        """The machine value (value, csv): the key's own where there is one key and it is a
+        scalar (a full id, not the table's short one), else the table cell."""
+        if len(self.keys) == 1:
+            raw = record.get(self.keys[0])
+            if raw is None or isinstance(raw, (str, int, float, bool)):
+                return raw
+        shown = self.shown(record)
+        return "" if shown is None else shown
+
+
+@dataclass(frozen=True)
+class Output:
+    """What the command line asked of a listing."""
+
+    fmt: str = "table"
+    columns: tuple[str, ...] = ()
+    sort: tuple[str, ...] = ()
+    descending: bool = False
+    long: bool = False
+    #: The terminal's width to fit a table to (0: do not fit).
+    width: int = 0
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("_", " ").replace("-", " ")
+
+
+def find(columns: Sequence[Column], name: str) -> Column:
+    """The column a -c or --sort-column name means (UsageError naming the choices)."""
+    wanted = _norm(name)
+    for column in columns:
+        if _norm(column.header) == wanted or any(_norm(k) == wanted for k in column.keys):
+            return column
+    choices = ", ".join(c.header for c in columns)
+    raise UsageError(f"no column {name!r}: choose among {choices}")
+
+
+def chosen(columns: Sequence[Column], out: Output) -> list[Column]:
+    """The columns to print: -c's in its order, else every column (the long ones with
+    --long only)."""
+    if out.columns:
+        return [find(columns, name) for name in out.columns]
+    return [c for c in columns if out.long or not c.long]
+
+
+def _sort_key(value: object) -> tuple[int, Any]:
+    if value is None:
+        return (0, "")
+    if isinstance(value, (int, float)):
+        return (1, value)
+    return (2, str(value))
+
+
+def ordered(records: Sequence[Mapping[str, Any]], columns: Sequence[Column],
+            out: Output) -> list[Mapping[str, Any]]:
+    """The records sorted by --sort-column (each in turn), else as given."""
+    result = list(records)
+    for name in reversed(out.sort):
+        column = find(columns, name)
+        result.sort(key=lambda r, c=column: _sort_key(c.value(r)), reverse=out.descending)
+    return result
+
+
+def listing(records: Sequence[Mapping[str, Any]], columns: Sequence[Column],
+            out: Output) -> str:
+    """A listing in the asked format (no trailing newline)."""
+    shown = chosen(columns, out)
+    rows = ordered(records, columns, out)
+    if out.fmt in ("json", "yaml"):
+        keys = [k for c in shown for k in c.keys] if out.columns else None
+        docs = [{k: r.get(k) for k in keys} if keys else dict(r) for r in rows]
+        return _machine(docs, out.fmt)
+    if out.fmt in ("value", "csv"):
+        return _cliff(out.fmt, [c.header for c in shown],
+                      [[c.value(r) for c in shown] for r in rows], many=True)
+    return fitted(shown, [[c.shown(r) for c in shown] for r in rows], out.width)
+
+
+def show(record: Mapping[str, Any], fields: Sequence[Column], out: Output,
+         table_view: Callable[[], str]) -> str:
+    """One record (a show command): its own table view without -c, else the fields asked."""
+    if out.fmt in ("json", "yaml"):
+        keys = [k for c in chosen(fields, out) for k in c.keys] if out.columns else None
+        return _machine({k: record.get(k) for k in keys} if keys else dict(record), out.fmt)
+    if out.fmt == "table" and not out.columns:
+        return table_view()
+    picked = chosen(fields, out)
+    if out.fmt == "table":
+        return table(["FIELD", "VALUE"], [[c.header, c.shown(record)] for c in picked],
+                     align="ll")
+    return _cliff(out.fmt, [c.header for c in picked], [c.value(record) for c in picked],
+                  many=False)
+
+
+def _machine(doc: Any, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(doc, indent=2, default=str)
+    import yaml
+
+    return yaml.safe_dump(json.loads(json.dumps(doc, default=str)), sort_keys=False,
+                          default_flow_style=False).rstrip("\n")
+
+
+def _cliff(fmt: str, headers: list[str], data: Any, *, many: bool) -> str:
+    """value and csv through cliff's formatters (the openstack client's own)."""
+    from cliff.formatters.commaseparated import CSVLister
+    from cliff.formatters.value import ValueFormatter
+
+    stream = io.StringIO()
+    args = argparse.Namespace(quote_mode="nonnumeric")
+    if fmt == "csv":
+        rows = [data] if not many else data
+        CSVLister().emit_list(headers, [[_plain(v) for v in row] for row in rows], stream, args)
+    elif many:
+        ValueFormatter().emit_list(headers, [[_plain(v) for v in row] for row in data],
+                                   stream, args)
+    else:
+        ValueFormatter().emit_one(headers, [_plain(v) for v in data], stream, args)
+    return stream.getvalue().replace("\r\n", "\n").rstrip("\n")
+
+
+def _plain(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return value
+
+
+def fitted(columns: Sequence[Column], rows: list[list[object]], width: int) -> str:
+    """The table, its cuttable columns cut with '...' (widest first, down to MIN_CUT) until
+    it fits `width` (0: as it is)."""
+    headers = [c.header for c in columns]
+    align = "".join(c.align or ("r" if rows and all(
+        isinstance(r[i], (int, float)) or r[i] is None for r in rows) else "l")
+        for i, c in enumerate(columns))
+    text = table(headers, rows, align)
+    if width <= 0:
+        return text
+    cells = [[cell(v) for v in row] for row in rows]
+    while max(map(len, text.splitlines()), default=0) > width:
+        widths = {i: max([len(headers[i]), *(len(r[i]) for r in cells)])
+                  for i, c in enumerate(columns) if c.cut}
+        widths = {i: w for i, w in widths.items() if w > MIN_CUT}
+        if not widths:
+            break
+        i = max(widths, key=lambda k: widths[k])
+        over = max(map(len, text.splitlines())) - width
+        keep = max(MIN_CUT, widths[i] - over)
+        for row in cells:
+            if len(row[i]) > keep:
+                row[i] = row[i][:keep - 3] + "..."
+        text = table(headers, cells, align)
+    return text
+

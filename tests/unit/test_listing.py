@@ -1,0 +1,83 @@
+"""Listings in OpenStack's CLI conventions: -f, -c, --sort-column, --long, fitting the
+terminal (issue 27), and the table details it found wrong."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from consolidator.core.errors import UsageError
+from consolidator.render import table
+from consolidator.render.asked import asked_for
+from consolidator.render.listing import Column, Output, listing, show
+
+COLUMNS = (Column("ID", ("id",)), Column("NAME", ("name",)),
+           Column("LOWER BOUND", ("lower_bound",)),
+           Column("HOSTS", ("before", "after"), cell=lambda r: f"{r['before']} -> {r['after']}"),
+           Column("REASON", ("reason",), cut=True), Column("SOURCE", ("source",), long=True))
+RECORDS = [
+    {"id": "b2", "name": "beta", "lower_bound": 4, "before": 11, "after": 5,
+     "reason": "consolidator: emptied by plan 3e45e9c7 for power-off", "source": "cloud:x"},
+    {"id": "a1", "name": "alpha, the first", "lower_bound": None, "before": 5, "after": 11,
+     "reason": "", "source": "cloud:y"},
+]
+
+
+def test_value_and_csv_print_the_chosen_columns_as_the_openstack_client_does() -> None:
+    out = Output(fmt="value", columns=("id", "LOWER BOUND"))
+    assert listing(RECORDS, COLUMNS, out) == "b2 4\na1 "
+    csv = listing(RECORDS, COLUMNS, Output(fmt="csv", columns=("ID", "name", "hosts")))
+    assert csv.splitlines() == ['"ID","NAME","HOSTS"', '"b2","beta","11 -> 5"',
+                                '"a1","alpha, the first","5 -> 11"']
+
+
+def test_json_and_yaml_keep_the_records_keys_and_restrict_them_with_c() -> None:
+    assert json.loads(listing(RECORDS, COLUMNS, Output(fmt="json"))) == RECORDS
+    assert yaml.safe_load(listing(RECORDS, COLUMNS, Output(fmt="yaml", columns=("hosts",)))) \
+        == [{"before": 11, "after": 5}, {"before": 5, "after": 11}]
+
+
+def test_sort_column_and_long() -> None:
+    by_id = listing(RECORDS, COLUMNS, Output(fmt="value", columns=("id",), sort=("id",)))
+    assert by_id.splitlines() == ["a1", "b2"]
+    down = listing(RECORDS, COLUMNS, Output(fmt="value", columns=("id",), sort=("name",),
+                                            descending=True))
+    assert down.splitlines() == ["b2", "a1"]
+    assert "SOURCE" not in listing(RECORDS, COLUMNS, Output())
+    assert "SOURCE" in listing(RECORDS, COLUMNS, Output(long=True))
+
+
+def test_an_unknown_column_is_one_usage_line_naming_the_choices() -> None:
+    with pytest.raises(UsageError, match=r"no column 'nope': choose among ID, NAME, "):
+        listing(RECORDS, COLUMNS, Output(columns=("nope",)))
+
+
+def test_a_table_is_cut_to_the_terminal_width_in_its_cuttable_columns() -> None:
+    wide = listing(RECORDS, COLUMNS, Output())
+    assert max(len(line) for line in wide.splitlines()) > 60
+    cut = listing(RECORDS, COLUMNS, Output(width=60))
+    assert max(len(line) for line in cut.splitlines()) <= 60
+    assert "consolidator:..." in cut and "cloud:x" not in cut
+
+
+def test_a_number_column_stays_right_aligned_when_a_row_shows_a_dash() -> None:
+    """LOWER BOUND lost its alignment when a (rollback) row showed '-'."""
+    text = table(["ID", "LOWER BOUND"], [["a", 4], ["b", None]])
+    assert text.splitlines()[2:] == ["a   " + " " * 10 + "4", "b   " + " " * 10 + "-"]
+
+
+def test_a_rollback_reads_as_one_not_as_an_internal_option() -> None:
+    """plans list showed 'rollback -o target_snapshot=<uuid>'."""
+    assert asked_for("rollback", None, {"target_snapshot": "6d000c1c-08e8-4c27"}) == \
+        "rollback to 6d000c1c"
+
+
+def test_show_prints_the_asked_fields_or_its_own_view() -> None:
+    record = RECORDS[0]
+    assert show(record, COLUMNS, Output(fmt="value", columns=("name", "id")),
+                lambda: "VIEW") == "beta\nb2"
+    assert show(record, COLUMNS, Output(), lambda: "VIEW") == "VIEW"
+    assert json.loads(show(record, COLUMNS, Output(fmt="json", columns=("id",)),
+                           lambda: "VIEW")) == {"id": "b2"}
