@@ -5,6 +5,7 @@ display."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -14,12 +15,13 @@ from consolidator.app.dry_run import dry_rollback_context
 from consolidator.app.leadership import refuse_while_executor_runs
 from consolidator.app.notify import notify
 from consolidator.app.review import approve, cancel
-from consolidator.app.settings import settings_from_config
+from consolidator.app.settings import executor_settings, settings_from_config
 from consolidator.app.snapshots import check_read_from, read_cloud, store_inventory
 from consolidator.core.errors import UsageError
 from consolidator.core.model import Cluster
 from consolidator.core.plan import StoredPlan
 from consolidator.core.rollback_plan import rollback_draft
+from consolidator.core.wording import plural
 from consolidator.store import journal
 from consolidator.store.leases import LeaseHeldError
 from consolidator.store.plans import list_plans, load_plan, save_plan
@@ -27,6 +29,7 @@ from consolidator.store.snapshots import Snapshot, load_snapshot
 
 if TYPE_CHECKING:
     from consolidator.execution.executor import Outcome
+    from consolidator.openstack.inventory import Inventory
 
 
 @dataclass(frozen=True)
@@ -67,13 +70,29 @@ def bmc_power(ctx: AppContext, cluster: Cluster) -> dict[str, str]:
     return {name: read_power(driver) for name, driver in drivers.items() if driver is not None}
 
 
+def settled_cloud(ctx: AppContext, cloud: str) -> Inventory:
+    """The live cloud once no instance is migrating: a run killed mid-migration leaves Nova
+    finishing it, and a move planned from its source would be undone by it. Waits up to
+    [executor] migration_timeout, saying what for; then the draft notes what still moves."""
+    settings = executor_settings(ctx.config)
+    deadline = time.monotonic() + settings.migration_timeout
+    while True:
+        inventory = read_cloud(ctx, cloud)
+        moving = [i.name for i in inventory.cluster.instances if i.status == "MIGRATING"]
+        if not moving or time.monotonic() > deadline:
+            return inventory
+        ctx.report(f"waiting for {plural(len(moving), 'live migration')} under way "
+                   f"({', '.join(moving[:5])}) to end before planning the rollback")
+        time.sleep(max(settings.poll_interval, 0.5))
+
+
 def prepare_rollback(ctx: AppContext, snapshot_ref: str, *, partial: bool = False
                      ) -> PreparedRollback:
     """Read the live cloud and store the proposed plan back to the snapshot; it powers on
     only hosts consolidator powered off, and with partial moves back only what fits."""
     engine = ctx.engine()
     target = load_snapshot(engine, snapshot_ref)
-    inventory = read_cloud(ctx, ctx.cloud_name or target.info.cloud)
+    inventory = settled_cloud(ctx, ctx.cloud_name or target.info.cloud)
     check_read_from(target.info, inventory, "roll this cloud back")
     live = inventory.cluster
     draft = rollback_draft(target.cluster, live,

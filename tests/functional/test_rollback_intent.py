@@ -180,6 +180,32 @@ def test_kill_9_during_the_power_off_is_rolled_back(rig: Rig) -> None:
     assert_as_recorded(rig.cloud, before.cluster)
 
 
+def test_kill_9_during_a_live_migration_is_rolled_back_once_it_settles(rig: Rig) -> None:
+    """Seen on real Nova: the killed apply's live migration went on; rollback, run at once,
+    saw the instance MIGRATING, left it ('not ACTIVE'), said succeeded, and the instance
+    then landed on the plan's destination. Rollback now waits for it, then moves it back."""
+    plan = rig.plan()
+    before = load_snapshot(rig.engine, rig.snapshot_id)
+    victim = plan.draft.migrations[0]
+    rig.cloud.add_fault({"type": "migration_slow", "instance": victim.instance_name,
+                         "seconds": 8.0, "count": 1})
+    executor = rig.executor()
+    real = executor.nova
+
+    class DiesAfterThePost(Nova):
+        def live_migrate(self, server_id: str, compute_host: str) -> None:
+            real.live_migrate(server_id, compute_host)
+            raise Killed
+    executor.nova = DiesAfterThePost(rig.cloud.connect())
+    with pytest.raises(Killed):
+        executor.run(plan)
+    assert rig.cloud.server_status(victim.instance_id) == "MIGRATING"
+    done = rig.rollback(before.info.id)
+    assert done.outcome is not None and done.outcome.ok, done.outcome
+    assert rig.cloud.server_status(victim.instance_id) == "ACTIVE"   # nothing still moving
+    assert_as_recorded(rig.cloud, before.cluster)
+
+
 # -- point 7: unknown power is read again, never taken for 'on' ------------------------------
 
 
