@@ -353,7 +353,10 @@ def algorithms_cmd(out: Output) -> None:
         ["auto", "the default: zoned-bestfit and hvp --light, keeping the plan "
          "that frees the most hosts within the budget", ""],
         ["fewest-migrations", "what a budgeted plan may read: the k least "
-         "populated hosts emptied by METAHVPLIGHT (not an -a choice)", "002"]]
+         "populated hosts emptied by METAHVPLIGHT (not an -a choice)", "002"],
+        ["budget-search", "what a budgeted plan may read: hosts to empty chosen by "
+         "capacity and population within the budget, packed by METAHVPLIGHT (not an -a "
+         "choice)", "002"]]
     rankings = [list(e) for e in ranking_entries()]
     if out.fmt == "table" and not out.columns and not out.sort:
         click.echo(table(["ALGORITHM", "WHAT IT DOES", "PAPER"], algorithms))

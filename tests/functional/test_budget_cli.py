@@ -198,4 +198,4 @@ def test_auto_and_fewest_migrations_are_named_where_algorithms_are_listed(
     listing = run("algorithms").out
     assert "\nauto " in listing and "\nfewest-migrations " in listing, listing
     bad = run("plan", "-a", "nope", "--scenario", str(scenario_file(tmp_path)), db_url=db_url)
-    assert bad.code == 2 and "choose one of auto, firstfit" in bad.err, bad.err
+    assert bad.code == 2 and "choose one of auto, exact, firstfit" in bad.err, bad.err

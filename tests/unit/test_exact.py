@@ -90,7 +90,7 @@ def test_exact_within_a_budget_keeps_it_and_is_no_worse_than_auto() -> None:
     assert exact.lower_bound <= exact.hosts_after
 
 
-@pytest.mark.parametrize("hosts_count,seed", [(30, 1), (40, 2), (40, 3)])
+@pytest.mark.parametrize("hosts_count,seed", [(30, 1), (40, 2), (40, 3), (100, 2)])
 def test_the_budget_is_used_within_one_host_of_cp_sat(hosts_count: int, seed: int) -> None:
     """At 10, 25, 50, 75 and 90 % of the unbudgeted migrations, plan --max-migrations M
     keeps at most one host more than CP-SAT's optimum (or its best, when unproven), in the

@@ -11,10 +11,11 @@ Lagrangian family of trade-offs lambda between the two, hosts are ordered by
 (lambda 0: the least populated first; large lambda: the smallest first), and for each order
 the longest prefix within the budget that METAHVPLIGHT's Best Fit packs into the hosts kept
 (their residual room, every resource column, groups and zones; under ucac the chance column)
-is found by binary search (an order is dropped after one probe when it cannot beat the best
-so far); the best order is then extended with the whole METAHVPLIGHT set. A local search
-then tries to empty one more host: add a host outside the set when the budget allows, else
-swap the costliest host of the set for two cheaper ones.
+is found by binary search (an order is dropped after one probe when it cannot come within one
+host of the best so far); the orders within one host of the best are then extended with the
+whole METAHVPLIGHT set. A local search then tries to empty one more host: add a host outside
+the set when the budget allows, else swap the costliest host of the set for two cheaper ones
+(with the whole LIGHT set on up to SMALL_POOL hosts, Best Fit beyond).
 
 Every emptied host moves exactly its own instances, so a set's migrations and GiB are the
 sums of its hosts' own: the budget is met exactly and spent where it frees the most hosts.
@@ -44,6 +45,8 @@ from consolidator.core.wording import plural
 LAMBDAS = (0.0, 0.05, 0.15, 0.3, 0.6, 1.0, 2.0, 4.0, 10.0, 1e6)
 #: Probes the local search may spend.
 LOCAL_TRIES = 24
+#: Up to this many hosts to choose from, the local search probes with the whole LIGHT set.
+SMALL_POOL = 500
 
 
 @dataclass(frozen=True)
@@ -181,19 +184,27 @@ class KeepSetSearch:
         """The most hosts emptied within the budget, fewest migrations among equals."""
         best: Found | None = None
         orders = self.orders()
-        best_order = orders[0]
+        reached: list[tuple[int, np.ndarray]] = []
         for order in orders:
             found = self.longest_prefix(order, self.affordable(order),
-                                        len(best.hosts) if best is not None else 0)
-            if found is not None and better(found, best):
-                best, best_order = found, order
-        self.tried = self.full
-        found = self.longest_prefix(best_order, self.affordable(best_order),
-                                    len(best.hosts) if best is not None else 0)
-        if found is not None and better(found, best):
-            best = found
+                                        len(best.hosts) - 1 if best is not None else 0)
+            if found is not None:
+                reached.append((len(found.hosts), order))
+                if better(found, best):
+                    best = found
+        if best is None:
+            return None
+        self.tried = self.full          # the orders within one host of the best, extended
+        for k, order in reached:
+            if k >= len(best.hosts) - 1:
+                found = self.longest_prefix(order, self.affordable(order), len(best.hosts))
+                if found is not None and better(found, best):
+                    best = found
+        if len(self.pool) > SMALL_POOL:
+            self.tried = self.cheap
+        found = self.improve(best, orders)
         self.tried = self.cheap
-        return self.improve(best, orders) if best is not None else None
+        return found
 
     def improve(self, best: Found, orders: list[np.ndarray]) -> Found:
         """Local search: one more host, by adding one or swapping one for two."""

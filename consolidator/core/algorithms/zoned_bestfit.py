@@ -14,7 +14,8 @@ populated than the one being emptied (the paper's C_r == C_e stop), which keeps 
 few. On mixed hardware that order empties a large host with few instances before a small one
 with many, and keeps the small hosts: by default (``order=keep-set``) the hosts to empty are
 those hvp's METAHVPLIGHT search empties (it chooses them by capacity, then population, and
-proves they pack), smallest first, then the others; they are emptied in that order, each into the
+proves they pack), smallest first, then the others (on hosts of one model, where capacity
+tells no host apart, the paper's order); they are emptied in that order, each into the
 most populated host with room among the hosts later in the order. ``order=capacity`` takes
 the smallest hosts first without the search.
 
@@ -52,6 +53,12 @@ def zone_columns(problem: Problem) -> tuple[np.ndarray, np.ndarray] | None:
     return capacity, demand
 
 
+def identical(problem: Problem) -> bool:
+    """Every powered host has the same Placement capacity (one hardware model)."""
+    rows = problem.capacity[problem.powered, :3]
+    return bool(rows.size == 0 or np.all(rows == rows[0]))
+
+
 def emptying_order(problem: Problem, population: np.ndarray, how: str) -> np.ndarray:
     """The hosts in the order they are emptied; the reverse is the receivers' rank.
 
@@ -59,7 +66,7 @@ def emptying_order(problem: Problem, population: np.ndarray, how: str) -> np.nda
     capacity: the smallest host first (its largest Placement column relative to the
     largest host's), then the fewest instances; keep-set: the hosts METAHVPLIGHT empties
     (hvp.py, which chooses them by capacity and population) first, smallest first, then the
-    others.
+    others (zoned_bestfit uses the paper's order instead on hosts of one model).
     """
     hosts = np.arange(problem.n_hosts)
     if how == "paper":
@@ -75,17 +82,20 @@ def emptying_order(problem: Problem, population: np.ndarray, how: str) -> np.nda
 
 
 def zoned_bestfit(problem: Problem) -> Packing:
-    """Pack into HQ/LQ CPU zones, emptying the least populated hosts first."""
+    """Pack into HQ/LQ CPU zones, emptying hosts in the order of -o order (keep-set: the
+    hosts METAHVPLIGHT empties, on mixed hardware; paper: the least populated first)."""
     columns = zone_columns(problem)
     zoned = problem.with_resources(*columns) if columns is not None else problem
     state = PackingState(zoned)
     initial = state.population.copy()
     hosts = np.arange(problem.n_hosts)
     how = str(problem.options.get("order", DEFAULT_ORDER))
-    order = emptying_order(zoned, initial, how)
+    if how == "keep-set" and identical(problem):
+        how = "paper"
     # The receivers' rank: the reverse of the emptying order; the paper's is
     # Sort('VM_COUNT', 'DESC'), where ties keep the host order.
     desc_rank = np.empty(problem.n_hosts, dtype=np.int64)
+    order = emptying_order(zoned, initial, how)
     desc_rank[np.lexsort((hosts, -initial)) if how == "paper" else order[::-1]] = hosts
     emptied: list[int] = []
     notes: list[str] = []
