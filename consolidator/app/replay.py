@@ -27,7 +27,7 @@ from consolidator.app.replay_relief import relieve_step
 from consolidator.app.review import approve
 from consolidator.app.settings import cron_trigger, daemon_settings
 from consolidator.app.snapshots import store_inventory
-from consolidator.core.errors import UsageError
+from consolidator.core.errors import ConsolidatorError, ModelError, UsageError
 from consolidator.core.model import Cluster, Host
 from consolidator.core.padding import parse_windows, spare_target
 from consolidator.core.replay.cloud_model import (
@@ -58,7 +58,11 @@ START = datetime(2011, 3, 3)
 
 @dataclass
 class ConsolidatorPolicy:
-    """The daemon as configured, on the replay's clock (see the module's docstring)."""
+    """The daemon as configured, on the replay's clock (see the module's docstring).
+
+    step() runs cycle() whenever the schedule fires; what the daemon does between cycles
+    (a capacity watch, relief) belongs in step() too, acting on the same state: the
+    placement (host row per VM) and ``state`` (row -> Host with its power and service)."""
 
     ctx: AppContext
     start_at: datetime = START
@@ -101,11 +105,17 @@ class ConsolidatorPolicy:
         interval falls due (app/replay_relief.py)."""
         now = self.clock0 + timedelta(seconds=k * self.trace.step_s)
         if self.due is not None and self.due <= now:
-            placement = self.cycle(k, now, placement)
+            try:
+                placement = self.cycle(k, now, placement)
+            except ConsolidatorError as exc:    # the daemon logs it and runs the next cycle
+                self.failures.append(f"cycle at {now:%H:%M} failed: {exc}")
             self.due = self.trigger.get_next_fire_time(self.due, now + timedelta(seconds=1))
             while self.due is not None and self.due <= now:
                 self.due = self.trigger.get_next_fire_time(self.due, self.due)
-        placement = relieve_step(self, k, now, placement)
+        try:
+            placement = relieve_step(self, k, now, placement)
+        except ConsolidatorError as exc:    # as the daemon's relief watch: logged, next time
+            self.failures.append(f"relief at {now:%H:%M} failed: {exc}")
         return placement, self._on()
 
     def cycle(self, k: int, now: datetime, placement: np.ndarray) -> np.ndarray:
@@ -199,7 +209,10 @@ def run_replay(ctx: AppContext, trace: Trace, dc: DataCentre, policies: tuple[st
     """Several policies over one trace: the floor, the sizes, and each policy's result."""
     for name in policies:     # fail before any long run
         if name not in ("npa", "consolidator"):
-            reference_policy(name)
+            try:
+                reference_policy(name)
+            except ModelError as exc:
+                raise UsageError(str(exc)) from None
     results = []
     for name in policies:
         ctx.report(f"replaying {name} ...")

@@ -123,20 +123,21 @@ class SimulatedNova:
     def services(self) -> dict[str, dict[str, Any]]:
         """The nova-compute services by host, read once; one that is up heartbeats, so its
         record reads as updated just now."""
-        with self._lock:
-            if self._services is None:
-                self._services = self.real.services()
-            services = copy.deepcopy(self._services)
+        with self._lock:   # a copy of each flat record: a caller's change stays its own
+            services = {host: copy.copy(s) for host, s in self._read_services().items()}
         now = datetime.now(timezone.utc).isoformat()
         for service in services.values():
             if service.get("state") == "up" and not service.get("forced_down"):
                 service["updated_at"] = now
         return services
 
+    def _read_services(self) -> dict[str, dict[str, Any]]:
+        if self._services is None:
+            self._services = self.real.services()
+        return self._services
+
     def _service(self, compute_host: str) -> dict[str, Any]:
-        self.services()
-        assert self._services is not None
-        service = self._services.get(compute_host)
+        service = self._read_services().get(compute_host)
         if service is None:
             raise CloudError(f"no nova-compute service on host {compute_host}")
         return service

@@ -25,6 +25,9 @@ def replay_table(doc: dict[str, Any]) -> str:
     body = table(["policy", "energy kWh", "SLATAH", "SLATAH (CloudSim)", "PDM", "SLAV",
                   "ESV", "migrations", "hosts on"], rows, align="lrrrrrrrr")
     notes = [f"note: {n}" for r in doc["results"] for n in r.notes]
+    notes += [f"note: {r.policy} used less than the physical floor because {r.unserved:.1%} of "
+              f"the demand was not served (hosts at 100 % CPU)"
+              for r in doc["results"] if r.energy_kwh < doc["floor_kwh"]]
     return "\n".join([head, "", body, *([""] + notes if notes else [])])
 
 

@@ -93,7 +93,7 @@ def load_host_models(path: str | Path) -> DataCentre:
                              int(m.get("memory_mb", 0)), tuple(float(w) for w in m["watts"])),
                    int(m["count"])) for m in doc["models"]]
         return DataCentre.of(counts, interleave=bool(doc.get("interleave", True)),
-                             cpu_allocation_ratio=float(doc.get("cpu_allocation_ratio", 16.0)),
+                             cpu_allocation_ratio=float(doc.get("cpu_allocation_ratio", 4.0)),
                              ram_binds=bool(doc.get("ram_binds", False)))
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{path}: not a host-model file (missing or bad {exc})") from None

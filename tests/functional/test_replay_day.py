@@ -46,3 +46,17 @@ def test_the_reference_policies_come_within_15_percent_of_cloudsim(
     assert 0 < result.slatah < 0.1 and 0 < result.pdm < 0.01
 
 
+
+
+@pytest.mark.slow
+def test_the_daemon_as_configured_stays_above_the_floor(day: object) -> None:
+    """The consolidator policy with the default config (about 50 s): above the floor, far
+    below npa, and every plan run to its end by the executor."""
+    from consolidator.app.context import AppContext
+    from consolidator.app.replay import run_policy
+
+    dc = cloudsim_datacentre()
+    result = run_policy(day, dc, "consolidator", AppContext())
+    assert floor_kwh(day, dc.best_joules_per_mip) <= result.energy_kwh < 2419.2 / 4
+    assert result.migrations > 0
+    assert not [n for n in result.notes if "did not finish" in n]

@@ -4,6 +4,7 @@ reference policies; the daemon's configuration decides what the consolidator pol
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,9 @@ def _replay(tmp_path: Path, config: str, name: str) -> object:
     path.write_text(config)
     ctx = AppContext(_config=load_config(str(path), required=True))
     trace = _hours(load_planetlab(SAMPLE), 4)
-    return run_policy(trace, cloudsim_datacentre(40), "consolidator", ctx)
+    # Placement overcommitted enough (16 x the cores) that the usage, not the flavors, binds
+    dc = replace(cloudsim_datacentre(40), cpu_allocation_ratio=16.0)
+    return run_policy(trace, dc, "consolidator", ctx)
 
 
 @pytest.mark.parametrize("changed", [

@@ -67,3 +67,13 @@ def test_a_migration_costs_pdm_and_counts_for_cloudsims_slatah() -> None:
 def test_unknown_or_bad_policies_are_refused(name: str) -> None:
     with pytest.raises(ModelError):
         reference_policy(name)
+
+
+def test_demand_above_capacity_is_counted_as_unserved() -> None:
+    """A load from 50 % to 150 % of a host's MIPS leaves a quarter of the half above unserved:
+    (0.5 cap x half the interval / 2) of cap x interval requested."""
+    dc = cloudsim_datacentre(1)
+    cap = dc.capacity[0]
+    meter = Meter(dc, np.array([[0.5 * cap, 1.5 * cap]]), np.array([10.0]), 300.0)
+    meter.interval(0, np.array([0]), np.array([True]))
+    assert meter.result("x").unserved == pytest.approx(0.125)

@@ -240,6 +240,8 @@ not 143. The issues' times match this page's whole-process times, not the strate
 #: Issue 16's done-when figures (tools/bench/front.py, run alone since it runs Watcher; its
 #: table is wider than this file's lines), kept on the page whatever was run.
 FRONT = (Path(__file__).resolve().with_name("front.rst")).read_text(encoding="utf-8")
+#: The trace replay's 10-day figures (tools/bench/replay.py, about 13 minutes), likewise.
+REPLAY = (Path(__file__).resolve().with_name("replay.rst")).read_text(encoding="utf-8")
 
 
 def rst_page(results: list[Result], quick: bool, when: datetime, where: str,
@@ -276,7 +278,7 @@ def rst_page(results: list[Result], quick: bool, when: datetime, where: str,
         out += [head, "-" * len(head), "", para(r.bench.what[0].upper() + r.bench.what[1:]
                                                 + "."),
                 block(r.table or f"(failed, exit {r.code}: {r.error})")]
-    return "\n".join([*out, PEER, FRONT])
+    return "\n".join([*out, PEER, FRONT, REPLAY])
 
 
 def main() -> None:

@@ -59,12 +59,12 @@ class DataCentre:
 
     models: tuple[HostModel, ...]
     host_model: tuple[int, ...]
-    cpu_allocation_ratio: float = 16.0
+    cpu_allocation_ratio: float = 4.0
     ram_binds: bool = False
 
     @classmethod
     def of(cls, counts: Sequence[tuple[HostModel, int]], *, interleave: bool = True,
-           cpu_allocation_ratio: float = 16.0, ram_binds: bool = False) -> DataCentre:
+           cpu_allocation_ratio: float = 4.0, ram_binds: bool = False) -> DataCentre:
         """Hosts of several models; interleaved (G4, G5, G4, ...) or model after model."""
         models = tuple(m for m, _ in counts)
         if not models or any(n < 0 for _, n in counts) or sum(n for _, n in counts) == 0:
@@ -106,14 +106,20 @@ class DataCentre:
         """How many hosts."""
         return len(self.host_model)
 
+    @cached_property
+    def model_tables(self) -> np.ndarray:
+        """(M, 11) each model's power table."""
+        return np.array([m.watts for m in self.models], dtype=float)
+
     def power(self, utilisation: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Watts of hosts (all, or `rows`) at a CPU utilisation in [0, 1], linear between
         the table's points."""
-        table = self.tables if rows is None else self.tables[rows]
+        model = self.model_index if rows is None else self.model_index[rows]
         u = np.clip(utilisation, 0.0, 1.0) * 10.0
         low = np.minimum(u.astype(np.int64), 9)
-        at = np.arange(len(table))
-        return table[at, low] + (table[at, low + 1] - table[at, low]) * (u - low)
+        table = self.model_tables
+        base = table[model, low]
+        return base + (table[model, low + 1] - base) * (u - low)
 
     @cached_property
     def best_joules_per_mip(self) -> float:

@@ -39,6 +39,8 @@ class ReplayResult:
     migrations: int
     hosts_on: tuple[int, ...]                   # per interval
     notes: tuple[str, ...] = ()
+    #: The share of the demand no host served (hosts at 100 % CPU).
+    unserved: float = 0.0
 
     @property
     def slav(self) -> float:
@@ -61,6 +63,14 @@ class ReplayResult:
                 "slatah": self.slatah, "slatah_cloudsim": self.slatah_cloudsim,
                 "pdm": self.pdm, "slav": self.slav, "esv": self.esv,
                 "migrations": self.migrations, "hosts_on_mean": round(self.hosts_on_mean, 2)}
+
+
+def _unserved(start: np.ndarray, end: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """MIPS x share of an interval by which a linear load from start to end exceeds cap."""
+    above_s, above_e = np.maximum(start - cap, 0), np.maximum(end - cap, 0)
+    both = (above_s > 0) & (above_e > 0)
+    share = _time_over(start, end, cap)
+    return np.where(both, (above_s + above_e) / 2, share * np.maximum(above_s, above_e) / 2)
 
 
 def _time_over(start: np.ndarray, end: np.ndarray, cap: np.ndarray) -> np.ndarray:
@@ -87,6 +97,7 @@ class Meter:
     violation_s: np.ndarray = field(init=False)
     lost: np.ndarray = field(init=False)
     migrations: int = 0
+    unserved_mips_s: float = 0.0
     hosts_on: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -115,6 +126,7 @@ class Meter:
             (self.dc.power(start / cap) + self.dc.power(end / cap)) / 2
         self.joules += float(watts[on].sum()) * self.step_s
         over = _time_over(start, end, cap) * self.step_s * on
+        self.unserved_mips_s += float((_unserved(start, end, cap) * on).sum()) * self.step_s
         self.active_s += on * self.step_s
         self.over_s += over
         self.violation_s += np.minimum(over + self.incoming * on, self.step_s)
@@ -132,5 +144,7 @@ class Meter:
         requested = ((d[:, :-1] + d[:, 1:]) / 2).sum(axis=1) * self.step_s
         asked = requested > 0
         pdm = float(np.mean(self.lost[asked] / requested[asked])) if asked.any() else 0.0
+        total_asked = float(requested.sum())
+        unserved = self.unserved_mips_s / total_asked if total_asked else 0.0
         return ReplayResult(policy, self.joules / 3.6e6, slatah, cloudsim, pdm,
-                            self.migrations, tuple(self.hosts_on), notes)
+                            self.migrations, tuple(self.hosts_on), notes, unserved)

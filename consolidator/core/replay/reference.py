@@ -4,12 +4,15 @@
   LR, a regression line through the host's last 10 utilisation samples, predicting one
   interval ahead (the migration time rounded up), times a safety parameter, overloaded at 1;
   THR 0.7 until a host has 10 samples.
-- VM selection (6.2.1): MMT, the VM with the least RAM (the shortest migration), until the
-  host is no longer overloaded.
+- VM selection (6.2.1): MMT, the VM with the least RAM (the shortest migration; of equal RAM
+  the one longest on the host, first in CloudSim's VM list), until the host is no longer
+  overloaded.
 - Placement (algorithm 2): PABFD, each VM (by decreasing demand) to the host whose power rises
   least, among those with room that would not be overloaded after it (an empty host may
   always take it); then the under-utilised hosts, least utilised first, are emptied onto the
-  others when all of their VMs find a place, and switched off.
+  others when all of their VMs find a place, and switched off. As in CloudSim, the hosts
+  idle when last measured (switched off) take no VM from an under-utilised host, and the
+  hosts that took VMs this decision are not emptied in it.
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ class Reference:
         self.cap, self.core = dc.capacity, dc.core_mips
         self.history = np.zeros((trace.vms, HISTORY))
         self.placement = initial_placement(trace, dc)
+        #: When each VM came to its host: MMT takes the first of equal RAM in the host's VM
+        #: list, the one there longest (CloudSim appends a VM that arrives).
+        self.arrived = np.zeros(trace.vms, dtype=np.int64)
         return self.placement.copy(), np.bincount(self.placement, minlength=dc.hosts) > 0
 
     def notes(self) -> tuple[str, ...]:
@@ -112,8 +118,9 @@ class Reference:
     # -- placement -----------------------------------------------------------------------
 
     def _find_host(self, v: int, excluded: np.ndarray, among: np.ndarray | None = None) -> int:
-        """PABFD: the host whose power rises least when VM v joins it, or -1."""
-        rows = np.flatnonzero(~excluded) if among is None else among[~excluded[among]]
+        """PABFD: the host whose power rises least when VM v joins it (the first of equals),
+        or -1."""
+        rows = self._candidates(excluded) if among is None else among[~excluded[among]]
         if len(rows) == 0:
             return -1
         d = self.demand[v]
@@ -130,6 +137,16 @@ class Reference:
         diff = self.dc.power(after / cap, rows) - before
         diff[~fits] = np.inf
         return int(rows[int(np.argmin(diff))])
+
+    def _candidates(self, excluded: np.ndarray) -> np.ndarray:
+        """The hosts not excluded, in order, with only the first idle one of each model:
+        idle hosts of one model are alike to PABFD."""
+        free = ~excluded
+        busy = free & (self.host_load > 0)
+        idle = free & ~busy
+        model = self.dc.model_index
+        firsts = [np.flatnonzero(idle & (model == m))[:1] for m in range(len(self.dc.models))]
+        return np.sort(np.concatenate([np.flatnonzero(busy), *firsts]))
 
     def _place_all(self, vms: list[int], excluded: np.ndarray,
                    among: np.ndarray | None = None) -> dict[int, int] | None:
@@ -164,7 +181,7 @@ class Reference:
         for h in np.flatnonzero(overloaded):
             here = list(np.flatnonzero(self.placement == h))
             while here:
-                v = min(here, key=lambda i: (self.ram[i], i))
+                v = min(here, key=lambda i: (self.ram[i], self.arrived[i], i))
                 here.remove(v)
                 leaving.append(v)
                 self._move(v, -1)
@@ -177,11 +194,12 @@ class Reference:
             if h >= 0:
                 receivers.add(h)
         self._empty_underused(overloaded, receivers)
+        self.arrived[self.placement != self.origin] = k + 1
         return self.placement.copy(), self.host_pop > 0
 
     def _empty_underused(self, overloaded: np.ndarray, receivers: set[int]) -> None:
         """CloudSim's getMigrationMapFromUnderUtilizedHosts."""
-        off = self.host_load <= 0
+        off = self.measured <= 0    # CloudSim's switched-off hosts: idle when last measured
         skip = overloaded | off
         if self.exclude_receivers:
             skip[list(receivers)] = True

@@ -1,0 +1,80 @@
+"""The replay's inputs: trace files (CSV, JSON), PlanetLab folders and host-model files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from consolidator.core.errors import UsageError
+from consolidator.core.replay.datacentre import G4, G5
+from consolidator.scenario.traces import load_host_models, load_planetlab, load_trace_file
+
+CLOUDSIM = {"interleave": True, "models": [
+    {"name": "G4", "count": 2, "cores": 2, "mips": 1860, "memory_mb": 4096,
+     "watts": list(G4.watts)},
+    {"name": "G5", "count": 1, "cores": 2, "mips": 2660, "memory_mb": 4096,
+     "watts": list(G5.watts)}]}
+
+
+def test_a_csv_and_a_json_trace_read_the_same(tmp_path: Path) -> None:
+    csv = tmp_path / "t.csv"
+    csv.write_text("name,mips,ram_mb,cpu,cpu,cpu\nweb-1,2000,2048,12,15,40\n"
+                   "db-1,4000,8192,55,60,58\n")
+    doc = {"step_s": 300, "instances": [
+        {"name": "web-1", "mips": 2000, "ram_mb": 2048, "cpu": [12, 15, 40]},
+        {"name": "db-1", "mips": 4000, "ram_mb": 8192, "cpu": [55, 60, 58]}]}
+    js = tmp_path / "t.json"
+    js.write_text(json.dumps(doc))
+    a, b = load_trace_file(csv), load_trace_file(js)
+    assert a.names == b.names == ("web-1", "db-1")
+    assert np.array_equal(a.utilisation, b.utilisation)
+    assert a.utilisation[1, 1] == pytest.approx(0.6)
+    assert list(a.mips) == [2000, 4000] and list(a.ram_mb) == [2048, 8192]
+
+
+@pytest.mark.parametrize("text, why", [
+    ("vm,mips\nx,1\n", "the header must start name,mips,ram_mb"),
+    ("name,mips,ram_mb,cpu,cpu\na,100,10,5,6\nb,100,10,5\n", "same number of CPU samples"),
+    ("name,mips,ram_mb,cpu\na,100,10,150\n", "between 0 and 100 %"),
+    ("name,mips,ram_mb,cpu\na,x,10,15\n", "not a trace file"),
+])
+def test_a_bad_trace_file_is_one_usage_error(tmp_path: Path, text: str, why: str) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(UsageError, match="bad.csv") as caught:
+        load_trace_file(path)
+    assert why in str(caught.value)
+
+
+def test_a_host_model_file_builds_the_data_centre(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.yaml"
+    path.write_text(json.dumps(CLOUDSIM))
+    dc = load_host_models(path)
+    assert dc.hosts == 3 and list(dc.capacity) == [3720, 5320, 3720]
+    assert dc.full_power_watts == 117 * 2 + 135
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"watts": [1, 2]}, "watts needs 11"),
+    ({"cores": 0}, "must be positive"),
+    ({"mips": None}, "not a host-model file"),
+])
+def test_a_bad_host_model_is_one_usage_error(tmp_path: Path, change: dict, why: str) -> None:
+    doc = json.loads(json.dumps(CLOUDSIM))
+    doc["models"][0].update(change)
+    path = tmp_path / "hosts.yaml"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(UsageError, match=why):
+        load_host_models(path)
+
+
+def test_a_planetlab_folder_takes_cloudsims_types_in_sorted_order(tmp_path: Path) -> None:
+    for i, name in enumerate(["d", "a b", "c", "b"]):
+        (tmp_path / name).write_text(f"{i * 10}\n{i * 10 + 1}\n")
+    trace = load_planetlab(tmp_path)
+    assert trace.names == ("a b", "b", "c", "d")
+    assert list(trace.mips) == [2500, 2000, 1000, 500]
+    assert trace.utilisation[0, 0] == pytest.approx(0.1)
