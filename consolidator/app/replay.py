@@ -112,7 +112,10 @@ class ConsolidatorPolicy:
             self.due = self.trigger.get_next_fire_time(self.due, now + timedelta(seconds=1))
             while self.due is not None and self.due <= now:
                 self.due = self.trigger.get_next_fire_time(self.due, self.due)
-        placement = relieve_step(self, k, now, placement)
+        try:
+            placement = relieve_step(self, k, now, placement)
+        except ConsolidatorError as exc:    # as the daemon's relief watch: logged, next time
+            self.failures.append(f"relief at {now:%H:%M} failed: {exc}")
         return placement, self._on()
 
     def cycle(self, k: int, now: datetime, placement: np.ndarray) -> np.ndarray:

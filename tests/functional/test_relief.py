@@ -142,10 +142,12 @@ def test_the_replay_relieves_on_its_clock_and_overloads_less(tmp_path: Path) -> 
     from consolidator.app.config import load_config
     from consolidator.app.context import AppContext
     from consolidator.app.replay import run_policy
-    from consolidator.core.replay.datacentre import cloudsim_datacentre
+    from consolidator.core.replay.datacentre import G4, G5, DataCentre
     from tests.functional.test_replay_trace import SAMPLE, _hours, load_planetlab
 
     trace = _hours(load_planetlab(SAMPLE), 4)
+    # Placement overcommitted 16:1, so that usage binds, not the flavours
+    dc = DataCentre.of([(G4, 20), (G5, 20)], cpu_allocation_ratio=16)
     results = {}
     for interval in (300, 0):
         path = tmp_path / f"{interval}.conf"
@@ -153,7 +155,7 @@ def test_the_replay_relieves_on_its_clock_and_overloads_less(tmp_path: Path) -> 
                         f"confidence = 0.9\n[telemetry]\nhistory = 0\n"
                         f"[relief]\ninterval = {interval}\n")
         ctx = AppContext(_config=load_config(str(path), required=True))
-        results[interval] = run_policy(trace, cloudsim_datacentre(40), "consolidator", ctx)
+        results[interval] = run_policy(trace, dc, "consolidator", ctx)
     relieved, unrelieved = results[300], results[0]
     assert "0 reliefs" not in relieved.notes[0] and "0 reliefs" in unrelieved.notes[0]
     assert relieved.slatah < unrelieved.slatah
