@@ -23,7 +23,6 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
@@ -44,6 +43,12 @@ from consolidator.execution.move_queue import MoveQueue
 from consolidator.execution.move_runner import MoveCallbacks, run_moves
 from consolidator.execution.progress import MigrationProgress, ProgressListener, poll_delays
 from consolidator.execution.resume import reconcile
+from consolidator.execution.run_terms import (  # re-exported: callers import them here
+    ExecutorSettings,
+    Outcome,
+    PowerLookup,
+    Reporter,
+)
 from consolidator.openstack import placement
 from consolidator.openstack.nova import FINAL_MIGRATION_STATUSES, Nova
 from consolidator.power.driver import POWER_UNKNOWN, read_power
@@ -54,51 +59,6 @@ from consolidator.store.snapshots import demand_samples
 
 if TYPE_CHECKING:
     from consolidator.power.driver import PowerDriver
-
-Reporter = Callable[[str], None]
-PowerLookup = Callable[[str], "PowerDriver | None"]
-
-
-@dataclass(frozen=True)
-class ExecutorSettings:
-    """Limits and timings of a run."""
-
-    max_parallel: int = 4
-    migration_timeout: float = 1800.0
-    #: The longest wait between two reads of a migrating server (the backoff's cap).
-    poll_interval: float = 2.0
-    #: The first wait; it doubles up to poll_interval.
-    poll_first: float = 0.1
-    power_timeout: float = 600.0
-    lease_ttl: float = 60.0
-    #: What to do with a live migration that outlives migration_timeout: "abort" it through
-    #: Nova, or "force-complete" it.
-    on_timeout: str = "abort"
-    #: Live migrations into one destination at once.
-    max_per_destination: int = 2
-    #: Minutes of low demand every power-off waits for (0: none); see consolidator.core.demand.
-    low_demand_window: float = 0.0
-    #: Demand (mean CPU use over the powered-on hosts' vCPUs) at or below which it is low.
-    low_demand_threshold: float = 0.5
-
-
-@dataclass
-class Outcome:
-    """What a run did, for the summary and the plan's final state."""
-
-    migrated: list[Move] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)          # instance name -> reason
-    skipped: dict[str, str] = field(default_factory=dict)         # instance name -> reason
-    powered_off: list[str] = field(default_factory=list)
-    powered_on: list[str] = field(default_factory=list)
-    left_on: dict[str, str] = field(default_factory=dict)          # host -> reason
-    interrupted: bool = False
-    stopped: str = ""                                              # why it stopped early
-
-    @property
-    def ok(self) -> bool:
-        """Whether everything the plan asked for was done."""
-        return not (self.failed or self.skipped or self.left_on or self.interrupted)
 
 
 class Executor:
