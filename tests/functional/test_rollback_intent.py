@@ -41,9 +41,16 @@ class Dies:
 
     def __init__(self, driver: Any, *, after_asking: bool) -> None:
         self.driver, self.config, self.after_asking = driver, driver.config, after_asking
+        self.host = driver.host
 
     def power_state(self) -> str:
         return self.driver.power_state()
+
+    def identity(self) -> dict[str, str]:          # the BMC pre-flight reads it
+        return self.driver.identity()
+
+    def expected_identity(self) -> dict[str, str]:
+        return self.driver.expected_identity()
 
     def power_on(self, **kw: Any) -> str:
         return self.driver.power_on(**kw)
