@@ -71,6 +71,17 @@ def test_exact_honours_groups_pins_zones_and_traits() -> None:
     assert "optimal" in draft.notes[-1]
 
 
+def test_exact_keeps_a_moving_member_off_its_pinned_partners_host() -> None:
+    """An anti-affinity group of one movable and one excluded (pinned) member: the movable
+    one may not join the pinned one, so nothing moves (the property test's example)."""
+    vms = [vm("v0", "h0"), vm("v1", "h1", metadata={"consolidator:exclude": "true"})]
+    group = ServerGroup(name="aa", policy="anti-affinity", members=(vms[0].id, vms[1].id))
+    c = cluster(hosts(("h0", 4, 8192), ("h1", 4, 8192)), vms, (group,))
+    draft = plan_cluster(c, "exact", settings=NO_N_PLUS_ONE, options={"time_limit": 5})
+    assert not draft.migrations
+    assert draft.hosts_after == 2
+
+
 def test_without_ortools_exact_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 

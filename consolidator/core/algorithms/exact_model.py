@@ -174,7 +174,7 @@ class PlacementModel:
             self.moved_memory_terms.append(int(round(float(memory[i]))) * (1 - bs[here]))
         for rows in problem.anti_affinity:
             members = [int(m) for m in rows.tolist() if int(m) in self.b]
-            if len(members) < 2:
+            if not members or len(rows) < 2:    # a pinned member counts as much as a moving one
                 continue
             for h in range(n_hosts):
                 on = [self.b[m][h] for m in members if h in self.b[m]]
