@@ -7,6 +7,7 @@ gives back where every server is and each host's power and service.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -102,6 +103,15 @@ class ReplayBmc:
     def power_state(self) -> str:
         """On or off."""
         return self.state
+
+    def identity(self) -> dict[str, str]:
+        """The system it reaches: its own host's (a replay's entries are never mis-wired)."""
+        return {"uuid": str(uuid.uuid5(uuid.NAMESPACE_DNS, self.host)),
+                "hostname": self.host}
+
+    def expected_identity(self) -> dict[str, str]:
+        """Its entry names its system, so the pre-flight reads only the targets' BMCs."""
+        return self.identity()
 
 
 def replay_cloud(cluster: Cluster) -> tuple[ReplayNova, PowerLookup, dict[str, Any]]:
