@@ -110,6 +110,14 @@ def fill_placement(nova: NovaView, host: str) -> None:
         free -= take
 
 
+def without_drift_check(op: Operator) -> None:
+    """Let apply run a plan however the cloud drifted ([executor] max_drift = 0): the tests
+    that build a server between plan and apply test Nova's and the executor's answer to it,
+    not apply's up-front refusal of a drifted plan (one new server in four is 25 %)."""
+    op.config.write_text(op.config.read_text().replace("[executor]\n",
+                                                       "[executor]\nmax_drift = 0\n", 1))
+
+
 def flavor_of(nova: NovaView, server: Any) -> str:
     """The id of a server's flavor (from 2.47 the server embeds only its name)."""
     return str(nova.conn.compute.find_flavor(server.flavor["original_name"]).id)
@@ -134,6 +142,7 @@ def test_destination_disabled_meanwhile(tmp_path: Path) -> None:
 
 def test_anti_affinity_member_already_on_the_destination(tmp_path: Path) -> None:
     with cloud_of(tmp_path, scenario(on_a2=1, group=True)) as (op, nova):
+        without_drift_check(op)
         plan = op.plan()
         assert [m["instance_name"] for m in plan["migrations"]] == ["b0"]
         group = next(nova.conn.compute.server_groups(all_projects=True))
@@ -219,6 +228,7 @@ def test_server_not_active_on_a_host_to_empty(tmp_path: Path, status: str) -> No
 
 def test_server_built_on_the_host_just_before_power_off(tmp_path: Path) -> None:
     with cloud_of(tmp_path, scenario(on_a2=1)) as (op, nova):
+        without_drift_check(op)
         plan = op.plan()
         template = nova.servers()["b0"]
         late = nova.conn.compute.create_server(
