@@ -33,7 +33,12 @@ def scenario() -> dict:
 def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Operator, NovaView]]:
     tmp = tmp_path_factory.mktemp("realnova-flow")
     with served_nova(scenario(), tmp) as served:
-        yield operator_for(served, tmp, auto_apply=True), NovaView(served)
+        op = operator_for(served, tmp, auto_apply=True)
+        # The daemon cycle follows the rollback within a minute: no [power] min_on_time
+        # cool-down, or it would keep the hosts the rollback powered on.
+        with op.config.open("a") as config:
+            config.write("\n[power]\nmin_on_time = 0\n")
+        yield op, NovaView(served)
 
 
 def test_snapshot_equals_nova_and_placement(cloud: tuple[Operator, NovaView]) -> None:

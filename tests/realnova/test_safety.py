@@ -255,10 +255,11 @@ def test_rollback_leaves_a_host_the_operator_disabled_alone(story: Story) -> Non
     assert nova.services()["c2"].status == "enabled"
 
 
-def test_a_host_without_a_bmc_is_emptied_and_left_on(story: Story) -> None:
+def test_a_host_without_a_bmc_is_neither_emptied_nor_powered_off(story: Story) -> None:
     """Issue 17, defect 2: the plan listed 'power off' for a host the BMC file does not
-    list; apply made every migration, then failed. The plan now says it stays on, and apply
-    agrees: exit 0, the host emptied, on and enabled."""
+    list; apply made every migration, then failed. Issue 27: such a host stays on anyway, so
+    the plan no longer empties it for nothing either. b0 stays on c2, the plan says why, and
+    apply agrees: exit 0, c2 untouched, on and enabled."""
     op, nova = story.op, story.nova
     bmcs = yaml.safe_load(op.served.bmc_yaml.read_text())
     bmcs["hosts"].pop("c2.example.org")
@@ -270,17 +271,21 @@ def test_a_host_without_a_bmc_is_emptied_and_left_on(story: Story) -> None:
         return run("--config", str(op.config), "--cloud", op.served.cloud_name, *args,
                    db_url=op.db_url, env={**op.env, "CONSOLIDATOR_BMC_FILE": str(partial)})
 
+    assert nova.where()["b0"] == "c2"
     plan = json.loads(without_c2("plan", "-a", "zoned-bestfit", "--format", "json").out)
-    assert [m["instance_name"] for m in plan["migrations"]] == ["b0"], plan
-    assert plan["power_off"] == []
-    assert plan["left_on"] == {
-        "c2.example.org": "emptied, left on: no BMC is configured for it in the BMC file"}
-    assert "left on: no BMC" in without_c2("plan", "show", plan["id"]).out
+    assert not [m for m in plan["migrations"]
+                if m["instance_name"] == "b0" or "c2.example.org" in (m["source"],
+                                                                      m["destination"])], plan
+    assert "c2.example.org" not in plan["power_off"] and "c2.example.org" not in \
+        plan["left_on"], plan
+    kept = "not emptied, as it stays on anyway (N+1, the last of a zone or no BMC): " \
+        "c2.example.org"
+    assert kept in plan["notes"], plan
+    assert "not emptied, as it stays on anyway" in without_c2("plan", "show", plan["id"]).out
     applied = without_c2("apply", plan["id"], "--yes")
     assert applied.code == 0, applied.out + applied.err
-    assert "left on as planned" in applied.out
-    assert nova.where()["b0"] == "c1"
+    assert nova.where()["b0"] == "c2"
     assert nova.power()["c2.example.org"] == "on"
     assert (nova.services()["c2"].status, nova.services()["c2"].state) == ("enabled", "up")
     assert not [r for r in rows_of(story, plan["id"]) if r[0] in ("disable", "power_off")
-                and r[2] == journal.SUCCEEDED]
+                and r[1] in ("c2", "c2.example.org")]
