@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from consolidator.app.context import AppContext, host_driver
+from consolidator.app.leadership import executor_cloud
 from consolidator.app.notify import notify
 from consolidator.app.power import resolve_host
 from consolidator.app.settings import executor_settings, settings_from_config
@@ -122,7 +123,7 @@ def undrain(ctx: AppContext, names: tuple[str, ...]) -> list[str]:
             raise UsageError(f"{host.name} is not drained: its nova-compute is {state}")
         plans[host.name] = load_plan(ctx.engine(), plan_id)
     settings = executor_settings(ctx.config)
-    cloud = ctx.cloud_name or "default"
+    cloud = executor_cloud(ctx)
     lines = []
     with executor_lease(ctx, cloud) as guard:
         guarded = GuardedPower(ctx.engine(), Nova(ctx.connect()), cloud, ctx.report,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from consolidator.app.context import AppContext, host_driver
+from consolidator.app.leadership import executor_cloud
 from consolidator.app.notify import notify
 from consolidator.app.settings import executor_settings
 from consolidator.app.snapshots import read_cloud
@@ -60,7 +61,7 @@ def _guarded(ctx: AppContext) -> tuple[GuardedPower, LeaseKeeper]:
     executor lease it acts under (renewed for as long as the power action runs)."""
     settings = executor_settings(ctx.config)
     engine = ctx.engine()
-    cloud = ctx.cloud_name or "default"
+    cloud = executor_cloud(ctx)
     guarded = GuardedPower(engine, Nova(ctx.connect()), cloud, ctx.report,
                            settings.power_timeout, settings.poll_interval)
     return guarded, LeaseKeeper(engine, cloud, settings.lease_ttl, report=ctx.report)
