@@ -20,6 +20,10 @@ PG_ENV = "CONSOLIDATOR_TEST_PG_URL"
 # Parsed scenarios are cached per test session, never in the user's own cache (commands run
 # as subprocesses inherit it).
 os.environ.setdefault("CONSOLIDATOR_CACHE_DIR", tempfile.mkdtemp(prefix="consolidator-cache-"))
+# pytest-xdist's workers set COLUMNS=80 (and LINES); the commands the tests run would then fit
+# their tables to 80 columns. A test that wants a width sets COLUMNS in the command's own env.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture
