@@ -30,10 +30,10 @@ from consolidator.core.errors import UsageError
 from consolidator.core.front import AUTO, FAST_ALGORITHMS, Budget, FrontBuilder, plan_within
 from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, PlanDraft, StoredPlan
-from consolidator.core.planner import PlanSettings
+from consolidator.core.planner import NO_BMC, PlanSettings
 from consolidator.core.rankings.catalog import get_ranking
 from consolidator.core.scope import parse_scope
-from consolidator.core.usage_power import hold_power_off
+from consolidator.core.usage_power import beyond_budget, hold_power_off
 from consolidator.core.wording import plural
 from consolidator.core.zones import zones_for_cluster
 from consolidator.store.plans import save_plan
@@ -120,7 +120,8 @@ class PlanInputs:
     spare: int
     options: dict[str, Any]
     ranking: Ranker | None
-    no_bmc: list[str]
+    #: Hosts that cannot be powered off: names without a BMC entry, or name -> why.
+    no_bmc: list[str] | dict[str, str]
     choice: PlanChoice
     energy: EnergySettings
 
@@ -225,12 +226,47 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest,
     return plan_for_objective(ctx, snapshot, i, i.algorithm)
 
 
+#: Plans made at most to keep the power-offs within the hour's budget of power actions.
+BUDGET_ROUNDS = 3
+
+
+def draft_cooled_down(ctx: AppContext, snapshot: Snapshot, request: PlanRequest,
+                      i: PlanInputs, holds: Mapping[str, str], budget: int | None
+                      ) -> PlanDraft:
+    """The plan under the daemon's power cool-down. Hosts it holds on are given to the
+    planner as hosts that cannot be powered off, so they are emptied only when the plan needs
+    them empty; power-offs beyond the hour's budget are held the same way and the plan made
+    again. What is still beyond it after BUDGET_ROUNDS is left on, emptied, with why."""
+    stay_on = {h: NO_BMC for h in i.no_bmc} if not isinstance(i.no_bmc, dict) \
+        else dict(i.no_bmc)
+    stay_on.update(holds)
+    if budget == 0:     # nothing may be powered off this hour: nothing is worth emptying
+        stay_on.update({h.name: beyond_budget(0) for h in i.cluster.hosts
+                        if h.name not in stay_on})
+    draft = draft_plan(ctx, snapshot, request, replace(i, no_bmc=stay_on))
+    held = [h for h in holds if h in i.cluster.host_index]
+    for _ in range(BUDGET_ROUNDS - 1):
+        if budget is None or len(draft.power_off) <= budget:
+            break
+        held += draft.power_off[budget:]
+        stay_on.update(dict.fromkeys(draft.power_off[budget:], beyond_budget(budget)))
+        draft = draft_plan(ctx, snapshot, request, replace(i, no_bmc=stay_on))
+    notes = [f"cool-down: {host} stays on, "
+             f"{stay_on[host].removeprefix('emptied, left on: ')}"
+             for host in held if host not in draft.left_on and host not in draft.power_off]
+    if budget == 0:
+        notes.append(f"cool-down: no host is powered off, "
+                     f"{beyond_budget(0).removeprefix('emptied, left on: ')}")
+    return hold_power_off(replace(draft, notes=(*draft.notes, *notes)), holds, budget)
+
+
 def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> StoredPlan:
     """Make, check and store a proposed plan for a snapshot."""
     i = plan_inputs(ctx, snapshot, request)
-    draft = draft_plan(ctx, snapshot, request, i)
-    if request.cool_down is not None:
-        draft = hold_power_off(draft, *request.cool_down)
+    if request.cool_down is None:
+        draft = draft_plan(ctx, snapshot, request, i)
+    else:
+        draft = draft_cooled_down(ctx, snapshot, request, i, *request.cool_down)
     if i.settings.rules.scope is not None:   # recorded with the plan, for its review
         draft = replace(draft, options={**draft.options, "scope": str(i.settings.rules.scope)})
     if i.choice.planner.capacity_model == "ucac":

@@ -46,11 +46,14 @@ class PlanSettings:
 
 #: Why a migrate-only plan leaves its emptied hosts on.
 MIGRATE_ONLY = "emptied, left on: migrate-only plan (no BMC file)"
+#: Why a plan leaves an emptied host without a BMC entry on.
+NO_BMC = "emptied, left on: no BMC is configured for it in the BMC file"
 
 
 def plan_cluster(cluster: Cluster, algorithm: str, *, settings: PlanSettings | None = None,
               spare: int = 0, options: Mapping[str, Any] | None = None,
-              ranking: Ranker | None = None, no_bmc: Collection[str] = ()) -> PlanDraft:
+              ranking: Ranker | None = None,
+                 no_bmc: Collection[str] | Mapping[str, str] = ()) -> PlanDraft:
     """Run an algorithm on a cluster and turn its packing into a checked plan."""
     settings = settings or PlanSettings()
     algo = get_algorithm(algorithm)
@@ -64,9 +67,9 @@ def plan_cluster(cluster: Cluster, algorithm: str, *, settings: PlanSettings | N
 
 def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                        ranking: str | None, settings: PlanSettings,
-                       no_bmc: Collection[str] = ()) -> PlanDraft:
+                       no_bmc: Collection[str] | Mapping[str, str] = ()) -> PlanDraft:
     """Moves, waves, spares, power-off and bounds of a packing; checked before returned.
-    Emptied hosts in no_bmc (none is configured for them) are left on, with the reason."""
+    Emptied hosts in no_bmc (see stay_on_reasons) are left on, with the reason."""
     cluster = problem.cluster
     target = packing.target
     moved = np.nonzero(target != problem.placement)[0]
@@ -85,7 +88,7 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
         if restored:   # why they stay on still holds; say so before what it saved
             notes += [n for n in first.notes if n.startswith("N+1: ") or "last usable" in n]
             notes.append(f"not emptied, as {agree(len(restored), 'it stays', 'they stay')} "
-                         f"on anyway (N+1, the last of a zone or no BMC): "
+                         f"on anyway (N+1, the last of a zone, no BMC or the power cool-down): "
                          f"{', '.join(names[h] for h in restored)}")
     except PlanError:   # kept hosts emptied after all: the packing's own order exists
         decided = first
@@ -138,11 +141,20 @@ class PowerDecisions:
     kept: list[int] = field(default_factory=list)
 
 
+def stay_on_reasons(no_bmc: Collection[str] | Mapping[str, str]) -> dict[str, str]:
+    """Host -> why it cannot be powered off: the names of hosts without a BMC entry, or a
+    mapping of hosts to their own reasons (the daemon's power cool-down)."""
+    if isinstance(no_bmc, Mapping):
+        return dict(no_bmc)
+    return {host: NO_BMC for host in no_bmc}
+
+
 def power_decisions(problem: Problem, target: np.ndarray, settings: PlanSettings,
-                    no_bmc: Collection[str] = ()) -> PowerDecisions:
+                    no_bmc: Collection[str] | Mapping[str, str] = ()) -> PowerDecisions:
     """The emptied hosts to power off, after the spares, the last host of each zone, N+1
-    and the hosts no BMC is configured for are kept on: what a plan of this packing does,
-    without its moves and waves (the front compares packings by it)."""
+    and the hosts that cannot be powered off (no_bmc: see stay_on_reasons) are kept on: what
+    a plan of this packing does, without its moves and waves (the front compares packings by
+    it)."""
     names = [h.name for h in problem.cluster.hosts]
     notes: list[str] = []
     population = np.bincount(target, minlength=problem.n_hosts)
@@ -171,12 +183,14 @@ def power_decisions(problem: Problem, target: np.ndarray, settings: PlanSettings
                          f"{'stays' if len(n_plus) == 1 else 'stay'} powered so that the hosts "
                          f"left on can absorb the failure of the largest of them "
                          f"([planner] n_plus_one)")
-    unpowered = set(no_bmc)
-    left_on = {names[h]: "emptied, left on: no BMC is configured for it in the BMC file"
-               for h in power_off if names[h] in unpowered}
+    unpowered = stay_on_reasons(no_bmc)
+    left_on = {names[h]: unpowered[names[h]] for h in power_off if names[h] in unpowered}
     power_off = [h for h in power_off if names[h] not in unpowered]
-    if left_on:
-        notes.append(f"emptied but left on, no BMC configured: {', '.join(sorted(left_on))}")
+    no_entry = sorted(h for h, why in left_on.items() if why == NO_BMC)
+    if no_entry:
+        notes.append(f"emptied but left on, no BMC configured: {', '.join(no_entry)}")
+    for host in sorted(set(left_on) - set(no_entry)):
+        notes.append(f"{host}: {left_on[host]}")
     kept += [h for h in candidates.tolist() if names[h] in left_on]
     return PowerDecisions(power_off, spares, left_on, notes, kept)
 

@@ -137,6 +137,12 @@ class CoolDown:
         return out
 
 
+def beyond_budget(budget: int) -> str:
+    """Why a host the hour's budget of power actions cannot power off stays on."""
+    return (f"emptied, left on: [power] max_actions_per_hour reached "
+            f"({plural(budget, 'more action')} allowed this hour)")
+
+
 def hold_power_off(draft: PlanDraft, holds: Mapping[str, str], budget: int | None
                    ) -> PlanDraft:
     """The draft with the power-offs the cool-down forbids left on (emptied), with why:
@@ -144,9 +150,7 @@ def hold_power_off(draft: PlanDraft, holds: Mapping[str, str], budget: int | Non
     keep = {h: holds[h] for h in draft.power_off if h in holds}
     allowed = [h for h in draft.power_off if h not in keep]
     if budget is not None and len(allowed) > budget:
-        for host in allowed[budget:]:
-            keep[host] = (f"emptied, left on: [power] max_actions_per_hour reached "
-                          f"({plural(budget, 'more action')} allowed this hour)")
+        keep.update(dict.fromkeys(allowed[budget:], beyond_budget(budget)))
         allowed = allowed[:budget]
     if not keep:
         return draft
