@@ -22,62 +22,45 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
-from consolidator.app.database import prune_if_configured
-from consolidator.app.interrupted import mark_interrupted, triage_running
+from consolidator.app.cycle import (
+    CloudPorts,
+    CycleResult,
+    capacity_watch_once,
+    host_counts,
+    hosts_to_power_on,
+    is_up,
+    ramp,
+    ramp_candidates,
+    run_cycle,
+)
 from consolidator.app.leadership import (
     Leadership,
-    LeaseHeldError,
     executor_cloud,
     executor_holder,
-    refuse_while_executor_runs,
 )
 from consolidator.app.metrics import last_known_hosts
-from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.power_readings import watts_off
 from consolidator.app.relief import ReliefRun, relieve_now
-from consolidator.app.review import approve, cancel, plan_counts, power_on_plan
-from consolidator.app.rollback import bmc_power
+from consolidator.app.review import plan_counts
 from consolidator.app.settings import cron_trigger, daemon_settings, relief_settings
 from consolidator.app.snapshots import last_readings, read_cloud, record_snapshot
-from consolidator.app.usage_power import cool_down, usage_power_on
 from consolidator.core.errors import ConsolidatorError
-from consolidator.core.maintenance import drained_by
-from consolidator.core.model import Cluster, Host
+from consolidator.core.model import Cluster
 from consolidator.core.padding import parse_windows, spare_target
-from consolidator.core.rollback_plan import OUR_REASON
 from consolidator.core.wording import plural
 
 if TYPE_CHECKING:
     from consolidator.app.apply import Outcome
 
+#: What tests and callers import from here (they live in app/cycle.py).
+__all__ = ["CycleResult", "Daemon", "host_counts", "hosts_to_power_on", "ramp_candidates"]
+
 LOG = logging.getLogger(__name__)
-
-
-@dataclass
-class CycleResult:
-    """What one cycle did."""
-
-    snapshot_id: str = ""
-    plan_id: str = ""
-    spare_target: int = 0
-    migrations_planned: int = 0
-    outcome: Outcome | None = None
-    powered_on: list[str] = field(default_factory=list)
-    duration_s: float = 0.0
-    skipped: str = ""
-    #: Why the cycle failed (an error, or its apply refused), in one line; "" if it did not.
-    failed: str = ""
-    hosts: dict[str, int] = field(default_factory=dict)   # active, spare, powered_off
-    watts_saved: float = 0.0    # the powered-off hosts' idle draw, estimated as plans do
-    relief: ReliefRun | None = None     # the relief at the end of the cycle
 
 
 class _Cancelled(Exception):
@@ -219,49 +202,18 @@ class Daemon:
         return True
 
     def _cycle(self) -> CycleResult:
-        self._resume_interrupted()
-        self._check_cancelled()
-        result = CycleResult(spare_target=self.target())
-        snap, _ = record_snapshot(self.ctx)
-        result.snapshot_id = snap.info.id
-        if self.metrics is not None:
-            self.metrics.observe_power({r.host: r.watts for r in snap.readings})
-        self._check_cancelled()
-        plan = make_plan(self.ctx, snap, PlanRequest(spare=result.spare_target,
-                                                     cool_down=cool_down(self.ctx, self.clock())))
-        draft = plan.draft
-        result.plan_id, result.migrations_planned = plan.id, len(draft.migrations)
-        self._check_cancelled()
-        if draft.migrations or draft.power_off:
-            if self.settings.auto_apply:
-                refuse_while_executor_runs(self.ctx, plan.cloud)
-                approve(self.ctx, plan.id, reason="auto_apply")
-                try:
-                    result.outcome = self._execute(plan.id)
-                except LeaseHeldError as exc:     # an apply took the lease meanwhile
-                    cancel(self.ctx, plan.id, reason=f"refused: {exc}")
-                    result.failed = str(exc)
-                    return result
-            else:
-                LOG.info("plan %s proposed (%s, %s to power off): review it with "
-                         "'consolidator plan show %s' and approve it with 'consolidator plan "
-                         "approve %s'", plan.id, plural(len(draft.migrations), "migration"),
-                         plural(len(draft.power_off), "host"), plan.id, plan.id)
-        self._check_cancelled()
-        result.relief = relieve_now(self.ctx, self._execute,
-                                    auto_apply=self.settings.auto_apply)
-        self._check_cancelled()
-        result.powered_on, live = self._ramp(result.spare_target, spares_only=True)
-        if result.powered_on:  # the read before the ramp no longer holds
-            live = read_cloud(self.ctx).cluster
-        result.hosts = host_counts(live)
-        result.watts_saved = watts_off(self.ctx, snap, [h.name for h in live.hosts
-                                                        if not _is_up(h)])
-        pruned = prune_if_configured(self.ctx)    # [database] keep_days
-        if pruned is not None:
-            LOG.info("pruned %s, %s and %s", plural(pruned.snapshots, "snapshot"),
-                     plural(pruned.plans, "plan"), plural(pruned.journal, "journal row"))
-        return result
+        return run_cycle(self.ctx, self.settings, self.windows, self.clock(), self.ports)
+
+    @property
+    def ports(self) -> CloudPorts:
+        """The live cloud, as the shared cycle (app/cycle.py) reads and acts on it."""
+        observe = self.metrics.observe_power if self.metrics is not None else None
+        return CloudPorts(
+            read=lambda: read_cloud(self.ctx), snapshot=lambda: record_snapshot(self.ctx)[0],
+            execute=self._execute, check=self._check_cancelled, stopping=self.stop.is_set,
+            relieve=lambda: relieve_now(self.ctx, self._execute,
+                                        auto_apply=self.settings.auto_apply),
+            observe_power=observe)
 
     def _execute(self, plan_id: str, resume: bool = False) -> Outcome:
         """Run a plan; _Cancelled once it ends if the lease was lost meanwhile."""
@@ -274,18 +226,6 @@ class Daemon:
             self.run = None
         self._check_cancelled()
         return outcome
-
-    def _resume_interrupted(self) -> None:
-        """Before anything else, finish the plans a crash left running that nothing has
-        overtaken, with auto_apply on; mark the others interrupted, saying why."""
-        for plan_id, why_not in triage_running(self.ctx, self.cloud_name,
-                                               auto_apply=self.settings.auto_apply):
-            if why_not is not None:
-                LOG.warning("plan %s was left running and is not resumed: %s", plan_id,
-                            mark_interrupted(self.ctx, plan_id, why_not))
-                continue
-            LOG.info("resuming plan %s, which was left running", plan_id)
-            self._execute(plan_id, resume=True)
 
     # -- power-on: the morning ramp and the capacity watch -----------------------------
 
@@ -307,8 +247,7 @@ class Daemon:
                 LOG.info("capacity watch skipped: an apply or a rollback is running (%s "
                          "holds the executor lease)", holder)
                 return []
-            return self._ramp(self.target(), spares_only=False)[0] or \
-                usage_power_on(self.ctx, self._execute, now=self.clock())
+            return capacity_watch_once(self.ctx, self.ports, self.target(), self.clock())
         except _Cancelled as exc:
             LOG.warning("capacity watch cancelled: %s", exc)
             return []
@@ -347,23 +286,8 @@ class Daemon:
             self.busy.release()
 
     def _ramp(self, target: int, *, spares_only: bool) -> tuple[list[str], Cluster]:
-        """Power on the most capable hosts consolidator powered off, as many as needed;
-        return them and the live cluster read before."""
-        inventory = read_cloud(self.ctx)
-        power = bmc_power(self.ctx, inventory.cluster)   # Nova may still say 'up'
-        live = Cluster(hosts=tuple(replace(h, power="off") if power.get(h.name) == "off"
-                                   else h for h in inventory.cluster.hosts),
-                       instances=inventory.cluster.instances,
-                       server_groups=inventory.cluster.server_groups)
-        want = hosts_to_power_on(live, target, spares_only=spares_only)
-        if not want or self.stop.is_set():
-            return [], live
-        LOG.info("powering on %s: %s", ", ".join(want),
-                 "fewer spare hosts are up than the padding" if spares_only
-                 else "the free capacity of the powered hosts is below the padding")
-        plan = power_on_plan(self.ctx, inventory, want, target)
-        outcome = self._execute(plan.id)
-        return outcome.powered_on, live
+        """The shared ramp (app/cycle.py) on the live cloud."""
+        return ramp(self.ctx, self.ports, target, spares_only=spares_only)
 
     def _observe_stored(self, metrics: Any) -> None:
         """The hosts by state and the watts saved, from the newest stored snapshot of the
@@ -376,7 +300,7 @@ class Daemon:
         counts = host_counts(cluster)
         metrics.set_hosts(counts["active"], counts["spare"], counts["powered_off"],
                           watts_off(self.ctx, snap, [h.name for h in cluster.hosts
-                                                     if not _is_up(h)]))
+                                                     if not is_up(h)]))
 
     def _observe(self, result: CycleResult) -> None:
         outcome = result.outcome
@@ -457,62 +381,3 @@ def _skipped(why: str) -> CycleResult:
 
 def _log_line(line: str) -> None:
     LOG.info("%s", line.strip())
-
-
-def host_counts(cluster: Cluster) -> dict[str, int]:
-    """Powered hosts with instances (active), powered empty usable ones (spare), and hosts
-    down or off (powered_off)."""
-    up = np.array([_is_up(h) for h in cluster.hosts], dtype=bool)
-    usable = np.array([h.usable for h in cluster.hosts], dtype=bool)
-    empty = cluster.population == 0 if len(cluster.hosts) else np.zeros(0, dtype=bool)
-    return {"active": int((up & ~empty).sum()), "spare": int((up & usable & empty).sum()),
-            "powered_off": int((~up).sum())}
-
-
-def _is_up(host: Host) -> bool:
-    """Up in Nova and not off by its BMC: on."""
-    return host.state == "up" and host.power != "off"
-
-
-def _powered(cluster: Cluster) -> int:
-    return sum(_is_up(h) for h in cluster.hosts)
-
-
-def ramp_candidates(cluster: Cluster) -> list[int]:
-    """Hosts consolidator powered off (off by their BMC or down, disabled by us), most
-    capable first; never a drained host (it is in maintenance until 'hosts undrain')."""
-    rows = [h for h, host in enumerate(cluster.hosts)
-            if (host.state == "down" or host.power == "off")
-            and (host.disabled_reason or "").startswith(OUR_REASON)
-            and drained_by(host.disabled_reason) is None]
-    scale = np.maximum(cluster.capacity[:, :2].max(axis=0), 1.0) if len(cluster.hosts) else 1.0
-    return sorted(rows, key=lambda h: (-float((cluster.capacity[h, :2] / scale).sum()), h))
-
-
-def hosts_to_power_on(cluster: Cluster, target: int, *, spares_only: bool) -> list[str]:
-    """The hosts to power on so that the padding holds.
-
-    spares_only: until `target` usable hosts are up and empty (the cycle's morning ramp).
-    Otherwise: until the free vCPU and memory of the usable powered hosts cover `target`
-    times the median capacity of those hosts (the capacity watch).
-    """
-    candidates = ramp_candidates(cluster)
-    if not candidates or target <= 0:
-        return []
-    usable = np.array([h.usable for h in cluster.hosts], dtype=bool)
-    if spares_only:
-        empty = usable & (cluster.population == 0)
-        missing = target - int(empty.sum())
-        return [cluster.hosts[h].name for h in candidates[:max(missing, 0)]]
-    if not usable.any():
-        return [cluster.hosts[h].name for h in candidates[:target]]
-    capacity = cluster.capacity[:, :2]
-    need = target * np.median(capacity[usable], axis=0)
-    free = (capacity[usable] - cluster.usage[usable, :2]).sum(axis=0)
-    chosen = []
-    for h in candidates:
-        if np.all(free >= need):
-            break
-        chosen.append(cluster.hosts[h].name)
-        free = free + capacity[h]
-    return chosen

@@ -1,19 +1,22 @@
 """Replaying a usage trace: the reference policies in the pure simulator, and the daemon as
 configured ('consolidator'), each over the same trace, data centre and simulated clock.
 
-The consolidator policy runs the daemon's cycle at each time its [daemon] schedule fires on
-the simulated clock: a snapshot of the replay's cloud (with each VM's CPU statistics over the
-samples since the previous cycle, as telemetry gives them) stored by ``store_inventory``, the
-spare-host target of the [padding] windows (``spare_target``), the plan of ``make_plan``
-(the config's algorithm, ranking, capacity model, confidence and budget), then the plan
-approved and run by the real executor (``PlanRun``) against the dry run's simulated cloud
-seeded with the replay's state: migrations, disables and power-offs through the guarded path.
+The consolidator policy calls the daemon's own functions (app/cycle.py) with ports
+(``CloudPorts``) onto the replay's cloud: at each time its [daemon] schedule fires on the
+simulated clock, ``run_cycle`` (snapshot with each VM's CPU statistics over the samples since
+the previous cycle, as telemetry gives them; the [padding] spare target; ``make_plan`` with
+the config's algorithm, ranking, capacity model, confidence and budget; the plan approved and
+run by the real executor, ``PlanRun``, against the dry run's simulated cloud seeded with the
+replay's state; the morning ramp); between cycles, every [daemon] capacity_watch_interval,
+``capacity_watch_once`` (the ramp on free capacity, then usage at confidence with its trend,
+the usage read from the trace over the [relief] queries' windows); and relief every [relief]
+interval (app/replay_relief.py). Plans are applied as with [daemon] auto_apply on.
 """
 
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -21,16 +24,17 @@ import numpy as np
 
 from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
+from consolidator.app.cycle import CloudPorts, capacity_watch_once, run_cycle
 from consolidator.app.history import HistoryRange, history_trace
-from consolidator.app.planning import PlanRequest, make_plan
-from consolidator.app.replay_relief import relieve_step
-from consolidator.app.review import approve
+from consolidator.app.replay_relief import relieve_step, window_steps
 from consolidator.app.settings import cron_trigger, daemon_settings
 from consolidator.app.snapshots import store_inventory
+from consolidator.app.usage_power import UsageReads
 from consolidator.core.errors import ConsolidatorError, ModelError, UsageError
 from consolidator.core.model import Cluster, Host
 from consolidator.core.padding import parse_windows, spare_target
 from consolidator.core.replay.cloud_model import (
+    CPU_UNIT_MIPS,
     cluster_at,
     replay_hosts,
     replay_instances,
@@ -43,12 +47,16 @@ from consolidator.core.replay.reference import (
     reference_policy,
 )
 from consolidator.core.replay.trace import floor_kwh
+from consolidator.core.usage_power import predicted_rise
 from consolidator.core.wording import plural
 
 if TYPE_CHECKING:
+    from consolidator.app.apply import Outcome
+    from consolidator.app.settings import ReliefSettings
     from consolidator.core.replay.datacentre import DataCentre
     from consolidator.core.replay.metrics import ReplayResult
     from consolidator.core.replay.trace import Trace
+    from consolidator.openstack.inventory import Inventory
 
 #: The policies of a replay, in the order of its rows.
 POLICIES = ("npa", "thr-mmt-0.8", "lr-mmt-1.2", "consolidator")
@@ -58,17 +66,19 @@ START = datetime(2011, 3, 3)
 
 @dataclass
 class ConsolidatorPolicy:
-    """The daemon as configured, on the replay's clock (see the module's docstring).
-
-    step() runs cycle() whenever the schedule fires; what the daemon does between cycles
-    (a capacity watch, relief) belongs in step() too, acting on the same state: the
-    placement (host row per VM) and ``state`` (row -> Host with its power and service)."""
+    """The daemon as configured, on the replay's clock (see the module's docstring). Its
+    state: the placement (host row per VM) and ``state`` (row -> Host with its power and
+    service), which the executor's runs change."""
 
     ctx: AppContext
     start_at: datetime = START
     name: str = "consolidator"
     full_power: bool = False
     cycles: int = 0
+    watches: int = 0
+    #: Hosts powered on by the cycles' morning ramp and by the capacity watch.
+    ramped: list[str] = field(default_factory=list)
+    watched: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
     def start(self, trace: Trace, dc: DataCentre) -> tuple[np.ndarray, np.ndarray]:
@@ -78,7 +88,7 @@ class ConsolidatorPolicy:
         self.row = {h.name: i for i, h in enumerate(self.hosts)}
         self.vm_row = {inst.id: v for v, inst in enumerate(self.instances)}
         self.state: dict[int, Host] = {}
-        self.settings = daemon_settings(self.ctx.config)
+        self.settings = replace(daemon_settings(self.ctx.config), auto_apply=True)
         self.windows = parse_windows(self.settings.padding)
         self.trigger = cron_trigger(self.ctx.config)
         zone = self.trigger.timezone
@@ -87,13 +97,20 @@ class ConsolidatorPolicy:
             start.replace(tzinfo=zone)
         self.due = self.trigger.get_next_fire_time(None, self.clock0)
         self.last = 0
-        return initial_placement(trace, dc), np.ones(dc.hosts, dtype=bool)
+        self.placement = initial_placement(trace, dc)
+        self.usage = usage_window(trace, 0, 0)
+        self.doing = ""
+        return self.placement.copy(), np.ones(dc.hosts, dtype=bool)
 
     def notes(self) -> tuple[str, ...]:
-        """How many cycles ran, and any that failed."""
-        notes = [f"consolidator: {self.cycles} daemon cycles ({self.settings.schedule!r}), "
-                 f"each plan applied (as with [daemon] auto_apply), and "
-                 f"{plural(getattr(self, 'reliefs', 0), 'relief')} of overloaded hosts"]
+        """How many cycles ran, what powered hosts on, and any failures."""
+        notes = [f"consolidator: {plural(self.cycles, 'daemon cycle')} "
+                 f"({self.settings.schedule!r}), "
+                 f"each plan applied (as with [daemon] auto_apply), "
+                 f"{plural(getattr(self, 'reliefs', 0), 'relief')} of overloaded hosts, "
+                 f"{plural(self.watches, 'capacity watch', 'capacity watches')}; "
+                 f"{plural(len(self.ramped), 'host')} powered on by the morning ramp and "
+                 f"{len(self.watched)} by the capacity watch"]
         return tuple(notes + self.failures[:3])
 
     def _on(self) -> np.ndarray:
@@ -101,59 +118,122 @@ class ConsolidatorPolicy:
                          for h, host in enumerate(self.hosts)], dtype=bool)
 
     def step(self, k: int, placement: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Run the daemon's cycle if its schedule fires at sample k, then relief if [relief]
-        interval falls due (app/replay_relief.py)."""
+        """At sample k: the daemon's cycle if its schedule fires, else the capacity watch if
+        its interval falls due (the daemon skips the watch while a cycle runs); then relief
+        if [relief] interval falls due (app/replay_relief.py)."""
+        self.placement = placement.copy()
         now = self.clock0 + timedelta(seconds=k * self.trace.step_s)
         if self.due is not None and self.due <= now:
-            try:
-                placement = self.cycle(k, now, placement)
-            except ConsolidatorError as exc:    # the daemon logs it and runs the next cycle
-                self.failures.append(f"cycle at {now:%H:%M} failed: {exc}")
+            self._guarded("cycle", now, lambda: self.cycle(k, now))
             self.due = self.trigger.get_next_fire_time(self.due, now + timedelta(seconds=1))
             while self.due is not None and self.due <= now:
                 self.due = self.trigger.get_next_fire_time(self.due, self.due)
-        try:
-            placement = relieve_step(self, k, now, placement)
-        except ConsolidatorError as exc:    # as the daemon's relief watch: logged, next time
-            self.failures.append(f"relief at {now:%H:%M} failed: {exc}")
-        return placement, self._on()
+        elif self.watch_due(k):
+            self._guarded("capacity watch", now, lambda: self.watch(k, now))
+        self._guarded("relief", now, lambda: self._relieve(k, now))
+        return self.placement.copy(), self._on()
 
-    def cycle(self, k: int, now: datetime, placement: np.ndarray) -> np.ndarray:
-        """The daemon's cycle: snapshot, padding, plan, apply; the placement after it."""
+    def _guarded(self, what: str, now: datetime, work: Any) -> None:
+        """Run work; an error is noted and the next one runs, as in the daemon."""
+        self.doing = f"{what} at {now:%H:%M}"
+        try:
+            work()
+        except ConsolidatorError as exc:
+            self.failures.append(f"{self.doing} failed: {exc}")
+
+    def _relieve(self, k: int, now: datetime) -> None:
+        self.placement = relieve_step(self, k, now, self.placement)
+
+    def watch_due(self, k: int) -> bool:
+        """Whether the daemon's capacity watch runs at sample k."""
+        interval = self.settings.capacity_watch_interval
+        if interval <= 0 or k == 0:
+            return False
+        return k % max(int(round(interval / self.trace.step_s)), 1) == 0
+
+    def cycle(self, k: int, now: datetime) -> None:
+        """The daemon's cycle (app/cycle.py run_cycle) on the replay's cloud."""
+        self.cycles += 1
+        self.usage = usage_window(self.trace, self.last + 1 if self.cycles > 1 else 0, k)
+        self.last = k
+        result = run_cycle(self.ctx, self.settings, self.windows, now, self.ports(k))
+        if result.failed:
+            self.failures.append(f"{self.doing} failed: {result.failed}")
+        self.ramped += result.powered_on
+
+    def watch(self, k: int, now: datetime) -> None:
+        """The daemon's capacity watch (app/cycle.py capacity_watch_once)."""
+        self.watches += 1
+        target = spare_target(self.windows, now, self.settings.spare)
+        self.watched += capacity_watch_once(self.ctx, self.ports(k), target, now)
+
+    def ports(self, k: int) -> CloudPorts:
+        """The replay's cloud as the daemon's functions read and act on it at sample k."""
+        return CloudPorts(read=self.inventory,
+                          snapshot=lambda: store_inventory(self.ctx, self.inventory()),
+                          execute=self.execute, relieve=lambda: None,
+                          usage=self.usage_reads(k))
+
+    def inventory(self, usage: tuple[np.ndarray, np.ndarray] | None = None) -> Inventory:
+        """The replay's cloud now, with the VMs' usage statistics (default: the cycle's)."""
         from consolidator.openstack.inventory import Inventory
 
-        self.cycles += 1
-        mean, std = usage_window(self.trace, self.last + 1 if self.cycles > 1 else 0, k)
-        self.last = k
-        cluster = cluster_at(self.hosts, self.instances, placement, self.state, mean, std)
-        snap = store_inventory(self.ctx, Inventory(cluster, "replay", "2.88",
-                                                   cloud="replay"))
-        target = spare_target(self.windows, now, self.settings.spare)
-        plan = make_plan(self.ctx, snap, PlanRequest(spare=target))
-        if not (plan.draft.migrations or plan.draft.power_off):
-            return placement
-        approve(self.ctx, plan.id, reason="auto_apply")
-        return self.run_plan(snap.cluster, plan.id, f"cycle at {now:%H:%M}", placement)
+        mean, std = usage or self.usage
+        cluster = cluster_at(self.hosts, self.instances, self.placement, self.state, mean, std)
+        return Inventory(cluster, "replay", "2.88", cloud="replay")
 
-    def run_plan(self, cluster: Cluster, plan_id: str, what: str, placement: np.ndarray
-                 ) -> np.ndarray:
+    def usage_reads(self, k: int) -> UsageReads:
+        """Usage as the capacity watch reads it at sample k: each VM's mean and deviation
+        over the [relief] queries' windows, and the trend of the total over trend_window
+        (only with a trend_query, as in the daemon)."""
+        step_s = self.trace.step_s
+
+        def read(settings: ReliefSettings) -> Inventory:
+            means = window_steps(settings.mean_query, step_s, 600)
+            stds = window_steps(settings.std_query, step_s, 3600)
+            mean, _ = usage_window(self.trace, k - means + 1, k)
+            _, std = usage_window(self.trace, k - stds + 1, k)
+            return self.inventory((mean, std))
+
+        def rise(settings: ReliefSettings) -> float:
+            if not settings.trend_query or settings.lookahead <= 0:
+                return 0.0
+            lo = max(k - max(int(round(settings.trend_window / step_s)), 2) + 1, 0)
+            total = (self.trace.utilisation[:, lo:k + 1]
+                     * (self.trace.mips / CPU_UNIT_MIPS)[:, None]).sum(axis=0)
+            if len(total) < 2:
+                return 0.0
+            return predicted_rise(list(np.arange(lo, k + 1) * step_s), list(total),
+                                  settings.lookahead)
+
+        return UsageReads(read=read, rise=rise, powerable=list)
+
+    def execute(self, plan_id: str, resume: bool = False) -> Outcome:
         """Run an approved plan with the real executor against the replay's simulated cloud
-        seeded from `cluster`; the placement after it (the hosts' power and service kept)."""
+        seeded with its state now; keep where every VM went and each host's power and
+        service."""
         from consolidator.execution.replay_cloud import replay_cloud, settled
 
+        cluster = self.inventory().cluster
         nova, lookup, drivers = replay_cloud(cluster)
-        outcome = PlanRun(self.ctx, plan_id, cloud=(nova, lookup)).run()
+        outcome = PlanRun(self.ctx, plan_id, cloud=(nova, lookup)).run(resume=resume)
         if not outcome.ok:
-            self.failures.append(f"{what}: plan {plan_id} did not finish "
+            self.failures.append(f"{self.doing}: plan {plan_id} did not finish "
                                  f"({len(outcome.failed)} failed, {len(outcome.skipped)} "
                                  f"skipped, {len(outcome.left_on)} left on)")
         moved, hosts = settled(nova, drivers, cluster)
-        placement = placement.copy()
         for server, host in moved.items():
-            placement[self.vm_row[server]] = self.row[host]
+            self.placement[self.vm_row[server]] = self.row[host]
         for name, host in hosts.items():
             self.state[self.row[name]] = host
-        return placement
+        return outcome
+
+    def run_plan(self, cluster: Cluster, plan_id: str, what: str, placement: np.ndarray
+                 ) -> np.ndarray:
+        """Run an approved plan (relief's) on the replay's cloud; the placement after it."""
+        self.placement = placement.copy()
+        self.execute(plan_id)
+        return self.placement.copy()
 
 
 def replay_context(ctx: AppContext) -> tuple[AppContext, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -64,31 +64,46 @@ def trend_rise(settings: ReliefSettings) -> float:
     return predicted_rise([t for t, _ in points], [v for _, v in points], settings.lookahead)
 
 
-def usage_need(ctx: AppContext, settings: ReliefSettings
+@dataclass(frozen=True)
+class UsageReads:
+    """Where the capacity watch reads usage, when not from the live cloud and Prometheus (a
+    trace replay reads its trace): the cloud with each instance's usage statistics as the
+    [relief] queries would give them, the usage's rise over the lookahead, and which hosts
+    may be powered on (default: those with a BMC)."""
+
+    read: Callable[[ReliefSettings], Inventory]
+    rise: Callable[[ReliefSettings], float]
+    powerable: Callable[[list[str]], list[str]] | None = None
+
+
+def usage_need(ctx: AppContext, settings: ReliefSettings, reads: UsageReads | None = None
                ) -> tuple[Need, list[str], dict[str, float], Inventory]:
-    """The need of the live cloud (usage at confidence, trend) and the hosts that may come on,
+    """The need of the cloud (usage at confidence, trend) and the hosts that may come on,
     the most efficient first, with their cores x speed; and the inventory read."""
     from consolidator.app.power_readings import settle_power
 
-    inventory = read_cloud(ctx, telemetry=settings.source)
+    inventory = reads.read(settings) if reads else read_cloud(ctx, telemetry=settings.source)
     cluster = settle_power(ctx, inventory.cluster)
     speed = speed_map(cluster, settings.cpu_speed)
     usage = replace(settings.plan.usage, speed=speed)
-    need = need_of(cluster, usage, rise=trend_rise(settings), headroom=settings.headroom)
+    rise = reads.rise(settings) if reads else trend_rise(settings)
+    need = need_of(cluster, usage, rise=rise, headroom=settings.headroom)
     speeds = np.array([speed.get(h.name, 1.0) for h in cluster.hosts])
-    candidates = with_bmc(ctx, power_on_order(cluster, speeds))
+    order = power_on_order(cluster, speeds)
+    candidates = reads.powerable(order) if reads and reads.powerable else with_bmc(ctx, order)
     cores = {h.name: physical_cores(h) * speed.get(h.name, 1.0) for h in cluster.hosts}
     return need, candidates, cores, replace(inventory, cluster=cluster)
 
 
-def usage_power_on(ctx: AppContext, execute: Callable[[str], Outcome], *, now: datetime
-                   ) -> list[str]:
+def usage_power_on(ctx: AppContext, execute: Callable[[str], Outcome], *, now: datetime,
+                   reads: UsageReads | None = None) -> list[str]:
     """Power hosts on when usage at confidence, with its trend, nears the powered cores;
-    within the hour's budget of power actions. The hosts powered on."""
+    within the hour's budget of power actions. The hosts powered on. Without `reads`, usage
+    comes from Prometheus: nothing is done without a [relief] Prometheus URL."""
     settings = relief_settings(ctx.config)
-    if settings.source is None:
+    if settings.source is None and reads is None:
         return []
-    need, candidates, cores, inventory = usage_need(ctx, settings)
+    need, candidates, cores, inventory = usage_need(ctx, settings, reads)
     if need.short <= 0:
         return []
     want = hosts_for_need(need, candidates, cores)

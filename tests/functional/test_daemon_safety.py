@@ -176,12 +176,13 @@ def test_daemon_once_gives_its_lease_back_when_the_apply_is_refused(
         bed: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """An apply took the executor lease between the cycle's check and its own apply:
     LeaseHeldError; the daemon lease stayed held until it expired."""
+    import consolidator.app.cycle as cycle_module
     import consolidator.daemon as daemon_module
 
     cloud, engine = bed
     daemon = make_daemon(cloud, engine, tmp_path)
     monkeypatch.setattr(daemon_module, "executor_holder", lambda ctx, cloud: None)
-    monkeypatch.setattr(daemon_module, "refuse_while_executor_runs", lambda ctx, cloud: None)
+    monkeypatch.setattr(cycle_module, "refuse_while_executor_runs", lambda ctx, cloud: None)
     assert acquire(engine, "executor:defaults", "elsewhere:1:apply", 60) is not None
     with time_machine.travel(NIGHT, tick=True):
         result = daemon.once()

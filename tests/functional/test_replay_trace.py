@@ -103,3 +103,33 @@ def test_bad_input_is_one_line(args: tuple[str, ...], message: str) -> None:
     assert out.code != 0
     assert message in out.err and "Traceback" not in out.err
     assert len(out.err.strip().splitlines()) <= 2
+
+
+def test_the_capacity_watch_powers_a_host_on_between_cycles_when_demand_rises(
+        tmp_path: Path) -> None:
+    """The daemon's capacity watch (app/cycle.py) runs at its interval on the replay's clock:
+    the 00:00 cycle packs twelve idle VMs and powers hosts off; at 00:20 their demand jumps,
+    and the watch powers hosts on before the 01:00 cycle (relief is off, so only the watch
+    can)."""
+    from consolidator.app.replay import make_policy, replay_context
+    from consolidator.core.replay.policy import replay
+
+    path = tmp_path / "watch.conf"
+    path.write_text("[planner]\nalgorithm = zoned-bestfit\ncapacity_model = ucac\n"
+                    "[relief]\ninterval = 0\n")
+    ctx, scratch = replay_context(AppContext(_config=load_config(str(path), required=True)))
+    util = np.full((12, 12), 0.9)
+    util[:, :4] = 0.05
+    trace = Trace(tuple(f"vm{i:02d}" for i in range(12)), util, np.full(12, 1000.0),
+                  np.full(12, 870.0))
+    policy = make_policy("consolidator", ctx)
+    try:
+        result = replay(trace, cloudsim_datacentre(8), policy)
+    finally:
+        ctx.engine(migrated=False).dispose()
+        scratch.cleanup()
+    assert policy.cycles == 1 and policy.watches == 11
+    assert result.hosts_on[3] < 8                      # the cycle powered hosts off
+    assert policy.watched                              # the watch powered some on ...
+    assert max(result.hosts_on[4:]) > result.hosts_on[3]   # ... after the jump, before 01:00
+    assert "by the capacity watch" in result.notes[0]

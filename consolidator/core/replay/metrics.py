@@ -106,11 +106,13 @@ class Meter:
         self.lost = np.zeros(self.demand.shape[0])
         self.incoming = np.zeros(h)
 
-    def migrated(self, k: int, vms: np.ndarray, destinations: np.ndarray) -> None:
-        """VMs that migrated at sample k: their CPU loss, their destinations' busy time."""
+    def migrated(self, k: int, vms: np.ndarray, destinations: np.ndarray,
+                 count: int | None = None) -> None:
+        """VMs that migrated at sample k: their CPU loss, their destinations' busy time;
+        count: the migrations made, if more than the VMs (a VM moved twice)."""
+        self.migrations += len(vms) if count is None else count
         if len(vms) == 0:
             return
-        self.migrations += len(vms)
         seconds = self.migration_s[vms]
         np.add.at(self.lost, vms, MIGRATION_LOSS * self.demand[vms, k] * seconds)
         np.maximum.at(self.incoming, destinations, seconds)   # they run at once
@@ -120,8 +122,10 @@ class Meter:
         """Interval k served by `placement` (host row per VM) with the hosts `on` powered;
         full_power: every powered host draws its peak (no power management)."""
         h, cap = self.dc.hosts, self.dc.capacity
-        start = np.bincount(placement, self.demand[:, k], minlength=h)
-        end = np.bincount(placement, self.demand[:, k + 1], minlength=h)
+        here = placement >= 0                 # a VM that ended is on no host
+        rows = placement[here]
+        start = np.bincount(rows, self.demand[here, k], minlength=h)
+        end = np.bincount(rows, self.demand[here, k + 1], minlength=h)
         watts = self.dc.tables[:, 10] if full_power else \
             (self.dc.power(start / cap) + self.dc.power(end / cap)) / 2
         self.joules += float(watts[on].sum()) * self.step_s

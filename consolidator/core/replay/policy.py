@@ -28,6 +28,13 @@ class Policy(Protocol):
         """What the reader of the result should know."""
 
 
+def migrations_made(policy: Policy, moved: int) -> int:
+    """The migrations of the last decision: the policy's own count where it keeps one
+    (``moves``: a VM moved twice in one decision migrates twice), else the VMs moved."""
+    count = getattr(policy, "moves", None)
+    return moved if count is None else int(count)
+
+
 def replay(trace: Trace, dc: DataCentre, policy: Policy) -> ReplayResult:
     """Run a policy over a trace on the simulated clock; its metrics."""
     demand = trace.demand()
@@ -35,8 +42,8 @@ def replay(trace: Trace, dc: DataCentre, policy: Policy) -> ReplayResult:
     placement, on = policy.start(trace, dc)
     for k in range(trace.steps):
         new, on = policy.step(k, placement)
-        moved = np.flatnonzero(new != placement)
-        meter.migrated(k, moved, new[moved])
+        moved = np.flatnonzero((new != placement) & (new >= 0))
+        meter.migrated(k, moved, new[moved], migrations_made(policy, len(moved)))
         placement = new
         meter.interval(k, placement, on, full_power=policy.full_power)
     return meter.result(policy.name, policy.notes())
