@@ -100,6 +100,7 @@ class ConsolidatorPolicy:
         self.placement = initial_placement(trace, dc)
         self.usage = usage_window(trace, 0, 0)
         self.doing = ""
+        self.now = self.clock0
         return self.placement.copy(), np.ones(dc.hosts, dtype=bool)
 
     def notes(self) -> tuple[str, ...]:
@@ -122,7 +123,7 @@ class ConsolidatorPolicy:
         its interval falls due (the daemon skips the watch while a cycle runs); then relief
         if [relief] interval falls due (app/replay_relief.py)."""
         self.placement = placement.copy()
-        now = self.clock0 + timedelta(seconds=k * self.trace.step_s)
+        now = self.now = self.clock0 + timedelta(seconds=k * self.trace.step_s)
         if self.due is not None and self.due <= now:
             self._guarded("cycle", now, lambda: self.cycle(k, now))
             self.due = self.trigger.get_next_fire_time(self.due, now + timedelta(seconds=1))
@@ -213,10 +214,14 @@ class ConsolidatorPolicy:
         seeded with its state now; keep where every VM went and each host's power and
         service."""
         from consolidator.execution.replay_cloud import replay_cloud, settled
+        from consolidator.store.journal import last_id, restamp
 
         cluster = self.inventory().cluster
         nova, lookup, drivers = replay_cloud(cluster)
+        before = last_id(self.ctx.engine())
         outcome = PlanRun(self.ctx, plan_id, cloud=(nova, lookup)).run(resume=resume)
+        # the journal on the replay's clock: the cool-down reads its power actions by time
+        restamp(self.ctx.engine(), after_id=before, at=self.now)
         if not outcome.ok:
             self.failures.append(f"{self.doing}: plan {plan_id} did not finish "
                                  f"({len(outcome.failed)} failed, {len(outcome.skipped)} "

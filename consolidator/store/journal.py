@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, case, func, select, update
 
 from consolidator.core.journal_entry import FAILED, RUNNING, SKIPPED, SUCCEEDED, Entry
 from consolidator.store.db import translate_errors
@@ -104,6 +104,21 @@ def last(engine: Engine, *, cloud: str, action: str, target: str) -> Entry | Non
     with translate_errors(engine), engine.connect() as conn:
         row = conn.execute(query).first()
     return Entry(**row._mapping) if row is not None else None
+
+
+def last_id(engine: Engine) -> int:
+    """The id of the newest journal row (0 when there is none)."""
+    with translate_errors(engine), engine.connect() as conn:
+        return int(conn.execute(select(func.max(journal.c.id))).scalar() or 0)
+
+
+def restamp(engine: Engine, *, after_id: int, at: datetime) -> None:
+    """Give the rows newer than after_id the time `at`: a trace replay's journal runs on the
+    replay's simulated clock, so that what reads it by time (the cool-down) sees its day."""
+    with translate_errors(engine), engine.begin() as conn:
+        conn.execute(journal.update().where(journal.c.id > after_id).values(
+            created_at=at, started_at=at,
+            finished_at=case((journal.c.finished_at.is_(None), None), else_=at)))
 
 
 def power_actions(engine: Engine, *, cloud: str | None, since: datetime) -> list[Entry]:

@@ -133,3 +133,40 @@ def test_the_capacity_watch_powers_a_host_on_between_cycles_when_demand_rises(
     assert policy.watched                              # the watch powered some on ...
     assert max(result.hosts_on[4:]) > result.hosts_on[3]   # ... after the jump, before 01:00
     assert "by the capacity watch" in result.notes[0]
+
+
+def watched_then_idle(tmp_path: Path, min_on_time: int) -> tuple[np.ndarray, object]:
+    """Hosts on per sample of a 2-hour replay: idle VMs packed at 00:00, their demand jumps at
+    00:20 (the capacity watch powers hosts on) and falls at 00:45; the 01:00 cycle plans on the
+    quiet hour after, under [power] min_on_time."""
+    from consolidator.app.replay import make_policy, replay_context
+    from consolidator.core.replay.policy import replay
+
+    path = tmp_path / f"cool-{min_on_time}.conf"
+    path.write_text("[planner]\nalgorithm = zoned-bestfit\ncapacity_model = ucac\n"
+                    f"[relief]\ninterval = 0\n[power]\nmin_on_time = {min_on_time}\n"
+                    "[telemetry]\nhistory = 0\n")
+    ctx, scratch = replay_context(AppContext(_config=load_config(str(path), required=True)))
+    util = np.full((12, 24), 0.05)
+    util[:, 4:9] = 0.9
+    trace = Trace(tuple(f"vm{i:02d}" for i in range(12)), util, np.full(12, 1000.0),
+                  np.full(12, 870.0))
+    policy = make_policy("consolidator", ctx)
+    try:
+        result = replay(trace, cloudsim_datacentre(8), policy)
+    finally:
+        ctx.engine(migrated=False).dispose()
+        scratch.cleanup()
+    return np.asarray(result.hosts_on), policy
+
+
+def test_the_power_cool_down_holds_on_the_replays_clock(tmp_path: Path) -> None:
+    """The cool-down reads the journal's power actions; the replay's journal rows carry the
+    replay's clock, so a host the watch powered on at 00:25 is held at 01:00 by a min_on_time
+    of 2 hours and powered off without one."""
+    held, policy = watched_then_idle(tmp_path, 7200)
+    free, _ = watched_then_idle(tmp_path, 0)
+    assert policy.watched and policy.cycles == 2
+    assert held[11] == free[11]                  # the same until the 01:00 cycle
+    assert free[12:].max() < free[11]            # without: the cycle powers them off
+    assert held[12:].min() >= held[11]           # with: they stay on
