@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -105,29 +106,33 @@ def test_bad_input_is_one_line(args: tuple[str, ...], message: str) -> None:
     assert len(out.err.strip().splitlines()) <= 2
 
 
+def small_replay(path: Path, config: str, util: np.ndarray) -> tuple[Any, Any]:
+    """(result, policy) of the consolidator policy (zoned-bestfit under ucac, then `config`)
+    replaying twelve VMs with the utilisation rows `util` on 8 of CloudSim's hosts."""
+    from consolidator.app.replay import make_policy, replay_context
+    from consolidator.core.replay.policy import replay
+
+    path.write_text(f"[planner]\nalgorithm = zoned-bestfit\ncapacity_model = ucac\n{config}")
+    ctx, scratch = replay_context(AppContext(_config=load_config(str(path), required=True)))
+    trace = Trace(tuple(f"vm{i:02d}" for i in range(12)), util, np.full(12, 1000.0),
+                  np.full(12, 870.0))
+    policy = make_policy("consolidator", ctx)
+    try:
+        return replay(trace, cloudsim_datacentre(8), policy), policy
+    finally:
+        ctx.engine(migrated=False).dispose()
+        scratch.cleanup()
+
+
 def test_the_capacity_watch_powers_a_host_on_between_cycles_when_demand_rises(
         tmp_path: Path) -> None:
     """The daemon's capacity watch (app/cycle.py) runs at its interval on the replay's clock:
     the 00:00 cycle packs twelve idle VMs and powers hosts off; at 00:20 their demand jumps,
     and the watch powers hosts on before the 01:00 cycle (relief is off, so only the watch
     can)."""
-    from consolidator.app.replay import make_policy, replay_context
-    from consolidator.core.replay.policy import replay
-
-    path = tmp_path / "watch.conf"
-    path.write_text("[planner]\nalgorithm = zoned-bestfit\ncapacity_model = ucac\n"
-                    "[relief]\ninterval = 0\n")
-    ctx, scratch = replay_context(AppContext(_config=load_config(str(path), required=True)))
     util = np.full((12, 12), 0.9)
     util[:, :4] = 0.05
-    trace = Trace(tuple(f"vm{i:02d}" for i in range(12)), util, np.full(12, 1000.0),
-                  np.full(12, 870.0))
-    policy = make_policy("consolidator", ctx)
-    try:
-        result = replay(trace, cloudsim_datacentre(8), policy)
-    finally:
-        ctx.engine(migrated=False).dispose()
-        scratch.cleanup()
+    result, policy = small_replay(tmp_path / "watch.conf", "[relief]\ninterval = 0\n", util)
     assert policy.cycles == 1 and policy.watches == 11
     assert result.hosts_on[3] < 8                      # the cycle powered hosts off
     assert policy.watched                              # the watch powered some on ...
@@ -139,24 +144,12 @@ def watched_then_idle(tmp_path: Path, min_on_time: int) -> tuple[np.ndarray, obj
     """Hosts on per sample of a 2-hour replay: idle VMs packed at 00:00, their demand jumps at
     00:20 (the capacity watch powers hosts on) and falls at 00:45; the 01:00 cycle plans on the
     quiet hour after, under [power] min_on_time."""
-    from consolidator.app.replay import make_policy, replay_context
-    from consolidator.core.replay.policy import replay
-
-    path = tmp_path / f"cool-{min_on_time}.conf"
-    path.write_text("[planner]\nalgorithm = zoned-bestfit\ncapacity_model = ucac\n"
-                    f"[relief]\ninterval = 0\n[power]\nmin_on_time = {min_on_time}\n"
-                    "[telemetry]\nhistory = 0\n")
-    ctx, scratch = replay_context(AppContext(_config=load_config(str(path), required=True)))
     util = np.full((12, 24), 0.05)
     util[:, 4:9] = 0.9
-    trace = Trace(tuple(f"vm{i:02d}" for i in range(12)), util, np.full(12, 1000.0),
-                  np.full(12, 870.0))
-    policy = make_policy("consolidator", ctx)
-    try:
-        result = replay(trace, cloudsim_datacentre(8), policy)
-    finally:
-        ctx.engine(migrated=False).dispose()
-        scratch.cleanup()
+    result, policy = small_replay(
+        tmp_path / f"cool-{min_on_time}.conf",
+        f"[relief]\ninterval = 0\n[power]\nmin_on_time = {min_on_time}\n"
+        "[telemetry]\nhistory = 0\n", util)
     return np.asarray(result.hosts_on), policy
 
 
