@@ -236,7 +236,8 @@ def _show_front(app: AppContext, snap: Any, request: PlanRequest, fmt: str) -> N
         click.echo(json.dumps({"snapshot": snap.info.id, **front_json(points)}, indent=2))
     else:
         width = terminal_width()
-        click.echo(front_table(points, width) + "\n\n" + front_chart(points) + "\n\n"
+        click.echo(front_table(points, width) + "\n\n" + fit_text(front_chart(points), width)
+                   + "\n\n"
                    + fit_text(f"snapshot {snap.info.id}; plan a point from it with: "
                               f"consolidator plan --snapshot {snap.info.id} --max-migrations "
                               f"N (or --max-moved-gib G, --target-hosts K)", width))

@@ -44,7 +44,7 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
     if d.choice:
         out.append(fit_text(f"chosen: {d.choice.get('why', '')}", width))
         out.append("")
-    out.append(_waves(d.migrations, plan.id if stored else None, full))
+    out.append(fit_text(_waves(d.migrations, plan.id if stored else None, full), width))
     out.append("")
     out.append(fit_kv(_rollback_summary(d) if d.algorithm == "rollback"
                       else _summary(d, set(d.power_off), set(d.spare_hosts)), width))
