@@ -49,11 +49,13 @@ def fit_table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: s
         text = table(heads, cells, align)
         if widest(text) <= width:
             return text
-    headers = list(headers)
-    for i, (head, values) in (narrow or {}).items():
+    headers, aligns = list(headers), list(align)
+    for i, (head, values) in (narrow or {}).items():   # percentages, right-aligned
         headers[i] = heads[i] = head
+        aligns[i] = "r"
         for row, value in zip(cells, values, strict=True):
             row[i] = cell(value)
+    align = "".join(aligns)
     for i, head in enumerate(heads):   # headings over narrower cells wrap at their spaces
         narrowest = max([len(w) for w in head.split()] + [_width(r[i]) for r in cells])
         heads[i] = wrap(head, narrowest) if " " in head else head

@@ -94,6 +94,8 @@ def test_hosts_list_fits_80_columns_with_percentages_for_its_bars() -> None:
     text = listing(rows, HOST_COLUMNS, Output(width=80))
     assert max(map(len, text.splitlines())) <= 80
     assert "0%" in text and "[" not in text and "3e45e9c7" in text
+    header, first = text.splitlines()[0], text.splitlines()[2]
+    assert first[header.index("VCPU") + 3] == "%"   # percentages right-aligned
     assert "[..........]" in listing(rows, HOST_COLUMNS, Output())
 
 
