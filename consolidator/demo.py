@@ -97,6 +97,8 @@ class DemoOptions:
     keep: bool = False
     db_url: str | None = None
     backend: str = "fake"
+    #: The terminal's width its tables are fitted to (0: as they are).
+    width: int = 0
 
 
 @dataclass
@@ -271,7 +273,7 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         snap, _ = record_snapshot(app)
         echo(f"snapshot {snap.info.id}: {plural(snap.info.host_count, 'host')} and "
              f"{plural(snap.info.instance_count, 'instance')} read through openstacksdk")
-        echo(snapshot_hosts(snap.cluster))
+        echo(snapshot_hosts(snap.cluster, width=options.width))
         check(snap.info.host_count == len(served.scenario["hosts"]),
               f"read {plural(snap.info.host_count, 'host')}, the scenario has "
               f"{len(served.scenario['hosts'])}")
@@ -283,7 +285,7 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         plan = make_plan(app, snap, PlanRequest(algorithm=options.algorithm,
                                                 ranking=options.ranking))
         plan_id, draft = plan.id, plan.draft
-        echo(render_plan(plan, snap.cluster, approve_hint=False))
+        echo(render_plan(plan, snap.cluster, approve_hint=False, width=options.width))
         check(bool(draft.migrations) and bool(draft.power_off),
               f"plan {plan_id} frees no host ({plural(len(draft.migrations), 'migration')}, "
               f"{plural(len(draft.power_off), 'host')} to power off)")
@@ -341,7 +343,8 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         check(prepared.plan_id is not None, "the rollback found nothing to undo")
         assert prepared.plan_id is not None
         back = prepared.plan_id
-        echo(render_plan(prepared.plan, prepared.live, approve_hint=False))
+        echo(render_plan(prepared.plan, prepared.live, approve_hint=False,
+                         width=options.width))
         approve(app, back, reason=f"rollback to snapshot {snap.info.id}")
         outcome = apply_plan(app, back)
         _check_outcome(outcome, f"rollback plan {back}")

@@ -17,8 +17,9 @@ from consolidator.core.errors import ConsolidatorError, UsageError
 from consolidator.core.wording import duration, plural
 
 if TYPE_CHECKING:
+    from consolidator.app.planning import PlanRequest
     from consolidator.core.model import Cluster
-    from consolidator.core.plan import StoredPlan
+    from consolidator.core.plan import PlanDraft, StoredPlan
     from consolidator.openstack.inventory import Inventory
 
 
@@ -99,23 +100,18 @@ def check_fresh(ctx: AppContext, plan: StoredPlan, *, replan: bool) -> StoredPla
 
 
 def _replan(ctx: AppContext, plan: StoredPlan, inventory: Inventory, why: str) -> StoredPlan:
-    """A fresh snapshot from the inventory just read, and a plan of it with the stale
-    plan's algorithm, ranking, spare hosts and options; the stale plan is cancelled."""
-    from consolidator.app.planning import PlanRequest, make_plan, validate_request
+    """A fresh snapshot from the inventory just read, and a plan of it made as the stale
+    plan was (request_of); the stale plan is cancelled."""
+    from consolidator.app.planning import make_plan, validate_request
     from consolidator.app.review import cancel
     from consolidator.app.snapshots import store_inventory
 
-    d = plan.draft
-    options = {k: v for k, v in d.options.items() if k not in ("capacity_model", "confidence")}
-    algorithm = "auto" if d.choice else d.algorithm
-    request = PlanRequest(algorithm=algorithm, ranking=d.ranking, spare=d.spare,
-                          options=options,
-                          capacity_model=d.options.get("capacity_model"),
-                          confidence=d.options.get("confidence"))
+    request = request_of(plan.draft)
     try:
         validate_request(ctx, request)
-    except UsageError:   # options recorded by the algorithm itself: plan without them
-        request = PlanRequest(algorithm=algorithm, ranking=d.ranking, spare=d.spare)
+    except UsageError as error:   # the config changed under the plan: say so, do not guess
+        raise StalePlanError(f"{why}; it cannot be planned again as it was made: {error}: "
+                             f"re-plan with 'consolidator plan'") from None
     snapshot = store_inventory(ctx, inventory)
     fresh = make_plan(ctx, snapshot, request)
     cancel(ctx, plan.id, reason=f"replanned as {fresh.id}: {why}")
@@ -123,3 +119,34 @@ def _replan(ctx: AppContext, plan: StoredPlan, inventory: Inventory, why: str) -
                f"({plural(len(fresh.draft.migrations), 'migration')}, "
                f"{plural(len(fresh.draft.power_off), 'host')} to power off)")
     return fresh
+
+
+#: Recorded options that are not algorithm options: the request's own fields, or what the
+#: planner derives from the config ([zones]).
+_NOT_OPTIONS = ("capacity_model", "confidence", "scope", "zones")
+
+
+def request_of(draft: PlanDraft) -> PlanRequest:
+    """The request a plan was made with, from what is stored with it: the algorithm asked
+    (auto, or the one a budget ran), ranking, spare hosts, options, capacity model, scope,
+    objective and budget (--max-migrations, --max-moved-gib, --target-hosts). Options the
+    asked algorithm does not take (those a budget's search recorded, e.g. hvp's light) are
+    left to the planner, as they were the first time."""
+    from consolidator.app.planning import PlanRequest
+    from consolidator.core.algorithm_options import valid_options
+
+    recorded = draft.options
+    budget = dict(draft.choice.get("budget") or {})
+    algorithm = str(draft.choice.get("asked") or draft.algorithm)
+    try:
+        keys = valid_options(algorithm, draft.ranking)
+    except UsageError:   # not a planner's (a rollback): validate_request says so
+        keys = {}
+    return PlanRequest(
+        algorithm=algorithm, ranking=draft.ranking, spare=draft.spare,
+        options={k: v for k, v in recorded.items() if k in keys and k not in _NOT_OPTIONS},
+        capacity_model=str(recorded.get("capacity_model") or "placement"),
+        confidence=recorded.get("confidence"),
+        scope=str(recorded.get("scope") or ""), objective=draft.objective,
+        max_migrations=budget.get("max_migrations"), max_moved_gib=budget.get("max_moved_gib"),
+        target_hosts=budget.get("target_hosts"))

@@ -129,7 +129,8 @@ def apply_cmd(app: AppContext, plan_id: str, yes: bool, dry_run: bool,
         fresh = check_fresh(app, plan, replan=replan)
         if fresh is not None:
             if not yes:
-                click.echo(render_plan(fresh, get_snapshot(app, fresh.snapshot_id).cluster))
+                click.echo(render_plan(fresh, get_snapshot(app, fresh.snapshot_id).cluster,
+                                       width=terminal_width()))
                 raise ConsolidatorError(f"plan {plan.id} was cancelled and replanned as "
                                         f"{fresh.id} (shown above): approve it and apply it, "
                                         f"or give --yes with --replan")

@@ -8,10 +8,10 @@ import click
 
 from consolidator.app.bmc_check import check_bmcs
 from consolidator.app.context import AppContext
-from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
+from consolidator.cli.context import BMC_FILE, FORMAT, pass_app, terminal_width
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.wording import agree, plural
-from consolidator.render import table
+from consolidator.render.fit import fit_table
 
 
 class BmcDisagreement(ConsolidatorError):
@@ -36,12 +36,13 @@ def bmc_check_cmd(app: AppContext, bmc_file: str | None, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps([c.as_dict() for c in checks], indent=2))
     else:
-        click.echo(table(["HOST", "DRIVER", "POWER", "NOVA", "AGREES", "IDENTITY", "PROBLEM"], [
+        click.echo(fit_table(["HOST", "DRIVER", "POWER", "NOVA", "AGREES", "IDENTITY",
+                              "PROBLEM"], [
             [c.host, c.driver, c.power, c.nova,
              "-" if c.agrees is None else "yes" if c.agrees else "NO",
              " ".join(f"{k}={v}" for k, v in sorted(c.identity.items())) or "-",
              c.problem or ("" if c.agrees is not False else "BMC and Nova disagree")]
-            for c in checks]))
+            for c in checks], "lllllll", terminal_width(), wraps={5: 16, 6: 16}))
     bad = [c.host for c in checks if c.agrees is False]
     if bad:
         raise BmcDisagreement(f"{plural(len(bad), 'host')} {agree(len(bad), 'does', 'do')} "

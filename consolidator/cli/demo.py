@@ -6,7 +6,7 @@ import click
 
 from consolidator.app.catalog import check_names
 from consolidator.app.context import AppContext
-from consolidator.cli.context import pass_app
+from consolidator.cli.context import pass_app, terminal_width
 from consolidator.demo import DemoOptions, run_demo
 
 
@@ -36,5 +36,6 @@ def demo_cmd(app: AppContext, algorithm: str | None, ranking: str | None, keep: 
     """
     check_names(algorithm, ranking)
     seconds = run_demo(DemoOptions(algorithm=algorithm, ranking=ranking, keep=keep,
-                                   db_url=app.db_url, backend=backend), click.echo)
+                                   db_url=app.db_url, backend=backend,
+                                   width=terminal_width()), click.echo)
     click.echo(f"\ndemo verified: every step passed in {seconds:.1f} s")

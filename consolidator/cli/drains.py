@@ -8,7 +8,7 @@ import click
 
 from consolidator.app.context import AppContext
 from consolidator.app.drain_hosts import DrainRequest, plan_drain, undrain
-from consolidator.cli.context import BMC_FILE, FORMAT, pass_app
+from consolidator.cli.context import BMC_FILE, FORMAT, pass_app, terminal_width
 from consolidator.core.errors import ConsolidatorError
 from consolidator.render.plan import render_plan
 
@@ -41,7 +41,8 @@ def drain_cmd(app: AppContext, hosts: tuple[str, ...], aggregate: str | None, po
     if fmt == "json":
         click.echo(json.dumps(stored.to_json(), indent=2))
     else:
-        click.echo(render_plan(stored, snapshot.cluster, approve_hint=False))
+        click.echo(render_plan(stored, snapshot.cluster, approve_hint=False,
+                               width=terminal_width()))
     if not yes:
         click.echo(f"drain plan {stored.id} is proposed: review it, then run it with "
                    f"'consolidator apply {stored.id} --yes'", err=True)

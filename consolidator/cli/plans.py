@@ -24,9 +24,9 @@ from consolidator.cli.context import (
 )
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.wording import duration, plural
-from consolidator.render import table
 from consolidator.render.compare import render_comparison
-from consolidator.render.listing import Column, Output, listing, show
+from consolidator.render.fit import fit_table, fit_text
+from consolidator.render.listing import ID_PREFIX, TO_THE_MINUTE, Column, Output, listing, show
 from consolidator.render.plan import MAX_LISTED, render_plan
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ def _relieve(app: AppContext, snap: Any, fmt: str, check_live: bool) -> None:
     elif fmt == "id":
         click.echo(found.plan.id)
     else:
-        click.echo(render_plan(found.plan, found.snapshot.cluster))
+        click.echo(render_plan(found.plan, found.snapshot.cluster, width=terminal_width()))
     if check_live:
         _check_live(app, found.plan, found.snapshot.cluster)
 
@@ -235,10 +235,12 @@ def _show_front(app: AppContext, snap: Any, request: PlanRequest, fmt: str) -> N
     if fmt == "json":
         click.echo(json.dumps({"snapshot": snap.info.id, **front_json(points)}, indent=2))
     else:
-        click.echo(front_table(points) + "\n\n" + front_chart(points) + "\n\n"
-                   f"snapshot {snap.info.id}; plan a point from it with: consolidator plan "
-                   f"--snapshot {snap.info.id} --max-migrations N (or --max-moved-gib G, "
-                   f"--target-hosts K)")
+        width = terminal_width()
+        click.echo(front_table(points, width) + "\n\n" + fit_text(front_chart(points), width)
+                   + "\n\n"
+                   + fit_text(f"snapshot {snap.info.id}; plan a point from it with: "
+                              f"consolidator plan --snapshot {snap.info.id} --max-migrations "
+                              f"N (or --max-moved-gib G, --target-hosts K)", width))
 
 
 def _check_live(app: AppContext, stored: StoredPlan, cluster: Cluster) -> None:
@@ -294,16 +296,16 @@ def plans_group() -> None:
     """List and compare stored plans."""
 
 
-#: The columns of 'plans list' (CLOUD with --long).
+#: The columns of 'plans list' (CLOUD, LOWER BOUND, ALGORITHM and RANKING with --long).
 PLAN_COLUMNS = (
-    Column("ID", ("id",)), Column("CLOUD", ("cloud",), long=True),
-    Column("STATUS", ("status",)), Column("ASKED", ("asked",), cut=True),
-    Column("CREATED (UTC)", ("created_at",), cell=lambda r: r["created_at"][:19].replace(
-        "T", " ")),
+    Column("ID", ("id",), short=ID_PREFIX), Column("CLOUD", ("cloud",), long=True, wrap=8),
+    Column("STATUS", ("status",)), Column("ASKED", ("asked",), wrap=12),
+    Column("CREATED (UTC)", ("created_at",), short=TO_THE_MINUTE,
+           cell=lambda r: r["created_at"][:19].replace("T", " ")),
     Column("HOSTS", ("hosts_before", "hosts_after"),
            cell=lambda r: f"{r['hosts_before']} -> {r['hosts_after']}"),
     Column("MIGRATIONS", ("migrations",)),
-    Column("LOWER BOUND", ("lower_bound",), align="r",
+    Column("LOWER BOUND", ("lower_bound",), align="r", long=True,
            cell=lambda r: None if r["algorithm"] == "rollback" else r["lower_bound"]),
     Column("ALGORITHM", ("algorithm",), long=True), Column("RANKING", ("ranking",), long=True))
 
@@ -338,7 +340,7 @@ def plans_compare(app: AppContext, plan_ids: tuple[str, ...], out: Output) -> No
     """Put candidate plans side by side: hosts, migrations, GiB moved, watts saved."""
     rows = compare_plans(app, list(plan_ids))
     if out.fmt == "table" and not out.columns and not out.sort:
-        click.echo(render_comparison(rows))
+        click.echo(render_comparison(rows, out.width))
         return
     records = [r.to_json() for r in rows]
     click.echo(listing(records, [Column(k.upper().replace("_", " "), (k,))
@@ -359,13 +361,15 @@ def algorithms_cmd(out: Output) -> None:
          "choice)", "002"]]
     rankings = [list(e) for e in ranking_entries()]
     if out.fmt == "table" and not out.columns and not out.sort:
-        click.echo(table(["ALGORITHM", "WHAT IT DOES", "PAPER"], algorithms))
+        click.echo(fit_table(["ALGORITHM", "WHAT IT DOES", "PAPER"], algorithms, "lll",
+                             out.width, wraps={1: 20, 2: 12}))
         click.echo()
-        click.echo(table(["RANKING", "WHAT IT DOES", "PAPER"], rankings))
+        click.echo(fit_table(["RANKING", "WHAT IT DOES", "PAPER"], rankings, "lll",
+                             out.width, wraps={1: 20, 2: 12}))
         return
     records = [{"kind": kind, "name": n, "summary": what, "paper": paper}
                for kind, entries in (("algorithm", algorithms), ("ranking", rankings))
                for n, what, paper in entries]
     click.echo(listing(records, (Column("KIND", ("kind",)), Column("NAME", ("name",)),
-                                 Column("WHAT IT DOES", ("summary",), cut=True),
+                                 Column("WHAT IT DOES", ("summary",), wrap=20),
                                  Column("PAPER", ("paper",))), out))

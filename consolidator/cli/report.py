@@ -8,7 +8,7 @@ import click
 
 from consolidator.app.context import AppContext
 from consolidator.app.report import build_report
-from consolidator.cli.context import FiniteRange, pass_app
+from consolidator.cli.context import FiniteRange, pass_app, terminal_width
 from consolidator.render.report import render_json, render_text
 
 
@@ -44,4 +44,4 @@ def report_cmd(app: AppContext, days: float, until: datetime | None, cloud_optio
     if fmt == "json":
         click.echo(render_json(result))
     else:
-        click.echo(render_text(result))
+        click.echo(render_text(result, terminal_width()))

@@ -14,8 +14,9 @@ from consolidator.app.snapshots import (
 )
 from consolidator.cli.context import BMC_FILE, output_options, pass_app
 from consolidator.render import kv
+from consolidator.render.fit import fit_kv
 from consolidator.render.hosts import snapshot_hosts
-from consolidator.render.listing import Column, Output, listing, show
+from consolidator.render.listing import ID_PREFIX, TO_THE_MINUTE, Column, Output, listing, show
 
 
 @click.command("snapshot")
@@ -43,10 +44,11 @@ def snapshots_group() -> None:
 
 #: The columns of 'snapshots list' (SOURCE with --long).
 SNAPSHOT_COLUMNS = (
-    Column("ID", ("id",)), Column("CLOUD", ("cloud",)),
-    Column("TAKEN (UTC)", ("taken_at",), cell=lambda r: r["taken_at"][:19].replace("T", " ")),
+    Column("ID", ("id",), short=ID_PREFIX), Column("CLOUD", ("cloud",), wrap=10),
+    Column("TAKEN (UTC)", ("taken_at",), short=TO_THE_MINUTE,
+           cell=lambda r: r["taken_at"][:19].replace("T", " ")),
     Column("HOSTS", ("host_count",)), Column("INSTANCES", ("instance_count",)),
-    Column("SOURCE", ("source",), long=True, cut=True),
+    Column("SOURCE", ("source",), long=True, wrap=16),
     Column("CAPACITY FROM", ("capacity_source",), long=True))
 
 
@@ -76,7 +78,7 @@ def snapshots_show(app: AppContext, snapshot_id: str, out: Output) -> None:
     snap = get_snapshot(app, snapshot_id)
 
     def view() -> str:
-        return "\n".join([kv([
+        return "\n".join([fit_kv(kv([
             ("snapshot", snap.info.id), ("cloud", snap.info.cloud),
             ("taken", snap.info.taken_at.isoformat(timespec="seconds")),
             ("source", snap.info.source), ("capacity from", snap.info.capacity_source),
@@ -84,7 +86,9 @@ def snapshots_show(app: AppContext, snapshot_id: str, out: Output) -> None:
             ("server groups", len(snap.cluster.server_groups)),
             ("power read", f"{sum(r.watts for r in snap.readings):.0f} W from "
                            f"{len(snap.readings)} BMCs" if snap.readings else "no readings")]),
-            "", snapshot_hosts(snap.cluster, {r.host: r.watts for r in snap.readings})])
+                     out.width),
+            "", snapshot_hosts(snap.cluster, {r.host: r.watts for r in snap.readings},
+                               out.width)])
     click.echo(show(snapshot_json(snap), SNAPSHOT_COLUMNS, out, view))
 
 

@@ -11,12 +11,13 @@ from collections.abc import Sequence
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]],
           align: str | None = None) -> str:
-    """A table with a header rule; align holds 'l' or 'r' per column (default: numbers right)."""
+    """A table with a header rule; align holds 'l' or 'r' per column (default: numbers right).
+    A heading or cell holding newlines spans as many lines (render/fit.py wraps them)."""
     cells = [[_cell(v) for v in row] for row in rows]
-    widths = [len(h) for h in headers]
+    widths = [max(map(len, h.split("\n"))) for h in headers]
     for row in cells:
         for i, value in enumerate(row):
-            widths[i] = max(widths[i], len(value))
+            widths[i] = max(widths[i], *map(len, value.split("\n")))
     if align is None:   # numbers right, a '-' (None) among them too
         align = "".join(
             "r" if rows and all(isinstance(r[i], (int, float)) or r[i] is None for r in rows)
@@ -28,8 +29,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]],
                  for v, w, a in zip(values, widths, align, strict=True)]
         return "  ".join(parts).rstrip()
 
-    out = [line(list(headers)), line(["-" * w for w in widths])]
-    out.extend(line(row) for row in cells)
+    def lines(values: Sequence[str]) -> list[str]:
+        split = [v.split("\n") for v in values]
+        height = max((len(s) for s in split), default=1)
+        return [line([s[k] if k < len(s) else "" for s in split]) for k in range(height)]
+
+    out = [*lines(list(headers)), line(["-" * w for w in widths])]
+    for row in cells:
+        out.extend(lines(row))
     return "\n".join(out)
 
 
@@ -63,9 +70,10 @@ def kv(pairs: Sequence[tuple[str, object]]) -> str:
 CHART_WIDTH = 44
 
 
-def count_bar(on: int, total: int, widest: int) -> str:
-    """'#' per host on and '.' per host off, scaled so the widest cloud fits the chart."""
+def count_bar(on: int, total: int, widest: int, chart: int = CHART_WIDTH) -> str:
+    """'#' per host on and '.' per host off, scaled so the widest cloud fits the chart of
+    `chart` characters."""
     if widest <= 0:
         return ""
-    per_host = min(3.0, CHART_WIDTH // widest) if widest <= CHART_WIDTH else CHART_WIDTH / widest
+    per_host = min(3.0, chart // widest) if widest <= chart else chart / widest
     return "#" * round(on * per_host) + "." * (round(total * per_host) - round(on * per_host))

@@ -5,19 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from consolidator.core.front import FrontPoint
-from consolidator.render import table
+from consolidator.render.fit import fit_table
 
 #: Chart size in characters.
 WIDTH, HEIGHT = 64, 16
 
 
-def front_table(front: Mapping[str, Sequence[FrontPoint]]) -> str:
-    """One row per point: algorithm, how, hosts on, migrations, GiB moved, bounds."""
+def front_table(front: Mapping[str, Sequence[FrontPoint]], width: int = 0) -> str:
+    """One row per point: algorithm, how, hosts on, migrations, GiB moved, bounds; fitted
+    to `width` (0: as it is)."""
     rows = [[name, p.how, p.hosts_after, p.draft.lower_bound, p.migrations,
              p.draft.migrations_lower_bound, round(p.moved_gib, 1)]
             for name, points in front.items() for p in points]
-    return table(["ALGORITHM", "POINT", "HOSTS ON", "HOST BOUND", "MIGRATIONS",
-                  "MIGRATION BOUND", "GIB MOVED"], rows, align="llrrrrr")
+    return fit_table(["ALGORITHM", "POINT", "HOSTS ON", "HOST BOUND", "MIGRATIONS",
+                      "MIGRATION BOUND", "GIB MOVED"], rows, "llrrrrr", width,
+                     wraps={0: 10, 1: 12})
 
 
 def front_chart(front: Mapping[str, Sequence[FrontPoint]]) -> str:

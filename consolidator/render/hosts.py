@@ -7,14 +7,17 @@ from typing import Any
 
 from consolidator.core.journal_entry import Entry
 from consolidator.core.model import Cluster
-from consolidator.render import bar, table
-from consolidator.render.listing import Column, Output, listing
+from consolidator.render import bar
+from consolidator.render.fit import fit_table
+from consolidator.render.listing import TO_THE_MINUTE, Column, Output, listing
 
 
-def snapshot_hosts(cluster: Cluster, watts: Mapping[str, float] | None = None) -> str:
+def snapshot_hosts(cluster: Cluster, watts: Mapping[str, float] | None = None,
+                   width: int = 0) -> str:
     """One row per host: service, power, population and use against capacity; with watts
-    (host -> its BMC reading at the snapshot), a WATTS column, blank where there was none."""
-    rows = []
+    (host -> its BMC reading at the snapshot), a WATTS column, blank where there was none.
+    Fitted to `width` (0: as it is): use as percentages of capacity first."""
+    rows, shares = [], []
     for i, host in enumerate(cluster.hosts):
         cap = cluster.capacity[i]
         used = cluster.usage[i]
@@ -23,26 +26,37 @@ def snapshot_hosts(cluster: Cluster, watts: Mapping[str, float] | None = None) -
                      f"{used[0]:g}/{cap[0]:g}",
                      f"{used[1] / 1024:.0f}/{cap[1] / 1024:.0f}",
                      f"{used[2]:g}/{cap[2]:g}"])
+        shares.append([f"{u / c if c else 0:.0%}" for u, c in zip(used[:3], cap[:3],
+                                                                   strict=True)])
         if watts is not None:
             rows[-1].append(f"{watts[host.name]:.0f} W" if host.name in watts else "")
     headers = ["HOST", "AZ", "SERVICE", "POWER", "INSTANCES", "VCPU", "RAM GiB", "DISK GB"]
     if watts is not None:
-        return table([*headers, "WATTS"], rows, align="llllrrrrr")
-    return table(headers, rows, align="llllrrrr")
+        headers.append("WATTS")
+    narrow = {5 + k: (name, [s[k] for s in shares])
+              for k, name in enumerate(("VCPU %", "RAM %", "DISK %"))}
+    return fit_table(headers, rows, "llllrrrrr"[:len(headers)], width, narrow=narrow,
+                     wraps={1: 4})
 
 
 def _share(pair: list[float]) -> str:
     return bar(pair[0] / pair[1] if pair[1] else 0, 10)
 
 
+def _percent(pair: list[float]) -> str:
+    return f"{pair[0] / pair[1] if pair[1] else 0:.0%}"
+
+
 #: The columns of 'consolidator hosts list' (rows from consolidator.app.hosts).
 HOST_COLUMNS = (
     Column("HOST", ("host",)), Column("SERVICE", ("service",)), Column("POWER", ("power",)),
     Column("INSTANCES", ("instances",), align="r"),
-    Column("VCPU", ("vcpu",), cell=lambda r: _share(r["vcpu"])),
-    Column("RAM", ("memory_mb",), cell=lambda r: _share(r["memory_mb"])),
+    Column("VCPU", ("vcpu",), cell=lambda r: _share(r["vcpu"]),
+           narrow=lambda r: _percent(r["vcpu"])),
+    Column("RAM", ("memory_mb",), cell=lambda r: _share(r["memory_mb"]),
+           narrow=lambda r: _percent(r["memory_mb"])),
     Column("REASON", ("disabled_reason",), cell=lambda r: r["disabled_reason"] or "",
-           cut=True),
+           wrap=16),
     Column("POWER ERROR", ("power_error",), cell=lambda r: r.get("power_error") or "",
            long=True))
 
@@ -60,17 +74,19 @@ def entry_json(e: Entry) -> dict[str, Any]:
             "hosts": list(e.hosts)}
 
 
-#: The columns of 'consolidator journal' (the lease with --long; -f value and csv give the
-#: full plan id).
+#: The columns of 'consolidator journal' (the row id, operator and lease with --long, so
+#: that the rest fits 80 columns; -f value and csv give the full plan id).
 JOURNAL_COLUMNS = (
-    Column("ID", ("id",), align="r"),
-    Column("WHEN (UTC)", ("created_at",), cell=lambda r: r["created_at"][:19].replace("T", " ")),
+    Column("ID", ("id",), align="r", long=True),
+    Column("WHEN (UTC)", ("created_at",), short=TO_THE_MINUTE,
+           cell=lambda r: r["created_at"][:19].replace("T", " ")),
     Column("PLAN", ("plan_id",), cell=lambda r: (r["plan_id"] or "-")[:8]),
     Column("ACTION", ("action",)),
-    Column("TARGET", ("target",), cell=lambda r: r["params"].get("instance", r["target"])),
-    Column("HOST", ("hosts",), cell=lambda r: " -> ".join(r["hosts"])),
+    Column("TARGET", ("target",), cell=lambda r: r["params"].get("instance", r["target"]),
+           wrap=8),
+    Column("HOST", ("hosts",), cell=lambda r: " -> ".join(r["hosts"]), wrap=10),
     Column("STATE", ("state",)),
-    Column("OPERATOR", ("operator",), cell=lambda r: r["operator"] or "-"),
-    Column("RESULT", ("result",), cell=lambda r: r["result"] or "", cut=True),
+    Column("OPERATOR", ("operator",), cell=lambda r: r["operator"] or "-", long=True, wrap=10),
+    Column("RESULT", ("result",), cell=lambda r: r["result"] or "", wrap=8),
     Column("LEASE", ("lease_holder", "lease_generation"), long=True,
            cell=lambda r: r["lease_holder"] and f"{r['lease_holder']} #{r['lease_generation']}"))

@@ -1,6 +1,6 @@
 """Listings and shows in OpenStack's CLI conventions: -f table|json|yaml|value|csv,
--c COLUMN (repeatable), --sort-column, and tables fitted to the terminal (--long for the
-wide columns).
+-c COLUMN (repeatable), --sort-column, and tables fitted to the terminal (render/fit.py;
+--long for the wide columns).
 
 A listing is records (the JSON objects ``-f json`` prints, unchanged) and the columns that
 show them. ``-c`` names a column by its heading (``-c ID``, ``-c "lower bound"``) or a record
@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from consolidator.core.errors import UsageError
-from consolidator.render import cell, table
+from consolidator.render.fit import fit_table
 
 FORMATS = ("table", "json", "yaml", "value", "csv")
-#: The narrowest a cut column gets, in characters.
-MIN_CUT = 12
+#: A column of full ids, cut to their first 8 characters to fit the terminal.
+ID_PREFIX = 8
+#: A column of times cut to the minute ('2026-11-26 13:38') to fit the terminal.
+TO_THE_MINUTE = 16
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,14 @@ class Column:
     long: bool = False
     #: 'l' or 'r' (default: numbers right).
     align: str | None = None
-    #: May be cut with '...' to fit the terminal.
-    cut: bool = False
+    #: Wrapped at its words to fit the terminal, down to this width (0: never wrapped).
+    wrap: int = 0
+    #: Cut to this prefix to fit the terminal (an id's 8 characters, which every command
+    #: takes; 0: never cut).
+    short: int = 0
+    #: A narrower cell that says the same, used when the table does not fit (a percentage
+    #: for a bar).
+    narrow: Callable[[Mapping[str, Any]], object] | None = None
 
     def shown(self, record: Mapping[str, Any]) -> object:
         """The table cell."""
@@ -122,7 +130,7 @@ def listing(records: Sequence[Mapping[str, Any]], columns: Sequence[Column],
     if out.fmt in ("value", "csv"):
         return _cliff(out.fmt, [c.header for c in shown],
                       [[c.value(r) for c in shown] for r in rows], many=True)
-    return fitted(shown, [[c.shown(r) for c in shown] for r in rows], out.width)
+    return fitted(shown, [[c.shown(r) for c in shown] for r in rows], out.width, rows)
 
 
 def show(record: Mapping[str, Any], fields: Sequence[Column], out: Output,
@@ -135,8 +143,8 @@ def show(record: Mapping[str, Any], fields: Sequence[Column], out: Output,
         return table_view()
     picked = chosen(fields, out)
     if out.fmt == "table":
-        return table(["FIELD", "VALUE"], [[c.header, c.shown(record)] for c in picked],
-                     align="ll")
+        return fit_table(["FIELD", "VALUE"], [[c.header, c.shown(record)] for c in picked],
+                         "ll", out.width, wraps={1: 20})
     return _cliff(out.fmt, [c.header for c in picked], [c.value(record) for c in picked],
                   many=False)
 
@@ -176,29 +184,16 @@ def _plain(value: object) -> object:
     return value
 
 
-def fitted(columns: Sequence[Column], rows: list[list[object]], width: int) -> str:
-    """The table, its cuttable columns cut with '...' (widest first, down to MIN_CUT) until
-    it fits `width` (0: as it is)."""
+def fitted(columns: Sequence[Column], rows: list[list[object]], width: int,
+           records: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The table, fitted to `width` (0: as it is) by render/fit.py: ids and times cut to
+    their prefix, headings and long text columns wrapped."""
     headers = [c.header for c in columns]
     align = "".join(c.align or ("r" if rows and all(
         isinstance(r[i], (int, float)) or r[i] is None for r in rows) else "l")
         for i, c in enumerate(columns))
-    text = table(headers, rows, align)
-    if width <= 0:
-        return text
-    cells = [[cell(v) for v in row] for row in rows]
-    while max(map(len, text.splitlines()), default=0) > width:
-        widths = {i: max([len(headers[i]), *(len(r[i]) for r in cells)])
-                  for i, c in enumerate(columns) if c.cut}
-        widths = {i: w for i, w in widths.items() if w > MIN_CUT}
-        if not widths:
-            break
-        i = max(widths, key=lambda k: widths[k])
-        over = max(map(len, text.splitlines())) - width
-        keep = max(MIN_CUT, widths[i] - over)
-        for row in cells:
-            if len(row[i]) > keep:
-                row[i] = row[i][:keep - 3] + "..."
-        text = table(headers, cells, align)
-    return text
-
+    return fit_table(headers, rows, align, width,
+                     short={i: c.short for i, c in enumerate(columns) if c.short},
+                     wraps={i: c.wrap for i, c in enumerate(columns) if c.wrap},
+                     narrow={i: (c.header, [c.narrow(r) for r in records])
+                             for i, c in enumerate(columns) if c.narrow})

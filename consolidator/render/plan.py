@@ -11,6 +11,7 @@ from consolidator.core.plan import PlanDraft, StoredPlan
 from consolidator.core.planner import MIGRATE_ONLY
 from consolidator.core.wording import plural
 from consolidator.render import bar, kv, table
+from consolidator.render.fit import fit_kv, fit_table, fit_text, widest
 
 #: Migrations listed in the table view before it says how many more there are.
 MAX_LISTED = 60
@@ -41,14 +42,14 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
                ("created", plan.created_at.isoformat(timespec="seconds"))]), "",
            _host_table(plan, cluster, width), ""]
     if d.choice:
-        out.append(f"chosen: {d.choice.get('why', '')}")
+        out.append(fit_text(f"chosen: {d.choice.get('why', '')}", width))
         out.append("")
-    out.append(_waves(d.migrations, plan.id if stored else None, full))
+    out.append(fit_text(_waves(d.migrations, plan.id if stored else None, full), width))
     out.append("")
-    out.append(_rollback_summary(d) if d.algorithm == "rollback"
-               else _summary(d, set(d.power_off), set(d.spare_hosts)))
+    out.append(fit_kv(_rollback_summary(d) if d.algorithm == "rollback"
+                      else _summary(d, set(d.power_off), set(d.spare_hosts)), width))
     if d.notes:
-        out += ["", "notes:"] + [f"  - {n}" for n in d.notes]
+        out += ["", "notes:"] + [fit_text(f"  - {n}", width) for n in d.notes]
     if plan.status == "proposed" and approve_hint:
         out += ["", f"approve with: consolidator plan approve {plan.id}"]
     return "\n".join(out)
@@ -56,7 +57,7 @@ def render_plan(plan: StoredPlan, cluster: Cluster, *, approve_hint: bool = True
 
 def _host_table(plan: StoredPlan, cluster: Cluster, width: int) -> str:
     """Each host's use before and after, population and action; bars of 10, else 5, else
-    none, whichever first fits `width` (0: 10)."""
+    none, whichever first fits `width` (0: 10); without bars, headings and actions wrap."""
     d = plan.draft
     after, population = usage_after(cluster, plan)
     off, spare, on = set(d.power_off), set(d.spare_hosts), set(d.power_on)
@@ -75,10 +76,13 @@ def _host_table(plan: StoredPlan, cluster: Cluster, width: int) -> str:
                          _use(cluster.usage[h, 0], after[h, 0], capacity[h, 0], bars),
                          _use(cluster.usage[h, 1], after[h, 1], capacity[h, 1], bars),
                          f"{int(cluster.population[h])} -> {int(population[h])}", action])
-        text = table(["HOST", "VCPU USED (BEFORE -> AFTER)", "RAM USED (BEFORE -> AFTER)",
-                      "INSTANCES", "ACTION"], rows, align="lllll")
-        if width <= 0 or max(map(len, text.splitlines())) <= width:
+        headers = ["HOST", "VCPU USED (BEFORE -> AFTER)", "RAM USED (BEFORE -> AFTER)",
+                   "INSTANCES", "ACTION"]
+        text = table(headers, rows, align="lllll")
+        if width <= 0 or widest(text) <= width:
             break
+        if not bars:
+            text = fit_table(headers, rows, "lllll", width, wraps={4: 10})
     return text
 
 

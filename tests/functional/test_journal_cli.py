@@ -50,7 +50,9 @@ def fill(db_url: str) -> str:
 
 def test_journal_columns_and_filters(db_url: str) -> None:
     plan = fill(db_url)
-    table = run("journal", db_url=db_url)
+    assert run("journal", db_url=db_url).out.splitlines()[0].split()[:7] == [
+        "WHEN", "(UTC)", "PLAN", "ACTION", "TARGET", "HOST", "STATE"]
+    table = run("journal", "--long", db_url=db_url)   # the row id and operator: --long
     assert table.code == 0, table.err
     header = table.out.splitlines()[0].split()
     assert header[:8] == ["ID", "WHEN", "(UTC)", "PLAN", "ACTION", "TARGET", "HOST", "STATE"]

@@ -86,3 +86,31 @@ def test_apply_states_the_age_and_refuses_a_drifted_plan_or_replans(tmp_path: Pa
         statuses = {p["id"]: p["status"] for p in listed}
         assert statuses[plan["id"]] == "cancelled"
         assert sorted(statuses.values()) == ["cancelled", "succeeded"]
+
+
+def test_replan_keeps_the_plans_algorithm_options_and_budget(tmp_path: Path) -> None:
+    """apply --replan planned again with the default budget and options: a plan made with
+    '-a firstfit --max-migrations 3' came back as an unbudgeted 'auto' plan."""
+    with served_cloud(scenario(bandwidth=1e6), tmp_path) as served:
+        op = operator_for(served, tmp_path)
+        made = op("plan", "-a", "firstfit", "--max-migrations", "3", "--scope", "host=c*",
+                  "--format", "json")
+        assert made.code == 0, made.err
+        plan = json.loads(made.out)
+        assert len(plan["migrations"]) <= 3
+        assert op("plan", "approve", plan["id"]).code == 0
+        migrate(served, ["vm-3-0", "vm-4-0"], "c2")   # beyond max_drift: a re-plan
+
+        replanned = op("apply", plan["id"], "--yes", "--replan")
+        assert replanned.code == 0, replanned.out + replanned.err
+        listed = json.loads(op("plans", "list", "--format", "json").out)
+        fresh_id = next(p["id"] for p in listed if p["id"] != plan["id"])
+        fresh = json.loads(op("plan", "show", fresh_id, "--format", "json").out)
+        assert fresh["status"] == "succeeded"
+        assert fresh["algorithm"] == "firstfit"
+        assert fresh["choice"]["asked"] == "firstfit"
+        assert fresh["choice"]["budget"]["max_migrations"] == 3
+        assert len(fresh["migrations"]) <= 3
+        assert fresh["options"].get("scope") == "host=c*"
+        asked = next(p["asked"] for p in listed if p["id"] == fresh_id)
+        assert asked == next(p["asked"] for p in listed if p["id"] == plan["id"])

@@ -1,5 +1,6 @@
 """What 'fake-cloud serve --backend nova' prints (issue 27): how its boot goes, and none of
-Nova's INFO lines on stdout when it stops with --log-file (they all go to the file)."""
+Nova's INFO lines on stdout when it stops with --log-file (they all go to the file), nor
+eventlet's deprecation warnings when it starts."""
 
 from __future__ import annotations
 
@@ -21,4 +22,6 @@ def test_serve_says_how_the_boot_goes_and_keeps_nova_s_info_lines_in_its_log(
     assert "booted 2 of 2 servers (" in printed
     assert "real Nova stopped" in printed
     assert " INFO " not in printed, printed
+    # nor the 11 lines of eventlet deprecation Nova's test harness printed at the start
+    assert "Eventlet" not in printed and "monkey patching" not in printed, printed
     assert " INFO " in (tmp_path / "nova.log").read_text()

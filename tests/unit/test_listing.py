@@ -11,12 +11,14 @@ import yaml
 from consolidator.core.errors import UsageError
 from consolidator.render import table
 from consolidator.render.asked import asked_for
+from consolidator.render.fit import fit_kv, fit_table, fit_text
+from consolidator.render.hosts import HOST_COLUMNS
 from consolidator.render.listing import Column, Output, listing, show
 
-COLUMNS = (Column("ID", ("id",)), Column("NAME", ("name",)),
+COLUMNS = (Column("ID", ("id",), short=8), Column("NAME", ("name",)),
            Column("LOWER BOUND", ("lower_bound",)),
            Column("HOSTS", ("before", "after"), cell=lambda r: f"{r['before']} -> {r['after']}"),
-           Column("REASON", ("reason",), cut=True), Column("SOURCE", ("source",), long=True))
+           Column("REASON", ("reason",), wrap=12), Column("SOURCE", ("source",), long=True))
 RECORDS = [
     {"id": "b2", "name": "beta", "lower_bound": 4, "before": 11, "after": 5,
      "reason": "consolidator: emptied by plan 3e45e9c7 for power-off", "source": "cloud:x"},
@@ -54,12 +56,54 @@ def test_an_unknown_column_is_one_usage_line_naming_the_choices() -> None:
         listing(RECORDS, COLUMNS, Output(columns=("nope",)))
 
 
-def test_a_table_is_cut_to_the_terminal_width_in_its_cuttable_columns() -> None:
+def test_a_table_fits_the_terminal_by_wrapping_its_long_columns() -> None:
+    """It cut them with '...' (plans list read 'auto -> z...'): wrapping loses nothing."""
     wide = listing(RECORDS, COLUMNS, Output())
     assert max(len(line) for line in wide.splitlines()) > 60
-    cut = listing(RECORDS, COLUMNS, Output(width=60))
-    assert max(len(line) for line in cut.splitlines()) <= 60
-    assert "consolidator:..." in cut and "cloud:x" not in cut
+    fitted = listing(RECORDS, COLUMNS, Output(width=60))
+    assert max(len(line) for line in fitted.splitlines()) <= 60
+    assert "..." not in fitted and "cloud:x" not in fitted
+    words = " ".join(fitted.split())
+    assert "consolidator: emptied by plan 3e45e9c7 for power-off" in words.replace(
+        " for\n", " for ")
+
+
+def test_ids_and_times_are_cut_to_their_prefix_only_when_the_table_does_not_fit() -> None:
+    long_id = "0b86bd4c-5cb3-4a0e-9c8e-4f1c9d1d2a77"
+    records = [{**RECORDS[0], "id": long_id}]
+    assert long_id in listing(records, COLUMNS, Output(width=200))
+    narrow = listing(records, COLUMNS, Output(width=60))
+    assert long_id[:8] in narrow and long_id not in narrow
+
+
+def test_fitting_keeps_alignment_of_multi_line_rows() -> None:
+    text = fit_table(["NAME", "TEXT", "N"], [["a", "one two three four five six", 5],
+                                            ["b", "x", None]], "llr", 24, wraps={1: 8})
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= 24
+    assert lines[2].startswith("a  ") and lines[2].endswith("5")
+    assert lines[3].startswith("   ") and lines[-1].startswith("b  ") and lines[-1].endswith("-")
+    assert {line.index("-") for line in lines[1:2]} == {0}
+
+
+def test_hosts_list_fits_80_columns_with_percentages_for_its_bars() -> None:
+    reason = "consolidator: emptied by plan 3e45e9c7-1111-2222-3333-444455556666 for power-off"
+    rows = [{"host": f"compute-{n:02d}", "service": "disabled/down", "power": "off",
+             "instances": 0, "vcpu": [0, 256], "memory_mb": [0, 262144],
+             "disabled_reason": reason, "power_error": None} for n in range(3)]
+    text = listing(rows, HOST_COLUMNS, Output(width=80))
+    assert max(map(len, text.splitlines())) <= 80
+    assert "0%" in text and "[" not in text and "3e45e9c7" in text
+    header, first = text.splitlines()[0], text.splitlines()[2]
+    assert first[header.index("VCPU") + 3] == "%"   # percentages right-aligned
+    assert "[..........]" in listing(rows, HOST_COLUMNS, Output())
+
+
+def test_kv_and_prose_wrap_under_their_value() -> None:
+    text = fit_kv("source: " + "x" * 30 + "\nhosts:  11", 20)
+    assert text.splitlines() == ["source: " + "x" * 12, "        " + "x" * 12,
+                                 "        " + "x" * 6, "hosts:  11"]
+    assert fit_text("  - " + "word " * 10, 20).splitlines()[1].startswith("    word")
 
 
 def test_a_number_column_stays_right_aligned_when_a_row_shows_a_dash() -> None:
