@@ -192,12 +192,12 @@ class Instance:
             return float((self.vcpus, self.memory_mb, self.disk_gb)[CLASSIC_CLASSES.index(rc)])
         return 0.0
 
-    @property
+    @cached_property
     def required_traits(self) -> tuple[str, ...]:
         """Traits its flavor requires (extra spec trait:NAME=required)."""
         return _flavor_traits(self.flavor_extra_specs, "required")
 
-    @property
+    @cached_property
     def forbidden_traits(self) -> tuple[str, ...]:
         """Traits its flavor forbids (extra spec trait:NAME=forbidden)."""
         return _flavor_traits(self.flavor_extra_specs, "forbidden")
@@ -357,6 +357,12 @@ class Cluster:
         more = np.array([[i.amount(rc) for rc in extra] for i in self.instances],
                         dtype=np.float64).reshape(len(self.instances), len(extra))
         return np.hstack([arr, more])
+
+    @cached_property
+    def demand_rows(self) -> tuple[tuple[float, ...], ...]:
+        """demand as Python floats, one tuple per instance, for loops that read it row by row
+        (made once: a plan of 90,000 instances is checked and ordered many times)."""
+        return tuple(map(tuple, self.demand.tolist()))
 
     @cached_property
     def placement(self) -> np.ndarray:
