@@ -24,7 +24,7 @@ from consolidator.core.constraints import (
     unit_problem,
 )
 from consolidator.core.errors import ConsolidatorError
-from consolidator.core.model import Cluster
+from consolidator.core.model import Cluster, Host
 from consolidator.core.wording import plural
 
 EPS = 1e-6
@@ -77,12 +77,13 @@ def check_plan(cluster: Cluster, moves: Sequence[MoveLike], power_off: Sequence[
     hard_affinity = {m for g in cluster.server_groups
                      if g.policy == "affinity" and len(g.members) > 1 for m in g.members}
     host_of = {i.id: i.host for i in cluster.instances}
+    alone: dict[str, str | None] = {}     # host -> left_alone_reason, asked once per host
     for move in moves:
         inst = cluster.instances[index[move.instance_id]] if move.instance_id in index else None
         if inst is None:
             problems.append(f"instance {move.instance_id} is not in the cluster")
             continue
-        problems += _move_problems(cluster, move, inst.host, rules, hard_affinity)
+        problems += _move_problems(cluster, move, inst.host, rules, hard_affinity, alone)
     if problems:
         return problems
     capacity = cluster.capacity
@@ -125,7 +126,7 @@ def check_plan(cluster: Cluster, moves: Sequence[MoveLike], power_off: Sequence[
 
 
 def _move_problems(cluster: Cluster, move: MoveLike, current: str, rules: Rules,
-                   hard_affinity: set[str]) -> list[str]:
+                   hard_affinity: set[str], alone: dict[str, str | None]) -> list[str]:
     out = []
     inst = cluster.instances[cluster.instance_index[move.instance_id]]
     if move.source != current:
@@ -147,15 +148,21 @@ def _move_problems(cluster: Cluster, move: MoveLike, current: str, rules: Rules,
          if (u := unit_problem(dst, rc, inst.amount(rc)))), None)
     if problem:
         out.append(f"{inst.name}: destination {problem}")
-    if not dst.usable or left_alone_reason(dst, rules):
-        out.append(f"{inst.name}: destination {dst.name} may not receive"
-                   + (f" ({why})" if (why := left_alone_reason(dst, rules)) else ""))
-    if not src.usable or left_alone_reason(src, rules):
-        out.append(f"{inst.name}: source {src.name} may not be touched"
-                   + (f" ({why})" if (why := left_alone_reason(src, rules)) else ""))
+    for host, role, doing in ((dst, "destination", "receive"), (src, "source", "be touched")):
+        why = _left_alone(host, rules, alone)
+        if not host.usable or why:
+            out.append(f"{inst.name}: {role} {host.name} may not {doing}"
+                       + (f" ({why})" if why else ""))
     if move.wave < 1:
         out.append(f"{inst.name}: wave {move.wave} is not positive")
     return out
+
+
+def _left_alone(host: Host, rules: Rules, alone: dict[str, str | None]) -> str | None:
+    """left_alone_reason, remembered per host name in `alone`."""
+    if host.name not in alone:
+        alone[host.name] = left_alone_reason(host, rules)
+    return alone[host.name]
 
 
 def _group_problems(cluster: Cluster, host_of: dict[str, str], batch: Sequence[MoveLike],

@@ -273,7 +273,7 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
     """
     capacity = (cluster.capacity + 1e-6).tolist()
     used = cluster.usage.tolist()
-    demand = cluster.demand.tolist()
+    demand = cluster.demand_rows
     host_of = cluster.placement.copy()
     groups_of: dict[int, list[np.ndarray]] = defaultdict(list)
     index = cluster.instance_index

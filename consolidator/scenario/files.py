@@ -182,7 +182,10 @@ def _entry(source: str, section: str, index: int, entry: Any,
         kind = required.get(key) or optional.get(key)
         if kind is None:
             raise ScenarioError(f"{label}: unknown key {key!r}")
-        fields[key] = _coerce(label, key, value, kind)
+        if type(value) is kind and kind in _PLAIN:      # already right (bool is not int here)
+            fields[key] = value
+        else:
+            fields[key] = _coerce(label, key, value, kind)
     return fields
 
 
@@ -214,6 +217,8 @@ def _names(label: str, key: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+#: The kinds a value of exactly that type passes unchanged through _coerce.
+_PLAIN = (int, float, str)
 _KIND_NAMES = {int: "an integer", float: "a number", str: "a string", dict: "a mapping",
                list: "a list"}
 

@@ -11,6 +11,7 @@ from sqlalchemy import Engine, Table, func, select
 from consolidator.core.demand import DemandSample, cpu_demand
 from consolidator.core.energy_model import Reading
 from consolidator.core.model import Cluster, Host, Instance, ServerGroup
+from consolidator.store.bulk import insert_many
 from consolidator.store.db import resolve_id, translate_errors
 from consolidator.store.tables import (
     snapshot_hosts,
@@ -67,8 +68,7 @@ def save_snapshot(engine: Engine, cluster: Cluster, *, cloud: str, source: str,
     with translate_errors(engine), engine.begin() as conn:
         conn.execute(snapshots.insert(), header)
         for table, rows in snapshot_rows(header["id"], cluster):
-            if rows:
-                conn.execute(table.insert(), rows)
+            insert_many(conn, table, rows)
         if readings:
             conn.execute(snapshot_power.insert(), [
                 {"snapshot_id": header["id"], "host": r.host, "watts": r.watts,

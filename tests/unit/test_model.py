@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 import numpy as np
 import pytest
 
 from consolidator.core.errors import ModelError
-from consolidator.core.model import Cluster, Host, Instance, ServerGroup
+from consolidator.core.model import Cluster, Host, Instance, ServerGroup, stable_uuid
 
 
 def host(name: str = "h1", **kw: object) -> Host:
@@ -76,3 +78,10 @@ def test_aggregates_are_a_sorted_tuple_of_distinct_names() -> None:
     h = host(aggregates=["rack-2", "gpu", "rack-2"])
     assert h.aggregates == ("gpu", "rack-2")
     assert h == host(aggregates=("gpu", "rack-2"))
+
+
+@pytest.mark.parametrize("kind,name", [("instance", "vm-0001"), ("host", "compute-é"),
+                                       ("server_group", "")])
+def test_stable_uuid_is_uuid5_of_the_kind_and_name(kind: str, name: str) -> None:
+    namespace = uuid.UUID("6f0c5a8e-3f0b-4a8e-9a57-2f1f7cbb8a10")
+    assert stable_uuid(kind, name) == str(uuid.uuid5(namespace, f"{kind}:{name}"))
