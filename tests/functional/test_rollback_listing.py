@@ -20,7 +20,8 @@ def test_plans_list_gives_a_rollback_plan_no_lower_bound(db_url: str) -> None:
                                     lower_bound=bound, migrations_lower_bound=0, spare=0),
                   cloud="lab", snapshot_id=snap)
     engine.dispose()
-    listed = run("plans", "list", db_url=db_url)
+    # LOWER BOUND is one of the --long columns; -c shows it as well
+    listed = run("plans", "list", "-c", "ASKED", "-c", "LOWER BOUND", db_url=db_url)
     assert listed.code == 0, listed.err
-    rows = {line.split()[2]: line.split() for line in listed.out.splitlines()[2:]}
+    rows = {line.split()[0]: line.split() for line in listed.out.splitlines()[2:]}
     assert rows["firstfit"][-1] == "1" and rows["rollback"][-1] == "-", listed.out

@@ -278,8 +278,8 @@ def test_a_host_without_a_bmc_is_neither_emptied_nor_powered_off(story: Story) -
                                                                       m["destination"])], plan
     assert "c2.example.org" not in plan["power_off"] and "c2.example.org" not in \
         plan["left_on"], plan
-    kept = "not emptied, as it stays on anyway (N+1, the last of a zone or no BMC): " \
-        "c2.example.org"
+    kept = ("not emptied, as it stays on anyway (N+1, the last of a zone, no BMC or the power "
+            "cool-down): c2.example.org")
     assert kept in plan["notes"], plan
     assert "not emptied, as it stays on anyway" in without_c2("plan", "show", plan["id"]).out
     applied = without_c2("apply", plan["id"], "--yes")
