@@ -30,7 +30,7 @@ from consolidator.core.errors import UsageError
 from consolidator.core.front import AUTO, FAST_ALGORITHMS, Budget, FrontBuilder, plan_within
 from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, PlanDraft, StoredPlan
-from consolidator.core.planner import NO_BMC, PlanSettings
+from consolidator.core.planner import PlanSettings, stay_on_reasons
 from consolidator.core.rankings.catalog import get_ranking
 from consolidator.core.scope import parse_scope
 from consolidator.core.usage_power import beyond_budget, hold_power_off
@@ -237,9 +237,7 @@ def draft_cooled_down(ctx: AppContext, snapshot: Snapshot, request: PlanRequest,
     planner as hosts that cannot be powered off, so they are emptied only when the plan needs
     them empty; power-offs beyond the hour's budget are held the same way and the plan made
     again. What is still beyond it after BUDGET_ROUNDS is left on, emptied, with why."""
-    stay_on = {h: NO_BMC for h in i.no_bmc} if not isinstance(i.no_bmc, dict) \
-        else dict(i.no_bmc)
-    stay_on.update(holds)
+    stay_on = {**stay_on_reasons(i.no_bmc), **holds}
     if budget == 0:     # nothing may be powered off this hour: nothing is worth emptying
         stay_on.update({h.name: beyond_budget(0) for h in i.cluster.hosts
                         if h.name not in stay_on})

@@ -53,7 +53,7 @@ NO_BMC = "emptied, left on: no BMC is configured for it in the BMC file"
 def plan_cluster(cluster: Cluster, algorithm: str, *, settings: PlanSettings | None = None,
               spare: int = 0, options: Mapping[str, Any] | None = None,
               ranking: Ranker | None = None,
-                 no_bmc: Collection[str] | Mapping[str, str] = ()) -> PlanDraft:
+              no_bmc: Collection[str] | Mapping[str, str] = ()) -> PlanDraft:
     """Run an algorithm on a cluster and turn its packing into a checked plan."""
     settings = settings or PlanSettings()
     algo = get_algorithm(algorithm)
