@@ -10,7 +10,9 @@ run by the real executor, ``PlanRun``, against the dry run's simulated cloud see
 replay's state; the morning ramp); between cycles, every [daemon] capacity_watch_interval,
 ``capacity_watch_once`` (the ramp on free capacity, then usage at confidence with its trend,
 the usage read from the trace over the [relief] queries' windows); and relief every [relief]
-interval (app/replay_relief.py). Plans are applied as with [daemon] auto_apply on.
+interval (app/replay_relief.py). Plans are applied as with [daemon] auto_apply on. With
+CloudSim's workload (the reference rows' too), a VM that ends is deleted from the cloud the
+daemon reads.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from consolidator.core.replay.reference import (
     initial_placement,
     reference_policy,
 )
-from consolidator.core.replay.trace import floor_kwh
+from consolidator.core.replay.trace import end_steps, ended_note, floor_kwh
 from consolidator.core.usage_power import predicted_rise
 from consolidator.core.wording import plural
 
@@ -74,6 +76,9 @@ class ConsolidatorPolicy:
     start_at: datetime = START
     name: str = "consolidator"
     full_power: bool = False
+    #: CloudSim's workload, as the reference policies run it: a VM ends (is deleted) at its
+    #: first two zero samples in a row (core/replay/trace.py end_steps).
+    cloudsim_workload: bool = True
     cycles: int = 0
     watches: int = 0
     #: Hosts powered on by the cycles' morning ramp and by the capacity watch.
@@ -98,6 +103,8 @@ class ConsolidatorPolicy:
         self.due = self.trigger.get_next_fire_time(None, self.clock0)
         self.last = 0
         self.placement = initial_placement(trace, dc)
+        self.ends = end_steps(trace) if self.cloudsim_workload else \
+            np.full(trace.vms, trace.steps + 1)
         self.usage = usage_window(trace, 0, 0)
         self.doing = ""
         self.now = self.clock0
@@ -112,7 +119,8 @@ class ConsolidatorPolicy:
                  f"{plural(self.watches, 'capacity watch', 'capacity watches')}; "
                  f"{plural(len(self.ramped), 'host')} powered on by the morning ramp and "
                  f"{len(self.watched)} by the capacity watch"]
-        return tuple(notes + self.failures[:3])
+        return tuple(notes) + ended_note(self.name, self.trace, self.ends) + \
+            tuple(self.failures[:3])
 
     def _on(self) -> np.ndarray:
         return np.array([self.state.get(h, host).power != "off"
@@ -123,6 +131,7 @@ class ConsolidatorPolicy:
         its interval falls due (the daemon skips the watch while a cycle runs); then relief
         if [relief] interval falls due (app/replay_relief.py)."""
         self.placement = placement.copy()
+        self.placement[self.ends <= k] = -1       # ended: deleted from the cloud
         now = self.now = self.clock0 + timedelta(seconds=k * self.trace.step_s)
         if self.due is not None and self.due <= now:
             self._guarded("cycle", now, lambda: self.cycle(k, now))
@@ -200,7 +209,8 @@ class ConsolidatorPolicy:
             if not settings.trend_query or settings.lookahead <= 0:
                 return 0.0
             lo = max(k - max(int(round(settings.trend_window / step_s)), 2) + 1, 0)
-            total = (self.trace.utilisation[:, lo:k + 1]
+            running = (self.placement >= 0)[:, None]
+            total = (self.trace.utilisation[:, lo:k + 1] * running
                      * (self.trace.mips / CPU_UNIT_MIPS)[:, None]).sum(axis=0)
             if len(total) < 2:
                 return 0.0
@@ -261,37 +271,40 @@ def replay_context(ctx: AppContext) -> tuple[AppContext, Any]:
                       _engine=engine), scratch
 
 
-def make_policy(name: str, ctx: AppContext | None = None,
-                start: datetime = START) -> Policy:
-    """A policy by name: npa, consolidator (needs ctx), thr-mmt-X or lr-mmt-X."""
+def make_policy(name: str, ctx: AppContext | None = None, start: datetime = START,
+                cloudsim_workload: bool = True) -> Policy:
+    """A policy by name: npa, consolidator (needs ctx), thr-mmt-X or lr-mmt-X; with
+    cloudsim_workload, its VMs end as in CloudSim (core/replay/trace.py end_steps)."""
     if name == "npa":
         return NoPowerManagement()
     if name == "consolidator":
         if ctx is None:
             raise UsageError("the consolidator policy needs a context (its config)")
-        return ConsolidatorPolicy(ctx, start)
-    return reference_policy(name)
+        return ConsolidatorPolicy(ctx, start, cloudsim_workload=cloudsim_workload)
+    return replace(reference_policy(name), cloudsim_workload=cloudsim_workload)
 
 
 def run_policy(trace: Trace, dc: DataCentre, name: str, ctx: AppContext | None = None,
-               start: datetime = START) -> ReplayResult:
+               start: datetime = START, cloudsim_workload: bool = True) -> ReplayResult:
     """One policy over a trace on a data centre: its metrics. The consolidator policy uses
-    ctx's config and a throw-away database of its own."""
+    ctx's config and a throw-away database of its own. cloudsim_workload: VMs end as in
+    CloudSim 3.0.3 (every policy but npa, which draws full power whatever runs)."""
     if name != "consolidator":
-        return replay(trace, dc, make_policy(name))
+        return replay(trace, dc, make_policy(name, cloudsim_workload=cloudsim_workload))
     if ctx is None:
         raise UsageError("the consolidator policy needs a context (its config)")
     rctx, scratch = replay_context(ctx)
     try:
-        return replay(trace, dc, make_policy(name, rctx, start))
+        return replay(trace, dc, make_policy(name, rctx, start, cloudsim_workload))
     finally:
         rctx.engine(migrated=False).dispose()
         scratch.cleanup()
 
 
 def run_replay(ctx: AppContext, trace: Trace, dc: DataCentre, policies: tuple[str, ...],
-               start: datetime = START) -> dict[str, Any]:
-    """Several policies over one trace: the floor, the sizes, and each policy's result."""
+               start: datetime = START, cloudsim_workload: bool = True) -> dict[str, Any]:
+    """Several policies over one trace, all on the same workload (cloudsim_workload: VMs
+    end as in CloudSim): the floor of that workload, the sizes, each policy's result."""
     for name in policies:     # fail before any long run
         if name not in ("npa", "consolidator"):
             try:
@@ -301,8 +314,9 @@ def run_replay(ctx: AppContext, trace: Trace, dc: DataCentre, policies: tuple[st
     results = []
     for name in policies:
         ctx.report(f"replaying {name} ...")
-        results.append(run_policy(trace, dc, name, ctx, start))
-    return {"floor_kwh": round(floor_kwh(trace, dc.best_joules_per_mip), 3),
+        results.append(run_policy(trace, dc, name, ctx, start, cloudsim_workload))
+    ends = end_steps(trace) if cloudsim_workload else None
+    return {"floor_kwh": round(floor_kwh(trace, dc.best_joules_per_mip, ends), 3),
             "hosts": dc.hosts, "vms": trace.vms, "steps": trace.steps, "step_s": trace.step_s,
             "results": results}
 
@@ -318,10 +332,13 @@ def replay_trace(ctx: AppContext, *, planetlab: str | None = None,
                  trace_file: str | None = None, hosts_file: str | None = None,
                  hosts: int = 800, vms: int | None = None,
                  policies: tuple[str, ...] | None = None,
-                 history: HistoryRange | None = None) -> dict[str, Any]:
+                 history: HistoryRange | None = None,
+                 workload: str | None = None) -> dict[str, Any]:
     """'consolidator simulate trace': load the trace (a PlanetLab folder, a trace file or an
     operator's Prometheus history) and the data centre, replay the policies (default:
-    all)."""
+    all) on the workload ("cloudsim": VMs end as in CloudSim, the default for PlanetLab
+    folders; "full": every VM runs to the end, the default for trace files and history,
+    where an idle VM is still there)."""
     from consolidator.core.replay.datacentre import cloudsim_datacentre
     from consolidator.scenario.traces import load_host_models, load_planetlab, load_trace_file
 
@@ -343,4 +360,6 @@ def replay_trace(ctx: AppContext, *, planetlab: str | None = None,
             ctx.report(f"no trace given: replaying the shipped sample {sample_folder()}")
         trace = load_planetlab(planetlab or sample_folder(), vms=vms)
     dc = load_host_models(hosts_file) if hosts_file else cloudsim_datacentre(hosts)
-    return run_replay(ctx, trace, dc, tuple(policies or POLICIES), start)
+    planetlab_trace = history is None and not trace_file
+    cloudsim = (workload or ("cloudsim" if planetlab_trace else "full")) == "cloudsim"
+    return run_replay(ctx, trace, dc, tuple(policies or POLICIES), start, cloudsim)

@@ -65,6 +65,10 @@ for _name, _what in EXPERIMENTS.items():
               help="Hosts of CloudSim's data centre, when no --hosts-file is given.")
 @click.option("--vms", type=click.IntRange(min=1),
               help="Replay only the first N VMs of the trace.")
+@click.option("--workload", type=click.Choice(["cloudsim", "full"]),
+              help="cloudsim: a VM ends at its first two zero samples in a row, as CloudSim "
+                   "3.0.3 runs PlanetLab; full: every VM runs to the end "
+                   "[default: cloudsim with --planetlab and the sample, else full].")
 @click.option("--policy", "policies", multiple=True, metavar="NAME",
               help="npa, consolidator, thr-mmt-<threshold> or lr-mmt-<safety>; repeatable "
                    "[default: npa, thr-mmt-0.8, lr-mmt-1.2, consolidator].")
@@ -73,7 +77,7 @@ for _name, _what in EXPERIMENTS.items():
 def trace_command(app: AppContext, planetlab: str | None, trace_file: str | None,
                   prometheus_url: str | None, start: str | None, end: str | None, step: int,
                   hosts_file: str | None, hosts: int, vms: int | None,
-                  policies: tuple[str, ...], fmt: str) -> None:
+                  workload: str | None, policies: tuple[str, ...], fmt: str) -> None:
     """Replay a usage trace through the daemon and the reference policies.
 
     Without --planetlab, --trace or --prometheus, the shipped sample (50 VMs of PlanetLab's
@@ -84,7 +88,7 @@ def trace_command(app: AppContext, planetlab: str | None, trace_file: str | None
     started = time.monotonic()
     doc = replay_trace(app, planetlab=planetlab, trace_file=trace_file,
                        hosts_file=hosts_file, hosts=hosts, vms=vms,
-                       policies=policies or None, history=history)
+                       policies=policies or None, history=history, workload=workload)
     click.echo(f"done in {time.monotonic() - started:.1f} s", err=True)
     if fmt == "json":
         click.echo(json.dumps(replay_json(doc), indent=2))

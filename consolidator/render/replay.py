@@ -21,14 +21,29 @@ def replay_table(doc: dict[str, Any]) -> str:
                      f"{r.slatah_cloudsim:.2%}", f"{r.pdm:.3%}", f"{r.slav:.5%}",
                      f"{r.esv:.5f}", f"{r.migrations:,}", f"{r.hosts_on_mean:.1f}"])
     head = (f"{plural(doc['vms'], 'VM')} on {plural(doc['hosts'], 'host')}, "
-            f"{plural(doc['steps'], 'sample')}; physical floor {doc['floor_kwh']:,.1f} kWh")
+            f"{plural(doc['steps'], 'sample')}; physical floor {doc['floor_kwh']:,.1f} kWh (the "
+            f"demand of the VMs while they run)")
     body = table(["policy", "energy kWh", "SLATAH", "SLATAH (CloudSim)", "PDM", "SLAV",
                   "ESV", "migrations", "hosts on"], rows, align="lrrrrrrrr")
-    notes = [f"note: {n}" for r in doc["results"] for n in r.notes]
+    notes = [f"note: {n}" for n in shared_notes(doc["results"])]
     notes += [f"note: {r.policy} used less than the physical floor because {r.unserved:.1%} of "
               f"the demand was not served (hosts at 100 % CPU)"
               for r in doc["results"] if r.energy_kwh < doc["floor_kwh"]]
     return "\n".join([head, "", body, *([""] + notes if notes else [])])
+
+
+def shared_notes(results: Sequence[Any]) -> list[str]:
+    """The rows' notes, a note that several rows share ("<policy>: <text>" with the same
+    text) once, naming them all."""
+    named: dict[str, list[str]] = {}
+    for r in results:
+        for note in r.notes:
+            policy, sep, text = note.partition(": ")
+            key = text if sep and policy == r.policy else note
+            named.setdefault(key, [])
+            if key != note:
+                named[key].append(r.policy)
+    return [f"{', '.join(who)}: {text}" if who else text for text, who in named.items()]
 
 
 def hosts_chart(doc: dict[str, Any], policies: Sequence[str] | None = None) -> str:

@@ -163,3 +163,42 @@ def test_the_power_cool_down_holds_on_the_replays_clock(tmp_path: Path) -> None:
     assert held[11] == free[11]                  # the same until the 01:00 cycle
     assert free[12:].max() < free[11]            # without: the cycle powers them off
     assert held[12:].min() >= held[11]           # with: they stay on
+
+
+def test_the_consolidator_row_runs_cloudsims_workload_as_the_reference_rows_do(
+        tmp_path: Path) -> None:
+    """A VM ends at its first two zero samples in a row, as in CloudSim and in the
+    reference rows: from then on it is gone from the cloud the daemon reads and plans (it
+    is not packed, moved or counted), and the row says how many VMs ended."""
+    util = np.full((12, 24), 0.5)
+    util[:4, 6:8] = 0.0                 # four VMs end at sample 6
+    result, policy = small_replay(tmp_path / "ends.conf", "", util)
+    assert list(policy.ends[:4]) == [6] * 4 and (policy.ends[4:] > 24).all()
+    seen = {i.name for i in policy.inventory().cluster.instances}
+    assert seen == {f"vm{i:02d}" for i in range(4, 12)}
+    assert (policy.placement[:4] == -1).all()
+    assert any("4 of 12 VMs ended" in note for note in result.notes)
+
+
+def test_a_trace_file_runs_every_vm_to_the_end_unless_asked_for_cloudsims_workload(
+        tmp_path: Path) -> None:
+    """An operator's idle VM is still there: a trace file (and a Prometheus history) runs
+    the full workload by default; --workload cloudsim ends VMs as CloudSim does, in every
+    row but npa, and the floor counts only the demand that runs."""
+    trace = tmp_path / "idle.csv"
+    rows = ["name,mips,ram_mb" + ",cpu" * 24]
+    rows += [f"vm{i},1000,1024," + ",".join(["40"] * 24) for i in range(4)]
+    rows += ["idle,1000,1024," + ",".join(["0", "0"] + ["90"] * 22)]
+    trace.write_text("\n".join(rows) + "\n")
+    args = ("simulate", "trace", "--trace", str(trace), "--hosts", "4", "--policy", "npa",
+            "--policy", "lr-mmt-1.2", "--format", "json")
+    full, cloudsim = run(*args), run(*args, "--workload", "cloudsim")
+    assert full.code == 0 and cloudsim.code == 0, full.err + cloudsim.err
+    full_doc, cloudsim_doc = json.loads(full.out), json.loads(cloudsim.out)
+    assert cloudsim_doc["floor_kwh"] < full_doc["floor_kwh"]
+    lr = {d["policy"]: d for d in full_doc["policies"]}["lr-mmt-1.2"]
+    lr_ended = {d["policy"]: d for d in cloudsim_doc["policies"]}["lr-mmt-1.2"]
+    assert lr_ended["energy_kwh"] < lr["energy_kwh"]        # the idle VM's 90 % is gone
+    text = run(*args[:-2], "--workload", "cloudsim")
+    assert "lr-mmt-1.2: as in CloudSim 3.0.3" in text.out and "1 of 5 VMs ended" in text.out
+    assert "VMs ended" not in run(*args[:-2]).out

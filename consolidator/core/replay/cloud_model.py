@@ -54,12 +54,13 @@ def usage_window(trace: Trace, first: int, last: int) -> tuple[np.ndarray, np.nd
 def cluster_at(hosts: tuple[Host, ...], instances: tuple[Instance, ...],
                placement: np.ndarray, host_state: Mapping[int, Host],
                mean: np.ndarray, std: np.ndarray) -> Cluster:
-    """The cluster with each VM on its host, hosts replaced where host_state says (power,
-    service), and each VM's usage statistics."""
+    """The cluster with each VM on its host (a VM on row -1 has ended: it is not in the
+    cloud), hosts replaced where host_state says (power, service), and each VM's usage
+    statistics."""
     from dataclasses import replace
 
     now = tuple(host_state.get(h, host) for h, host in enumerate(hosts))
     placed = tuple(replace(inst, host=now[placement[v]].name,
                            usage={"cpu_mean": float(mean[v]), "cpu_std": float(std[v])})
-                   for v, inst in enumerate(instances))
+                   for v, inst in enumerate(instances) if placement[v] >= 0)
     return Cluster(hosts=now, instances=placed)

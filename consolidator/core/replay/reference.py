@@ -43,7 +43,7 @@ import numpy as np
 
 from consolidator.core.errors import ModelError
 from consolidator.core.replay.datacentre import DataCentre
-from consolidator.core.replay.trace import Trace
+from consolidator.core.replay.trace import Trace, end_steps, ended_note
 
 #: Samples of history CloudSim keeps per VM, and the LR window.
 HISTORY, WINDOW = 30, 10
@@ -100,15 +100,7 @@ class Reference:
 
     def notes(self) -> tuple[str, ...]:
         """How many VMs ended, as in CloudSim, and the demand they took with them."""
-        ended = self.ends < self.trace.steps
-        if not ended.any():
-            return ()
-        demand = self.trace.demand()[:, :self.trace.steps]
-        running = np.arange(self.trace.steps)[None, :] < self.ends[:, None]
-        gone = 1 - float((demand * running).sum()) / max(float(demand.sum()), 1e-9)
-        return (f"{self.name}: as in CloudSim 3.0.3, a VM that asks for no CPU ends: "
-                f"{int(ended.sum()):,} of {self.trace.vms:,} VMs ended, with {gone:.1%} of "
-                f"the demand, which this row neither runs nor counts",)
+        return ended_note(self.name, self.trace, self.ends)
 
     def _load(self, demand: np.ndarray) -> None:
         """Recompute the hosts' loads, LR sums and history lengths for a demand vector."""
@@ -264,15 +256,6 @@ class Reference:
             moved = self._place_all(vms, excluded, among)
             if moved:
                 skip[list(set(moved.values()))] = True
-
-
-def end_steps(trace: Trace) -> np.ndarray:
-    """(V,) the sample at which each VM ends in CloudSim (its first two zero samples in a
-    row; steps + 1 if never): from then on it requests 0 MIPS, and CloudSim removes it."""
-    u = trace.utilisation
-    idle = np.zeros(u.shape, dtype=bool)
-    idle[:, :-1] = (u[:, :-1] == 0) & (u[:, 1:] == 0)
-    return np.where(idle.any(axis=1), idle.argmax(axis=1), trace.steps + 1)
 
 
 def initial_placement(trace: Trace, dc: DataCentre) -> np.ndarray:

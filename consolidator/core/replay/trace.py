@@ -84,8 +84,39 @@ def with_cloudsim_types(names: Sequence[str], percent: np.ndarray,
                  step_s)
 
 
-def floor_kwh(trace: Trace, joules_per_mip: float) -> float:
-    """The physical floor: the whole demand served at the best efficiency any host reaches."""
-    d = trace.demand().sum(axis=0)
+def end_steps(trace: Trace) -> np.ndarray:
+    """(V,) the sample at which each VM ends in CloudSim (its first two zero samples in a
+    row; steps + 1 if never): from then on it requests 0 MIPS, and CloudSim removes it."""
+    u = trace.utilisation
+    idle = np.zeros(u.shape, dtype=bool)
+    idle[:, :-1] = (u[:, :-1] == 0) & (u[:, 1:] == 0)
+    return np.where(idle.any(axis=1), idle.argmax(axis=1), trace.steps + 1)
+
+
+def running_demand(trace: Trace, ends: np.ndarray | None = None) -> np.ndarray:
+    """(V, T + 1) the demand (Trace.demand) of each VM while it runs: 0 from its end on."""
+    d = trace.demand()
+    if ends is None:
+        return d
+    return d * (np.arange(d.shape[1])[None, :] < ends[:, None])
+
+
+def ended_note(policy: str, trace: Trace, ends: np.ndarray) -> tuple[str, ...]:
+    """The note of a row whose VMs end as in CloudSim: how many, and the demand they took."""
+    ended = ends < trace.steps
+    if not ended.any():
+        return ()
+    demand = trace.demand()[:, :trace.steps]
+    gone = 1 - float(running_demand(trace, ends)[:, :trace.steps].sum()) / \
+        max(float(demand.sum()), 1e-9)
+    return (f"{policy}: as in CloudSim 3.0.3, a VM that asks for no CPU ends: "
+            f"{int(ended.sum()):,} of {trace.vms:,} VMs ended, with {gone:.1%} of "
+            f"the demand, which is then neither run nor counted",)
+
+
+def floor_kwh(trace: Trace, joules_per_mip: float, ends: np.ndarray | None = None) -> float:
+    """The physical floor: the whole demand (of the VMs while they run, given their ends)
+    served at the best efficiency any host reaches."""
+    d = running_demand(trace, ends).sum(axis=0)
     mips_seconds = float(((d[:-1] + d[1:]) / 2).sum() * trace.step_s)
     return mips_seconds * joules_per_mip / 3.6e6
