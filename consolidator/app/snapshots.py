@@ -50,8 +50,11 @@ def read_cloud(ctx: AppContext, cloud: str | None = None, *, conn: Any = None,
 
 def record_snapshot(ctx: AppContext, *, source_suffix: str = "") -> tuple[Snapshot, Inventory]:
     """Read the live cloud and store it as one snapshot; report what was read."""
+    from consolidator.openstack.connection import cloud_label
+
     conn = ctx.connect()
-    ctx.report(f"reading cloud {ctx.cloud_name or 'default'!r} ...")
+    # openstacksdk's choice: the named cloud, OS_CLOUD, or clouds.yaml's only cloud
+    ctx.report(f"reading cloud {cloud_label(conn)!r} ...")
     started = time.monotonic()
     inventory = read_cloud(ctx, conn=conn)
     cluster = inventory.cluster

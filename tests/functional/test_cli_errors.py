@@ -98,3 +98,18 @@ def test_os_cloud_is_an_alias_of_cloud(db_url: str, tmp_path: Path) -> None:
         named = run(option, "lab-x", "snapshot", db_url=db_url, env=env)
         assert named.code == 1, named.err
         assert named.err.startswith("consolidator: error: cloud 'lab-x': ")
+
+
+def test_the_single_cloud_of_clouds_yaml_is_named_when_none_is_given(
+        db_url: str, tmp_path: Path, bundled_scenario: Path) -> None:
+    """With one cloud in clouds.yaml and none named, openstacksdk uses that cloud and the
+    snapshot is stored under its name; the progress line said 'default'."""
+    from tests.functional.served import served_cloud
+
+    with served_cloud(bundled_scenario, tmp_path, bmc=False, cloud_name="alpha") as cloud:
+        env = {"HOME": str(tmp_path), "OS_CLIENT_CONFIG_FILE": str(cloud.clouds_yaml)}
+        taken = run("snapshot", db_url=db_url, env=env)
+        assert taken.code == 0, taken.err
+        assert "reading cloud 'alpha' ..." in taken.err.splitlines()
+        listed = run("snapshots", "list", db_url=db_url, env=env)
+        assert listed.out.splitlines()[2].split()[1] == "alpha"
