@@ -124,35 +124,33 @@ def fit_24gib(rows: list[list[Any]]) -> str:
 
 
 def throughput(backend: str, concurrency: int, migrations: int, poll: float) -> list[Any]:
-    """One row: the executor's live migrations per second through this backend."""
+    """One row: the executor's live migrations per second through this backend (the
+    snapshot, plan, approval and run of the CLI's use cases, without BMCs)."""
+    from consolidator.app.apply import PlanRun
     from consolidator.app.config import Config
-    from consolidator.app.planning import PlanRequest, plan_snapshot
-    from consolidator.execution.executor import Executor, ExecutorSettings
-    from consolidator.openstack.connection import connect
-    from consolidator.openstack.inventory import snapshot_cloud
-    from consolidator.openstack.nova import Nova
+    from consolidator.app.context import AppContext
+    from consolidator.app.planning import PlanRequest, make_plan
+    from consolidator.app.review import approve
+    from consolidator.app.snapshots import record_snapshot
     from consolidator.store.db import make_engine, upgrade
-    from consolidator.store.plans import load_plan, set_status
-    from consolidator.store.snapshots import load_snapshot
 
     with tempfile.TemporaryDirectory() as tmp:
         served = Served(backend, movers(migrations), Path(tmp))
         try:
             os.environ["OS_CLIENT_CONFIG_FILE"] = str(served.clouds)
+            config = Config(values={("planner", "max_migrations_per_host"): 16,
+                                    ("executor", "poll_interval"): poll,
+                                    ("executor", "migration_timeout"): 300})
             engine = make_engine(f"sqlite:///{tmp}/b.db")
             upgrade(engine)
-            conn = connect("bench")
-            snapshot_id, _ = snapshot_cloud(engine, conn)
-            snap = load_snapshot(engine, snapshot_id)
-            config = Config(values={("planner", "max_migrations_per_host"): 16})
-            plan_id, _ = plan_snapshot(engine, snap, config, PlanRequest(algorithm="firstfit"))
-            set_status(engine, plan_id, "approved")
-            executor = Executor(engine, Nova(conn), snap.info.cloud, snap.cluster,
-                                ExecutorSettings(max_parallel=concurrency, poll_interval=poll,
-                                                 migration_timeout=300),
-                                lambda _host: None)
+            ctx = AppContext(cloud="bench", power=lambda _host: None, _config=config,
+                             _engine=engine)
+            snapshot, _ = record_snapshot(ctx)
+            plan = make_plan(ctx, snapshot, PlanRequest(algorithm="firstfit"))
+            approve(ctx, plan.id, reason="benchmark")
+            run = PlanRun(ctx, plan.id, max_parallel=concurrency)
             started = time.perf_counter()
-            outcome = executor.run(load_plan(engine, plan_id))
+            outcome = run.run()
             wall = time.perf_counter() - started
         finally:
             served.stop()
