@@ -26,6 +26,7 @@ from consolidator.store.snapshots import Snapshot
 
 if TYPE_CHECKING:
     from consolidator.execution.executor import Outcome
+    from consolidator.openstack.inventory import Inventory
 
 LOG = logging.getLogger(__name__)
 
@@ -69,25 +70,32 @@ def draft_relief(ctx: AppContext, cluster: Cluster, settings: ReliefSettings, *,
                         max_moves=settings.max_migrations or None)
 
 
+#: Reads the cloud with each instance's current usage as relief's queries give it.
+UsageRead = Callable[[ReliefSettings], "Inventory"]
+
+
 def relief_plan(ctx: AppContext, *, snapshot: Snapshot | None = None,
-                run_now: bool = False) -> ReliefPlan:
+                run_now: bool = False, read: UsageRead | None = None,
+                powerable: Callable[[list[str]], list[str]] | None = None) -> ReliefPlan:
     """Draft relief for a stored snapshot, or for the live cloud read with relief's current
-    usage queries; store it as a plan when it does anything (the live cloud as a snapshot
-    first): proposed for review, or approved for the daemon to run at once (run_now).
-    Relief plans supersede nothing."""
+    usage queries (or by `read`: a trace replay reads its trace); store it as a plan when it
+    does anything (the live cloud as a snapshot first): proposed for review, or approved for
+    the daemon to run at once (run_now). `powerable`: see draft_relief. Relief plans
+    supersede nothing."""
     from consolidator.app.power_readings import settle_power
 
     settings = relief_settings(ctx.config)
     inventory = None
-    if snapshot is None and settings.source is None:
+    if snapshot is None and settings.source is None and read is None:
         raise UsageError("relief needs measured usage: set [telemetry] prometheus_url, or "
                          "give a --snapshot or --scenario whose instances have usage")
     if snapshot is None:
-        inventory = read_cloud(ctx, telemetry=settings.source)
+        inventory = read(settings) if read is not None else \
+            read_cloud(ctx, telemetry=settings.source)
         cluster = settle_power(ctx, inventory.cluster)
     else:
         cluster = snapshot.cluster
-    draft, relief = draft_relief(ctx, cluster, settings)
+    draft, relief = draft_relief(ctx, cluster, settings, powerable=powerable)
     if not draft.migrations and not draft.power_on:
         return ReliefPlan(draft, relief, None, snapshot)
     if inventory is not None:
@@ -113,31 +121,36 @@ class ReliefRun:
 
 
 def relieve_now(ctx: AppContext, execute: Callable[[str], Outcome], *,
-                auto_apply: bool = True) -> ReliefRun:
+                auto_apply: bool = True, read: UsageRead | None = None,
+                powerable: Callable[[list[str]], list[str]] | None = None,
+                quiet: bool = False) -> ReliefRun:
     """Find overloaded hosts in the live cloud and run their relief at once with `execute`
     (the daemon's plan runner: the executor, its lease, journal and limits); without
-    auto_apply the relief plan stays proposed. Without a Prometheus URL there is no measured
-    usage to relieve on: nothing is done."""
-    if relief_settings(ctx.config).source is None:
+    auto_apply the relief plan stays proposed. Without a Prometheus URL (or a `read`, a
+    trace replay's) there is no measured usage to relieve on: nothing is done. quiet: what
+    it finds and does is logged at debug level (a replay's thousands of reliefs)."""
+    warn = LOG.debug if quiet else LOG.warning
+    info = LOG.debug if quiet else LOG.info
+    if relief_settings(ctx.config).source is None and read is None:
         return ReliefRun()
-    found = relief_plan(ctx, run_now=auto_apply)
+    found = relief_plan(ctx, run_now=auto_apply, read=read, powerable=powerable)
     run = ReliefRun(overloaded=[o.host for o in found.overloads],
                     unresolved=list(found.relief.unresolved))
     for overload in found.overloads:
-        LOG.warning("overloaded: %s", overload.describe())
+        warn("overloaded: %s", overload.describe())
     if run.unresolved:
-        LOG.warning("relief: nothing can relieve %s", ", ".join(run.unresolved))
+        warn("relief: nothing can relieve %s", ", ".join(run.unresolved))
     if found.plan is None:
         return run
     run.plan_id = found.plan.id
     what = (f"{plural(len(found.draft.migrations), 'migration')}, "
             f"{plural(len(found.draft.power_on), 'host')} to power on")
     if not auto_apply:
-        LOG.info("relief plan %s proposed (%s): review it with 'consolidator plan show %s' "
+        info("relief plan %s proposed (%s): review it with 'consolidator plan show %s' "
                  "and approve it with 'consolidator plan approve %s'", found.plan.id, what,
                  found.plan.id, found.plan.id)
         return run
-    LOG.info("relief plan %s: %s", found.plan.id, what)
+    info("relief plan %s: %s", found.plan.id, what)
     outcome = execute(found.plan.id)
     run.migrated, run.failed = len(outcome.migrated), len(outcome.failed)
     run.powered_on = list(outcome.powered_on)

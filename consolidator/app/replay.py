@@ -9,14 +9,16 @@ the config's algorithm, ranking, capacity model, confidence and budget; the plan
 run by the real executor, ``PlanRun``, against the dry run's simulated cloud seeded with the
 replay's state; the morning ramp); between cycles, every [daemon] capacity_watch_interval,
 ``capacity_watch_once`` (the ramp on free capacity, then usage at confidence with its trend,
-the usage read from the trace over the [relief] queries' windows); and relief every [relief]
-interval (app/replay_relief.py). Plans are applied as with [daemon] auto_apply on. With
-CloudSim's workload (the reference rows' too), a VM that ends is deleted from the cloud the
-daemon reads.
+the usage read from the trace over the [relief] queries' windows); and every [relief]
+interval, relief (app/relief.py relieve_now, with the same usage reads), which at a cycle
+runs at its end through the cycle's relieve port, as in the daemon. Plans are applied as
+with [daemon] auto_apply on. With CloudSim's workload (the reference rows' too), a VM that
+ends is deleted from the cloud the daemon reads.
 """
 
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -28,12 +30,12 @@ from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
 from consolidator.app.cycle import CloudPorts, capacity_watch_once, run_cycle
 from consolidator.app.history import HistoryRange, history_trace
-from consolidator.app.replay_relief import relieve_step, window_steps
-from consolidator.app.settings import cron_trigger, daemon_settings
+from consolidator.app.relief import ReliefRun, relieve_now
+from consolidator.app.settings import cron_trigger, daemon_settings, relief_settings
 from consolidator.app.snapshots import store_inventory
 from consolidator.app.usage_power import UsageReads
 from consolidator.core.errors import ConsolidatorError, ModelError, UsageError
-from consolidator.core.model import Cluster, Host
+from consolidator.core.model import Host
 from consolidator.core.padding import parse_windows, spare_target
 from consolidator.core.replay.cloud_model import (
     CPU_UNIT_MIPS,
@@ -60,6 +62,17 @@ if TYPE_CHECKING:
     from consolidator.core.replay.trace import Trace
     from consolidator.openstack.inventory import Inventory
 
+_RANGE = re.compile(r"\[(\d+)([smhd])\]")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def window_steps(query: str, step_s: float, default_s: float) -> int:
+    """The samples a query's range selector spans ([10m] at 300 s steps: 2), at least 1."""
+    found = _RANGE.search(query)
+    seconds = int(found.group(1)) * _UNIT[found.group(2)] if found else default_s
+    return max(int(round(seconds / step_s)), 1)
+
+
 #: The policies of a replay, in the order of its rows.
 POLICIES = ("npa", "thr-mmt-0.8", "lr-mmt-1.2", "consolidator")
 #: Where the replay's simulated clock starts when the trace does not say.
@@ -81,6 +94,7 @@ class ConsolidatorPolicy:
     cloudsim_workload: bool = True
     cycles: int = 0
     watches: int = 0
+    reliefs: int = 0
     #: Hosts powered on by the cycles' morning ramp and by the capacity watch.
     ramped: list[str] = field(default_factory=list)
     watched: list[str] = field(default_factory=list)
@@ -115,7 +129,7 @@ class ConsolidatorPolicy:
         notes = [f"consolidator: {plural(self.cycles, 'daemon cycle')} "
                  f"({self.settings.schedule!r}), "
                  f"each plan applied (as with [daemon] auto_apply), "
-                 f"{plural(getattr(self, 'reliefs', 0), 'relief')} of overloaded hosts, "
+                 f"{plural(self.reliefs, 'relief')} of overloaded hosts, "
                  f"{plural(self.watches, 'capacity watch', 'capacity watches')}; "
                  f"{plural(len(self.ramped), 'host')} powered on by the morning ramp and "
                  f"{len(self.watched)} by the capacity watch"]
@@ -127,9 +141,9 @@ class ConsolidatorPolicy:
                          for h, host in enumerate(self.hosts)], dtype=bool)
 
     def step(self, k: int, placement: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """At sample k: the daemon's cycle if its schedule fires, else the capacity watch if
-        its interval falls due (the daemon skips the watch while a cycle runs); then relief
-        if [relief] interval falls due (app/replay_relief.py)."""
+        """At sample k: the daemon's cycle if its schedule fires (relief at its end, as
+        run_cycle does), else the capacity watch if its interval falls due, then relief if
+        [relief] interval falls due (the daemon skips both watches while a cycle runs)."""
         self.placement = placement.copy()
         self.placement[self.ends <= k] = -1       # ended: deleted from the cloud
         now = self.now = self.clock0 + timedelta(seconds=k * self.trace.step_s)
@@ -138,9 +152,11 @@ class ConsolidatorPolicy:
             self.due = self.trigger.get_next_fire_time(self.due, now + timedelta(seconds=1))
             while self.due is not None and self.due <= now:
                 self.due = self.trigger.get_next_fire_time(self.due, self.due)
-        elif self.watch_due(k):
-            self._guarded("capacity watch", now, lambda: self.watch(k, now))
-        self._guarded("relief", now, lambda: self._relieve(k, now))
+        else:
+            if self.watch_due(k):
+                self._guarded("capacity watch", now, lambda: self.watch(k, now))
+            if self.relief_due(k):
+                self._guarded("relief", now, lambda: self.relieve(k))
         return self.placement.copy(), self._on()
 
     def _guarded(self, what: str, now: datetime, work: Any) -> None:
@@ -151,8 +167,21 @@ class ConsolidatorPolicy:
         except ConsolidatorError as exc:
             self.failures.append(f"{self.doing} failed: {exc}")
 
-    def _relieve(self, k: int, now: datetime) -> None:
-        self.placement = relieve_step(self, k, now, self.placement)
+    def relief_due(self, k: int) -> bool:
+        """Whether the daemon's relief watch runs at sample k ([relief] interval)."""
+        interval = relief_settings(self.ctx.config).interval
+        if interval <= 0 or k == 0:
+            return False
+        return k % max(int(round(interval / self.trace.step_s)), 1) == 0
+
+    def relieve(self, k: int) -> ReliefRun:
+        """The daemon's relief (app/relief.py relieve_now), reading usage from the trace over
+        the [relief] queries' windows; every host may be powered on (each has a BMC)."""
+        reads = self.usage_reads(k)
+        run = relieve_now(self.ctx, self.execute, read=reads.read, powerable=reads.powerable,
+                          quiet=True)
+        self.reliefs += bool(run.plan_id)
+        return run
 
     def watch_due(self, k: int) -> bool:
         """Whether the daemon's capacity watch runs at sample k."""
@@ -181,7 +210,7 @@ class ConsolidatorPolicy:
         """The replay's cloud as the daemon's functions read and act on it at sample k."""
         return CloudPorts(read=self.inventory,
                           snapshot=lambda: store_inventory(self.ctx, self.inventory()),
-                          execute=self.execute, relieve=lambda: None,
+                          execute=self.execute, relieve=lambda: self.relieve(k),
                           usage=self.usage_reads(k))
 
     def inventory(self, usage: tuple[np.ndarray, np.ndarray] | None = None) -> Inventory:
@@ -243,12 +272,6 @@ class ConsolidatorPolicy:
             self.state[self.row[name]] = host
         return outcome
 
-    def run_plan(self, cluster: Cluster, plan_id: str, what: str, placement: np.ndarray
-                 ) -> np.ndarray:
-        """Run an approved plan (relief's) on the replay's cloud; the placement after it."""
-        self.placement = placement.copy()
-        self.execute(plan_id)
-        return self.placement.copy()
 
 
 def replay_context(ctx: AppContext) -> tuple[AppContext, Any]:

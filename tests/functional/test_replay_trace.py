@@ -202,3 +202,13 @@ def test_a_trace_file_runs_every_vm_to_the_end_unless_asked_for_cloudsims_worklo
     text = run(*args[:-2], "--workload", "cloudsim")
     assert "lr-mmt-1.2: as in CloudSim 3.0.3" in text.out and "1 of 5 VMs ended" in text.out
     assert "VMs ended" not in run(*args[:-2]).out
+
+
+def test_the_replays_reliefs_run_the_daemons_relief_without_its_warnings() -> None:
+    """The replay relieves through the daemon's relieve_now (at each [relief] interval and
+    at each cycle's end); the overloads it finds are not logged line by line on stderr."""
+    out = run("simulate", "trace", "--hosts", "40", "--policy", "consolidator")
+    assert out.code == 0, out.err
+    reliefs = int(out.out.split(" reliefs of overloaded hosts")[0].rsplit(" ", 1)[1])
+    assert reliefs > 0
+    assert "overloaded:" not in out.err and "relief plan" not in out.err

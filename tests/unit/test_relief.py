@@ -164,7 +164,7 @@ def test_a_scenario_host_s_own_speed_wins_over_the_config_s() -> None:
 
 
 def test_relief_windows_in_replay_steps_come_from_the_queries() -> None:
-    from consolidator.app.replay_relief import window_steps
+    from consolidator.app.replay import window_steps
 
     assert window_steps("avg_over_time(x[10m])", 300, 600) == 2
     assert window_steps("stddev_over_time(x[1h])", 300, 600) == 12
