@@ -32,7 +32,7 @@ from consolidator.core.algorithms.hvp import (
     column_scale,
     select_strategies,
 )
-from consolidator.core.algorithms.repair import guided_whole_hosts
+from consolidator.core.algorithms.repair import guided_prefixes
 from consolidator.core.algorithms.state import PackingState
 from consolidator.core.constraints import build_problem
 from consolidator.core.kept_hosts import keep_home
@@ -239,9 +239,16 @@ def least_populated(k: int) -> str:
 def prefix_packing(problem: Problem, packing: Packing, count: int) -> Packing:
     """Only the first `count` hosts the packing emptied, following its targets where they
     are still feasible (best fit otherwise); a host that no longer empties stays whole."""
-    chosen = list(packing.emptied[:count])
-    target, failed = guided_whole_hosts(problem, packing.target, chosen=chosen)
-    return Packing(target=target, emptied=tuple(h for h in chosen if h not in failed))
+    return prefix_packings(problem, packing, [count])[count]
+
+
+def prefix_packings(problem: Problem, packing: Packing, counts: Sequence[int]
+                    ) -> dict[int, Packing]:
+    """prefix_packing for each count, the replays shared where they are alike."""
+    replays = guided_prefixes(problem, packing.target, packing.emptied, counts)
+    return {count: Packing(target=target,
+                           emptied=tuple(h for h in packing.emptied[:count] if h not in failed))
+            for count, (target, failed) in replays.items()}
 
 
 def spaced(top: int, count: int) -> list[int]:
@@ -300,8 +307,10 @@ class FrontBuilder:
         """Candidates from prefixes of the hosts an algorithm's packing emptied."""
         total = len(packing.emptied)
         found = []
-        for count in counts if counts is not None else spaced(total, POINTS_PER_RUN):
-            chosen = packing if count >= total else prefix_packing(self.problem, packing, count)
+        counts = counts if counts is not None else spaced(total, POINTS_PER_RUN)
+        prefixes = prefix_packings(self.problem, packing, [c for c in counts if c < total])
+        for count in counts:
+            chosen = packing if count >= total else prefixes[count]
             how = "its whole run" if count >= total else "no migration" if count == 0 else \
                 f"the first {count} of the {plural(total, 'host')} it empties"
             found.append(self.estimate(chosen, algorithm, how))
@@ -412,8 +421,10 @@ class FrontBuilder:
             found = [self.fewest_candidate(k) for k in spaced(best, POINTS_PER_RUN)]
             return [c for c in found if c is not None]
         out = []
+        prefixes = prefix_packings(self.problem, largest,
+                                   [k for k in spaced(best, POINTS_PER_RUN) if k < best])
         for k in spaced(best, POINTS_PER_RUN):
-            packing = largest if k >= best else prefix_packing(self.problem, largest, k)
+            packing = largest if k >= best else prefixes[k]
             if len(packing.emptied) == k:
                 out.append(self.estimate(packing, FEWEST,
                                          least_populated(k) if k else "no migration"))

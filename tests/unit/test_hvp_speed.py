@@ -1,0 +1,79 @@
+"""The speed-ups of hvp and the front give the same results as the plain computations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from consolidator.core.algorithms.catalog import get_algorithm
+from consolidator.core.algorithms.hvp_pack import (
+    VPInstance,
+    _orders,
+    item_fit,
+    numpy_item_fit,
+    strategies,
+)
+from consolidator.core.algorithms.repair import guided_whole_hosts
+from consolidator.core.constraints import build_problem
+from consolidator.core.front import FAST_OPTIONS, prefix_packings, spaced
+from consolidator.core.planner import PlanSettings
+from consolidator.emulators.fake.generate import generate
+from consolidator.scenario.files import parse_scenario
+
+
+def instance(seed: int, items: int, bins: int, tight: float) -> VPInstance:
+    """Items of a few flavours (host order: classes interleaved) into bins whose free room
+    adds up to `tight` times the items' demand per column."""
+    rng = np.random.default_rng(seed)
+    flavours = np.array([[1, 2048, 20], [2, 4096, 40], [4, 8192, 40], [8, 16384, 80],
+                         [2, 8192, 20], [4, 4096, 10]], dtype=np.float64)
+    demand = flavours[rng.integers(0, len(flavours), items)]
+    weights = rng.uniform(0.7, 1.3, (bins, 3))
+    free = weights / weights.sum(axis=0) * demand.sum(axis=0) * tight
+    return VPInstance(free=free, demand=demand, scale=free.max(axis=0))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("tight", [0.98, 1.05, 1.5])
+def test_first_and_best_fit_on_python_floats_place_every_item_as_numpy_does(
+        seed: int, tight: float) -> None:
+    """Every First Fit and Best Fit heuristic of METAHVP: the same bins, or the same failure,
+    whether the run is short (host order) or long (sorted)."""
+    inst = instance(seed, items=400, bins=60, tight=tight)
+    outcomes = set()
+    for strategy in strategies(light=False):
+        if strategy.algo == "pp":
+            continue
+        item_order, bin_order = _orders(inst, strategy)
+        fast, plain = item_fit(inst, item_order, bin_order), \
+            numpy_item_fit(inst, item_order, bin_order)
+        assert (fast is None) == (plain is None), strategy.name
+        if fast is not None:
+            assert np.array_equal(fast, plain), strategy.name
+        outcomes.add(fast is None)
+    if tight == 1.5:
+        assert False in outcomes            # the comparison covers packings, not only failures
+
+
+def mixed(hosts: int, seed: int):  # type: ignore[no-untyped-def]
+    """A generated mixed-host cluster about 60 % full."""
+    return parse_scenario(generate(hosts, per_host=9.2, seed=seed, fill=0.6)).cluster
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("algorithm", ["zoned-bestfit", "firstfit", "hvp"])
+def test_prefixes_replayed_together_equal_each_replayed_alone(seed: int, algorithm: str) -> None:
+    """The front's prefixes of a run, sharing one replay, are the replays of each prefix
+    made from scratch (guided_whole_hosts), placement and hosts left whole alike."""
+    cluster = mixed(60, seed)
+    problem = build_problem(cluster, PlanSettings().rules,
+                            options=dict(FAST_OPTIONS.get(algorithm, {})))
+    packing = get_algorithm(algorithm).run(problem)
+    counts = [c for c in spaced(len(packing.emptied), 12) if c < len(packing.emptied)]
+    shared = prefix_packings(problem, packing, counts)
+    for count in counts:
+        target, failed = guided_whole_hosts(problem, packing.target,
+                                            chosen=list(packing.emptied[:count]))
+        assert np.array_equal(shared[count].target, target)
+        assert shared[count].emptied == tuple(h for h in packing.emptied[:count]
+                                              if h not in failed)
