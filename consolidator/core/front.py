@@ -34,6 +34,7 @@ from consolidator.core.algorithms.hvp import (
 )
 from consolidator.core.algorithms.repair import guided_prefixes
 from consolidator.core.algorithms.state import PackingState
+from consolidator.core.checker import MoveMemo
 from consolidator.core.constraints import build_problem
 from consolidator.core.kept_hosts import keep_home
 from consolidator.core.model import Cluster
@@ -270,6 +271,7 @@ class FrontBuilder:
                                      usage=settings.usage)
         self.ranking = ranking.name if ranking is not None else None
         self.memory = np.array([i.memory_mb for i in cluster.instances], dtype=np.float64)
+        self.memo = MoveMemo(cluster, settings.rules)    # the points share most moves
 
     def estimate(self, packing: Packing, algorithm: str, how: str) -> Candidate:
         """A packing's costs without drafting it: the hosts its plan leaves on (spares,
@@ -292,7 +294,7 @@ class FrontBuilder:
         draft = draft_from_packing(self.problem, packing,
                                    algorithm=MADE_BY.get(algorithm, algorithm),
                                    ranking=self.ranking, settings=self.settings,
-                                   no_bmc=self.no_bmc)
+                                   no_bmc=self.no_bmc, memo=self.memo)
         return FrontPoint(algorithm, how, draft, moved_gib(self.cluster, draft))
 
     def run(self, algorithm: str, options: dict[str, object] | None = None) -> Packing:

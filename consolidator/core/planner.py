@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ import numpy as np
 from consolidator.core.algorithms.base import Packing, Problem, Ranker
 from consolidator.core.algorithms.bounds import host_lower_bound, migration_lower_bound
 from consolidator.core.algorithms.catalog import get_algorithm
-from consolidator.core.checker import assert_plan_sound
+from consolidator.core.checker import MoveMemo, assert_plan_sound
 from consolidator.core.constraints import Rules, UsageModel, build_problem
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.fit import too_large
@@ -67,9 +68,11 @@ def plan_cluster(cluster: Cluster, algorithm: str, *, settings: PlanSettings | N
 
 def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                        ranking: str | None, settings: PlanSettings,
-                       no_bmc: Collection[str] | Mapping[str, str] = ()) -> PlanDraft:
+                       no_bmc: Collection[str] | Mapping[str, str] = (),
+                       memo: MoveMemo | None = None) -> PlanDraft:
     """Moves, waves, spares, power-off and bounds of a packing; checked before returned.
-    Emptied hosts in no_bmc (see stay_on_reasons) are left on, with the reason."""
+    Emptied hosts in no_bmc (see stay_on_reasons) are left on, with the reason; memo: the
+    checker's (checker.MoveMemo), shared by plans of the same cluster."""
     cluster = problem.cluster
     target = packing.target
     moved = np.nonzero(target != problem.placement)[0]
@@ -96,9 +99,9 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                                      for i in moved], settings.per_host_limit)
     power_off, spares, left_on = decided.power_off, decided.spares, decided.left_on
     notes += decided.notes
-    moves = tuple(Move(instance_id=cluster.instances[i].id,
-                       instance_name=cluster.instances[i].name, source=names[src],
-                       destination=names[dst], wave=wave)
+    instances = cluster.instances
+    moves = tuple(Move(instance_id=instances[i].id, instance_name=instances[i].name,
+                       source=names[src], destination=names[dst], wave=wave)
                   for i, src, dst, wave in waves)
     hosts_before = int(problem.powered.sum())
     if len(spares) < problem.spare:
@@ -115,7 +118,7 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
         idle_watts=settings.idle_watts, left_on=left_on)
     assert_plan_sound(cluster, moves, draft.power_off, rules=settings.rules,
                       per_host_limit=settings.per_host_limit,
-                      chance=_chance(problem))
+                      chance=_chance(problem), memo=memo)
     return draft
 
 
@@ -283,7 +286,7 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
             for row in rows.tolist():
                 groups_of[row].append(rows)
     queues: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for item, src, dst in sorted(moves, key=lambda m: (m[1], m[0])):
+    for item, src, dst in sorted(moves, key=itemgetter(1, 0)):
         queues[src].append((item, dst))
     out: list[tuple[int, int, int, int]] = []
     wave = 0
@@ -298,10 +301,11 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
                 if taken == limit:
                     keep.extend(queue[pos:])
                     break
-                room = all(u + d <= c for u, d, c in zip(used[dst], demand[item],
-                                                          capacity[dst], strict=True))
-                if room and not _meets_group(item, dst, groups_of, host_of, arriving):
-                    used[dst] = [u + d for u, d in zip(used[dst], demand[item], strict=True)]
+                now, need = used[dst], demand[item]
+                room = all(u + d <= c for u, d, c in zip(now, need, capacity[dst], strict=True))
+                if room and (item not in groups_of
+                             or not _meets_group(item, dst, groups_of, host_of, arriving)):
+                    used[dst] = [u + d for u, d in zip(now, need, strict=True)]
                     arriving[dst].add(item)
                     batch.append((item, src, dst))
                     taken += 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ from consolidator.core.algorithms.hvp_pack import (
     strategies,
 )
 from consolidator.core.algorithms.repair import guided_whole_hosts
+from consolidator.core.checker import MoveMemo, MoveSpec, check_plan
 from consolidator.core.constraints import build_problem
 from consolidator.core.front import FAST_OPTIONS, prefix_packings, spaced
 from consolidator.core.planner import PlanSettings
@@ -77,3 +80,35 @@ def test_prefixes_replayed_together_equal_each_replayed_alone(seed: int, algorit
         assert np.array_equal(shared[count].target, target)
         assert shared[count].emptied == tuple(h for h in packing.emptied[:count]
                                               if h not in failed)
+
+
+def test_a_shared_move_memo_finds_what_a_fresh_check_finds() -> None:
+    """The front's checker memo (per move, one cluster and one Rules object): every plan,
+    checked after others that shared its moves, gets the findings of a check without it,
+    bad moves and bad waves included; a memo of other rules is not used."""
+    cluster = mixed(12, 1)
+    rules = PlanSettings().rules
+    memo = MoveMemo(cluster, rules)
+    by_host: dict[str, list[str]] = {}
+    for inst in cluster.instances:
+        by_host.setdefault(inst.host, []).append(inst.id)
+    names = [h.name for h in cluster.hosts]
+    a, b = names[0], names[1]
+    first, second = by_host[a][0], by_host[b][0]
+    plans = [
+        [MoveSpec(first, a, b, 1)],
+        [MoveSpec(first, a, b, 1), MoveSpec(second, b, a, 2)],
+        [MoveSpec(first, b, a, 1)],                       # not its host
+        [MoveSpec(first, a, b, 0)],                       # wave 0
+        [MoveSpec(first, a, "nowhere", 1)],               # no such host
+        [MoveSpec(first, a, b, 1)],
+    ]
+    for moves in plans:
+        fresh = check_plan(cluster, moves, [], rules=rules)
+        assert check_plan(cluster, moves, [], rules=rules, memo=memo) == fresh
+    assert any("not positive" in p for p in check_plan(cluster, plans[3], [], rules=rules,
+                                                         memo=memo))
+    other = MoveMemo(cluster, replace(rules))
+    other.found[(first, b, a)] = []                      # a wrong entry, never read
+    assert check_plan(cluster, plans[2], [], rules=rules, memo=other) == \
+        check_plan(cluster, plans[2], [], rules=rules)
