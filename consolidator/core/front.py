@@ -215,13 +215,15 @@ def fewest_witnesses(problem: Problem, k: int, state: PackingState) -> list[Witn
     return witnesses
 
 
-def fewest_migrations_packing(problem: Problem, k: int) -> Packing | None:
+def fewest_migrations_packing(problem: Problem, k: int,
+                              witnesses: list[Witness] | None = None) -> Packing | None:
     """Empty the first k hosts of fewest_migrations_order, packed by METAHVPLIGHT, or None
-    when they do not pack."""
+    when they do not pack (witnesses: fewest_witnesses' for k, when already known)."""
     hosts = fewest_migrations_order(problem)[:k]
     problem = with_chance_column(problem)
     state = PackingState(problem)
-    witnesses = fewest_witnesses(problem, k, state)
+    if witnesses is None:
+        witnesses = fewest_witnesses(problem, k, state)
     if witnesses is None:
         return None
     if not apply(state, witnesses, problem.ranking is not None) \
@@ -272,6 +274,8 @@ class FrontBuilder:
         self.ranking = ranking.name if ranking is not None else None
         self.memory = np.array([i.memory_mb for i in cluster.instances], dtype=np.float64)
         self.memo = MoveMemo(cluster, settings.rules)    # the points share most moves
+        #: The last k largest_fewest_k packed, with its witnesses.
+        self.fewest_found: tuple[int, list[Witness] | None] = (0, None)
 
     def estimate(self, packing: Packing, algorithm: str, how: str) -> Candidate:
         """A packing's costs without drafting it: the hosts its plan leaves on (spares,
@@ -332,16 +336,18 @@ class FrontBuilder:
 
     def largest_fewest_k(self, top: int) -> int:
         """The largest k <= top that fewest_migrations_packing packs (binary search on the
-        packing alone, feasibility taken as monotone in k)."""
+        packing alone, feasibility taken as monotone in k); its witnesses are kept in
+        self.fewest_found."""
         lo, hi = 0, top + 1
         problem = with_chance_column(self.problem)
-        state = PackingState(problem)
+        state = PackingState(problem)      # probes read it, never change it
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if fewest_witnesses(problem, mid, state) is None:
+            found = fewest_witnesses(problem, mid, state)
+            if found is None:
                 hi = mid
             else:
-                lo = mid
+                lo, self.fewest_found = mid, (mid, found)
         return lo
 
     def within_budget_k(self, budget: Budget) -> int:
@@ -418,7 +424,8 @@ class FrontBuilder:
         the largest is packed, the others are its prefixes (a subset of its moves into the
         same hosts always fits, so each is the fewest-migrations packing of its k)."""
         best = self.largest_fewest_k(top)
-        largest = fewest_migrations_packing(self.problem, best) if best else None
+        known = self.fewest_found[1] if self.fewest_found[0] == best else None
+        largest = fewest_migrations_packing(self.problem, best, known) if best else None
         if largest is None:
             found = [self.fewest_candidate(k) for k in spaced(best, POINTS_PER_RUN)]
             return [c for c in found if c is not None]

@@ -306,7 +306,8 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
                 if room and (item not in groups_of
                              or not _meets_group(item, dst, groups_of, host_of, arriving)):
                     used[dst] = [u + d for u, d in zip(now, need, strict=True)]
-                    arriving[dst].add(item)
+                    if groups_of:               # only groups look at the arrivals
+                        arriving[dst].add(item)
                     batch.append((item, src, dst))
                     taken += 1
                 else:
@@ -325,8 +326,10 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
                             f"({names}...): each waits for room that another one holds")
         for item, src, dst in batch:
             used[src] = [u - d for u, d in zip(used[src], demand[item], strict=True)]
-            host_of[item] = dst
             out.append((item, src, dst, wave))
+        if groups_of:                           # only groups look at where members are
+            moved = np.array([m[0] for m in batch], dtype=np.int64)
+            host_of[moved] = [m[2] for m in batch]
     return out
 
 
