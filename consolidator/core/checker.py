@@ -68,6 +68,9 @@ class MoveMemo:
     def __init__(self, cluster: Cluster, rules: Rules) -> None:
         self.cluster, self.rules = cluster, rules
         self.found: dict[tuple[str, str, str], list[str]] = {}
+        #: The planner's moves made so far, by (instance, source, destination, wave) rows:
+        #: the plans share them too (they are immutable).
+        self.made: dict[tuple[int, int, int, int], MoveLike] = {}
 
     def serves(self, cluster: Cluster, rules: Rules) -> bool:
         """Whether the memo is this cluster's under these very rules."""

@@ -150,9 +150,9 @@ class Budget:
 
 def moved_gib(cluster: Cluster, draft: PlanDraft) -> float:
     """The memory, in GiB, of the instances a plan migrates."""
-    index = cluster.instance_index
-    memory = [cluster.instances[index[m.instance_id]].memory_mb for m in draft.migrations]
-    return float(sum(memory)) / 1024.0
+    index, instances = cluster.instance_index, cluster.instances
+    return float(sum(instances[index[m.instance_id]].memory_mb for m in draft.migrations)) \
+        / 1024.0
 
 
 Point = TypeVar("Point", FrontPoint, Candidate)

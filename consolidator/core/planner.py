@@ -99,10 +99,8 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                                      for i in moved], settings.per_host_limit)
     power_off, spares, left_on = decided.power_off, decided.spares, decided.left_on
     notes += decided.notes
-    instances = cluster.instances
-    moves = tuple(Move(instance_id=instances[i].id, instance_name=instances[i].name,
-                       source=names[src], destination=names[dst], wave=wave)
-                  for i, src, dst, wave in waves)
+    moves = _moves(cluster, waves, names, memo.made if memo is not None
+                   and memo.cluster is cluster else {})
     hosts_before = int(problem.powered.sum())
     if len(spares) < problem.spare:
         notes.append(f"only {len(spares)} of the {problem.spare} spare hosts asked for can be "
@@ -120,6 +118,21 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                       per_host_limit=settings.per_host_limit,
                       chance=_chance(problem), memo=memo)
     return draft
+
+
+def _moves(cluster: Cluster, waves: list[tuple[int, int, int, int]], names: list[str],
+           made: dict[tuple[int, int, int, int], Any]) -> tuple[Move, ...]:
+    """The Move of each (instance, source, destination, wave), those in `made` reused."""
+    instances, out = cluster.instances, []
+    for key in waves:
+        move = made.get(key)
+        if move is None:
+            i, src, dst, wave = key
+            move = made[key] = Move(instance_id=instances[i].id,
+                                    instance_name=instances[i].name, source=names[src],
+                                    destination=names[dst], wave=wave)
+        out.append(move)
+    return tuple(out)
 
 
 def best_lower_bound(problem: Problem, packing: Packing) -> int:
@@ -302,7 +315,12 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
                     keep.extend(queue[pos:])
                     break
                 now, need = used[dst], demand[item]
-                room = all(u + d <= c for u, d, c in zip(now, need, capacity[dst], strict=True))
+                for u, d, c in zip(now, need, capacity[dst], strict=True):
+                    if not u + d <= c:
+                        room = False
+                        break
+                else:
+                    room = True
                 if room and (item not in groups_of
                              or not _meets_group(item, dst, groups_of, host_of, arriving)):
                     used[dst] = [u + d for u, d in zip(now, need, strict=True)]
