@@ -298,9 +298,11 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
             rows = np.array([index[m] for m in group.members], dtype=np.int64)
             for row in rows.tolist():
                 groups_of[row].append(rows)
+    roomy = always_room(cluster, moves)     # their room test passes whatever the order
     queues: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for item, src, dst in sorted(moves, key=itemgetter(1, 0)):
         queues[src].append((item, dst))
+    watched = {dst for _item, _src, dst in moves} - roomy
     out: list[tuple[int, int, int, int]] = []
     wave = 0
     limit = max(per_host_limit, 1)
@@ -314,16 +316,18 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
                 if taken == limit:
                     keep.extend(queue[pos:])
                     break
-                now, need = used[dst], demand[item]
-                for u, d, c in zip(now, need, capacity[dst], strict=True):
-                    if not u + d <= c:
-                        room = False
-                        break
-                else:
-                    room = True
+                room = dst in roomy
+                if not room:
+                    now, need = used[dst], demand[item]
+                    for u, d, c in zip(now, need, capacity[dst], strict=True):
+                        if not u + d <= c:
+                            break
+                    else:
+                        room = True
                 if room and (item not in groups_of
                              or not _meets_group(item, dst, groups_of, host_of, arriving)):
-                    used[dst] = [u + d for u, d in zip(now, need, strict=True)]
+                    if dst not in roomy:
+                        used[dst] = [u + d for u, d in zip(now, need, strict=True)]
                     if groups_of:               # only groups look at the arrivals
                         arriving[dst].add(item)
                     batch.append((item, src, dst))
@@ -343,12 +347,35 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
             raise PlanError(f"no safe order for the remaining {plural(len(waiting), 'migration')} "
                             f"({names}...): each waits for room that another one holds")
         for item, src, dst in batch:
-            used[src] = [u - d for u, d in zip(used[src], demand[item], strict=True)]
+            if src in watched:                  # only a destination's usage is read
+                used[src] = [u - d for u, d in zip(used[src], demand[item], strict=True)]
             out.append((item, src, dst, wave))
         if groups_of:                           # only groups look at where members are
             moved = np.array([m[0] for m in batch], dtype=np.int64)
             host_of[moved] = [m[2] for m in batch]
     return out
+
+
+def always_room(cluster: Cluster, moves: Sequence[tuple[int, int, int]]) -> set[int]:
+    """The destinations of the moves that are no source and hold their usage plus every
+    instance moving to them within capacity: plan_waves' room test for them passes in any
+    order of arrivals. Only when usage and demand are whole numbers (every sum is then
+    exact, whatever the order); otherwise none."""
+    if not moves:
+        return set()
+    demand, usage = cluster.demand, cluster.usage
+    whole = all(bool(np.all(a == np.floor(a))) for a in (demand, usage))
+    largest = float(np.abs(demand).max(initial=0.0)) * (len(moves) + 1) \
+        + float(np.abs(usage).max(initial=0.0))
+    if not whole or not largest < 2.0 ** 52:
+        return set()
+    rows = np.array(moves, dtype=np.int64).reshape(-1, 3)
+    total = usage.copy()
+    np.add.at(total, rows[:, 2], demand[rows[:, 0]])
+    fits = np.all(total <= cluster.capacity + 1e-6, axis=1)
+    fits[rows[:, 1]] = False
+    dests = np.unique(rows[:, 2])
+    return set(dests[fits[dests]].tolist())
 
 
 def _meets_group(item: int, dst: int, groups_of: dict[int, list[np.ndarray]],

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from consolidator.core import planner
 from consolidator.core.algorithms.catalog import get_algorithm
 from consolidator.core.algorithms.hvp_pack import (
     VPInstance,
@@ -112,3 +114,44 @@ def test_a_shared_move_memo_finds_what_a_fresh_check_finds() -> None:
     other.found[(first, b, a)] = []                      # a wrong entry, never read
     assert check_plan(cluster, plans[2], [], rules=rules, memo=other) == \
         check_plan(cluster, plans[2], [], rules=rules)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_waves_are_the_same_with_the_room_shortcut(seed: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """plan_waves skips the room test of destinations that take every arrival with room to
+    spare (planner.always_room): the waves are those of the full test, on whole plans and
+    on a plan whose destinations are tight or are sources too."""
+    cluster = mixed(80, seed)
+    problem = build_problem(cluster, PlanSettings().rules)
+    packing = get_algorithm("firstfit").run(problem)
+    plans = [[(int(i), int(problem.placement[i]), int(packing.target[i]))
+              for i in np.flatnonzero(packing.target != problem.placement)]]
+    swap = [(int(i), int(problem.placement[i]), int(problem.placement[j]))
+            for i, j in zip(range(0, 60, 2), range(1, 60, 2), strict=True)
+            if problem.placement[i] != problem.placement[j]]
+    plans.append(plans[0][: len(plans[0]) // 2] + swap)
+    for moves in plans:
+        assert planner.always_room(cluster, moves)      # the shortcut is taken
+        fast = planner.plan_waves(cluster, moves, 2, leftover=[])
+        with monkeypatch.context() as m:
+            m.setattr(planner, "always_room", lambda _cluster, _moves: set())
+            full = planner.plan_waves(cluster, moves, 2, leftover=[])
+        assert fast == full
+
+
+def test_no_room_shortcut_for_sources_nor_fractions() -> None:
+    """A destination that is also a source, or a cluster with fractional demand, keeps the
+    full room test."""
+    cluster = mixed(12, 1)
+    rows = {inst.host: n for n, inst in enumerate(cluster.instances)}
+    names = [h.name for h in cluster.hosts]
+    a, b, c = (cluster.host_index[n] for n in names[:3])
+    moves = [(rows[names[0]], a, b), (rows[names[1]], b, c)]
+    assert planner.always_room(cluster, moves) <= {c}
+    assert b not in planner.always_room(cluster, moves)
+    fractional = SimpleNamespace(demand=np.array([[0.5, 1.0], [1.0, 1.0]]),
+                                 usage=np.zeros((2, 2)), capacity=np.full((2, 2), 100.0))
+    assert planner.always_room(fractional, [(0, 0, 1)]) == set()       # type: ignore[arg-type]
+    whole = SimpleNamespace(demand=np.array([[1.0, 1.0], [1.0, 1.0]]),
+                            usage=np.zeros((2, 2)), capacity=np.full((2, 2), 100.0))
+    assert planner.always_room(whole, [(0, 0, 1)]) == {1}               # type: ignore[arg-type]
