@@ -303,6 +303,8 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
     for item, src, dst in sorted(moves, key=itemgetter(1, 0)):
         queues[src].append((item, dst))
     watched = {dst for _item, _src, dst in moves} - roomy
+    if not watched and not groups_of:      # nothing waits: each source sends in turn
+        return _in_turn(queues, max(per_host_limit, 1))
     out: list[tuple[int, int, int, int]] = []
     wave = 0
     limit = max(per_host_limit, 1)
@@ -354,6 +356,18 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
             moved = np.array([m[0] for m in batch], dtype=np.int64)
             host_of[moved] = [m[2] for m in batch]
     return out
+
+
+def _in_turn(queues: dict[int, list[tuple[int, int]]], limit: int
+             ) -> list[tuple[int, int, int, int]]:
+    """plan_waves when no move ever waits for room or for a group: the k-th move of each
+    source's queue goes in wave k // limit + 1, in the order the wave loop makes them."""
+    waves: dict[int, list[tuple[int, int, int, int]]] = defaultdict(list)
+    for src, queue in queues.items():
+        for pos, (item, dst) in enumerate(queue):
+            wave = pos // limit + 1
+            waves[wave].append((item, src, dst, wave))
+    return [move for wave in sorted(waves) for move in waves[wave]]
 
 
 def always_room(cluster: Cluster, moves: Sequence[tuple[int, int, int]]) -> set[int]:

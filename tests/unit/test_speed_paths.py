@@ -119,8 +119,9 @@ def test_a_shared_move_memo_finds_what_a_fresh_check_finds() -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_waves_are_the_same_with_the_room_shortcut(seed: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """plan_waves skips the room test of destinations that take every arrival with room to
-    spare (planner.always_room): the waves are those of the full test, on whole plans and
-    on a plan whose destinations are tight or are sources too."""
+    spare (planner.always_room), and when no move can wait gives each source's k-th move
+    wave k // limit + 1 (_in_turn): the waves are those of the full test, on a whole plan
+    (in turn) and on a plan whose destinations are sources too (the loop, partly roomy)."""
     cluster = mixed(80, seed)
     problem = build_problem(cluster, PlanSettings().rules)
     packing = get_algorithm("firstfit").run(problem)
