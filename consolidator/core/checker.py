@@ -95,7 +95,7 @@ def check_plan(cluster: Cluster, moves: Sequence[MoveLike], power_off: Sequence[
     problems += [f"instance {i} is moved {n} times" for i, n in seen.items() if n > 1]
     hard_affinity = {m for g in cluster.server_groups
                      if g.policy == "affinity" and len(g.members) > 1 for m in g.members}
-    host_of = {i.id: i.host for i in cluster.instances}
+    host_of = dict(cluster.instance_hosts)
     alone: dict[str, str | None] = {}     # host -> left_alone_reason, asked once per host
     for move in moves:
         row = index.get(move.instance_id)

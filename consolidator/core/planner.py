@@ -75,7 +75,6 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
     checker's (checker.MoveMemo), shared by plans of the same cluster."""
     cluster = problem.cluster
     target = packing.target
-    moved = np.nonzero(target != problem.placement)[0]
     names = [h.name for h in cluster.hosts]
     notes = too_large(cluster) + list(problem.notes) + list(packing.notes)
     def decide(p: Problem, t: np.ndarray) -> PowerDecisions:
@@ -84,8 +83,7 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
     first = decide(problem, target)
     settled, decided, restored = keep_home(problem, target, decide, first)
     try:
-        waves = plan_waves(cluster, [(int(i), int(problem.placement[i]), int(settled[i]))
-                                     for i in np.nonzero(settled != problem.placement)[0]],
+        waves = plan_waves(cluster, _triples(problem.placement, settled),
                            settings.per_host_limit)
         target = settled
         if restored:   # why they stay on still holds; say so before what it saved
@@ -95,8 +93,8 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                          f"{', '.join(names[h] for h in restored)}")
     except PlanError:   # kept hosts emptied after all: the packing's own order exists
         decided = first
-        waves = plan_waves(cluster, [(int(i), int(problem.placement[i]), int(target[i]))
-                                     for i in moved], settings.per_host_limit)
+        waves = plan_waves(cluster, _triples(problem.placement, target),
+                           settings.per_host_limit)
     power_off, spares, left_on = decided.power_off, decided.spares, decided.left_on
     notes += decided.notes
     moves = _moves(cluster, waves, names, memo.made if memo is not None
@@ -118,6 +116,13 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                       per_host_limit=settings.per_host_limit,
                       chance=_chance(problem), memo=memo)
     return draft
+
+
+def _triples(placement: np.ndarray, target: np.ndarray) -> list[tuple[int, int, int]]:
+    """(instance, source, destination) of every instance the target moves, as Python ints."""
+    rows = np.flatnonzero(target != placement)
+    return list(zip(rows.tolist(), placement[rows].tolist(), target[rows].tolist(),
+                    strict=True))
 
 
 def _moves(cluster: Cluster, waves: list[tuple[int, int, int, int]], names: list[str],
@@ -298,13 +303,14 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
             rows = np.array([index[m] for m in group.members], dtype=np.int64)
             for row in rows.tolist():
                 groups_of[row].append(rows)
-    roomy = always_room(cluster, moves)     # their room test passes whatever the order
+    rows = np.array(moves, dtype=np.int64).reshape(-1, 3)
+    roomy = always_room(cluster, rows)      # their room test passes whatever the order
+    if not groups_of and len(roomy) == len(np.unique(rows[:, 2])):
+        return _in_turn(rows, max(per_host_limit, 1))   # nothing waits: sources send in turn
     queues: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for item, src, dst in sorted(moves, key=itemgetter(1, 0)):
         queues[src].append((item, dst))
     watched = {dst for _item, _src, dst in moves} - roomy
-    if not watched and not groups_of:      # nothing waits: each source sends in turn
-        return _in_turn(queues, max(per_host_limit, 1))
     out: list[tuple[int, int, int, int]] = []
     wave = 0
     limit = max(per_host_limit, 1)
@@ -358,24 +364,27 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
     return out
 
 
-def _in_turn(queues: dict[int, list[tuple[int, int]]], limit: int
-             ) -> list[tuple[int, int, int, int]]:
-    """plan_waves when no move ever waits for room or for a group: the k-th move of each
-    source's queue goes in wave k // limit + 1, in the order the wave loop makes them."""
-    waves: dict[int, list[tuple[int, int, int, int]]] = defaultdict(list)
-    for src, queue in queues.items():
-        for pos, (item, dst) in enumerate(queue):
-            wave = pos // limit + 1
-            waves[wave].append((item, src, dst, wave))
-    return [move for wave in sorted(waves) for move in waves[wave]]
+def _in_turn(rows: np.ndarray, limit: int) -> list[tuple[int, int, int, int]]:
+    """plan_waves when no move ever waits for room or for a group: the wave loop then
+    takes the first `limit` moves of every source's queue (moves by source, then instance)
+    each wave, so the k-th goes in wave k // limit + 1; the same moves in the same order."""
+    n = len(rows)
+    queued = rows[np.lexsort((rows[:, 0], rows[:, 1]))]
+    first = np.r_[True, queued[1:, 1] != queued[:-1, 1]] if n else np.zeros(0, dtype=bool)
+    start = np.maximum.accumulate(np.where(first, np.arange(n), 0)) if n else first
+    wave = (np.arange(n) - start) // limit + 1
+    done = np.argsort(wave, kind="stable")
+    return list(zip(queued[done, 0].tolist(), queued[done, 1].tolist(),
+                    queued[done, 2].tolist(), wave[done].tolist(), strict=True))
 
 
-def always_room(cluster: Cluster, moves: Sequence[tuple[int, int, int]]) -> set[int]:
+def always_room(cluster: Cluster, moves: Sequence[tuple[int, int, int]] | np.ndarray
+                ) -> set[int]:
     """The destinations of the moves that are no source and hold their usage plus every
     instance moving to them within capacity: plan_waves' room test for them passes in any
     order of arrivals. Only when usage and demand are whole numbers (every sum is then
     exact, whatever the order); otherwise none."""
-    if not moves:
+    if not len(moves):
         return set()
     demand, usage = cluster.demand, cluster.usage
     whole = all(bool(np.all(a == np.floor(a))) for a in (demand, usage))

@@ -156,3 +156,8 @@ def test_no_room_shortcut_for_sources_nor_fractions() -> None:
     whole = SimpleNamespace(demand=np.array([[1.0, 1.0], [1.0, 1.0]]),
                             usage=np.zeros((2, 2)), capacity=np.full((2, 2), 100.0))
     assert planner.always_room(whole, [(0, 0, 1)]) == {1}               # type: ignore[arg-type]
+
+
+def test_no_moves_no_waves() -> None:
+    """An empty plan has no waves, in turn or not."""
+    assert planner.plan_waves(mixed(12, 1), [], 2) == []
