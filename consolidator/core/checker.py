@@ -91,26 +91,29 @@ def check_plan(cluster: Cluster, moves: Sequence[MoveLike], power_off: Sequence[
     problems: list[str] = []
     hosts = cluster.host_index
     index = cluster.instance_index
-    seen = Counter(m.instance_id for m in moves)
-    problems += [f"instance {i} is moved {n} times" for i, n in seen.items() if n > 1]
+    ids = [m.instance_id for m in moves]
+    if len(set(ids)) < len(ids):
+        problems += [f"instance {i} is moved {n} times" for i, n in Counter(ids).items()
+                     if n > 1]
     hard_affinity = {m for g in cluster.server_groups
                      if g.policy == "affinity" and len(g.members) > 1 for m in g.members}
     host_of = dict(cluster.instance_hosts)
     alone: dict[str, str | None] = {}     # host -> left_alone_reason, asked once per host
     for move in moves:
-        row = index.get(move.instance_id)
-        if row is None:
-            problems.append(f"instance {move.instance_id} is not in the cluster")
-            continue
         key = (move.instance_id, move.source, move.destination)
-        found = known.get(key)
+        found = known.get(key)                  # known: the instance is in the cluster
         if found is None:
+            row = index.get(move.instance_id)
+            if row is None:
+                problems.append(f"instance {move.instance_id} is not in the cluster")
+                continue
             found = known[key] = _move_problems(cluster, move, cluster.instances[row], rules,
                                                 hard_affinity, alone)
         if found:
             problems += found
         if move.wave < 1 and move.destination in cluster.host_index:
-            problems.append(f"{cluster.instances[row].name}: wave {move.wave} is not positive")
+            name = cluster.instances[index[move.instance_id]].name
+            problems.append(f"{name}: wave {move.wave} is not positive")
     if problems:
         return problems
     capacity = cluster.capacity
@@ -196,7 +199,9 @@ def _left_alone(host: Host, rules: Rules, alone: dict[str, str | None]) -> str |
 def _group_problems(cluster: Cluster, host_of: dict[str, str], batch: Sequence[MoveLike],
                     wave: int) -> list[str]:
     """Anti-affinity while a wave runs: arrivals must not meet another member."""
-    out = []
+    out: list[str] = []
+    if not any(group.policy == "anti-affinity" for group in cluster.server_groups):
+        return out
     arriving = defaultdict(list)
     for m in batch:
         arriving[m.destination].append(m.instance_id)
