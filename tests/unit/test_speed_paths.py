@@ -161,3 +161,27 @@ def test_no_room_shortcut_for_sources_nor_fractions() -> None:
 def test_no_moves_no_waves() -> None:
     """An empty plan has no waves, in turn or not."""
     assert planner.plan_waves(mixed(12, 1), [], 2) == []
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("options", [{"strategies": ["ff", "bf", "pp"]},   # all 253
+                                     {"strategies": ["ff", "bf"]}, {"light": True}])
+def test_hvp_plans_are_unchanged_by_the_python_first_and_best_fit(
+        seed: int, options: dict[str, object], monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """hvp's packing on generated mixed clusters is the same whether First Fit and Best Fit
+    run on Python floats (short runs, the default) or on NumPy throughout."""
+    from consolidator.core.algorithms import hvp as hvp_module
+    from consolidator.core.algorithms import hvp_pack
+
+    cluster = mixed(150, seed)
+
+    def packing():  # type: ignore[no-untyped-def]
+        hvp_module._RECENT.clear()
+        problem = build_problem(cluster, PlanSettings().rules, options=dict(options))
+        return get_algorithm("hvp").run(problem)
+
+    fast = packing()
+    monkeypatch.setattr(hvp_pack, "FAST_RUNS", 10 ** 9)
+    plain = packing()
+    assert np.array_equal(fast.target, plain.target)
+    assert fast.emptied == plain.emptied and fast.notes == plain.notes
