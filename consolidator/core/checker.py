@@ -24,7 +24,7 @@ from consolidator.core.constraints import (
     unit_problem,
 )
 from consolidator.core.errors import ConsolidatorError
-from consolidator.core.model import Cluster, Host
+from consolidator.core.model import Cluster, Host, Instance
 from consolidator.core.wording import plural
 
 EPS = 1e-6
@@ -60,30 +60,60 @@ class MoveSpec:
 Chance = tuple[np.ndarray, np.ndarray, np.ndarray, float]
 
 
+class MoveMemo:
+    """What the checker found about each move (instance, source, destination), the wave
+    aside, for one cluster under one Rules object: a front checks dozens of plans that share
+    most of their moves, and a move's findings depend on nothing else."""
+
+    def __init__(self, cluster: Cluster, rules: Rules) -> None:
+        self.cluster, self.rules = cluster, rules
+        self.found: dict[tuple[str, str, str], list[str]] = {}
+        #: The planner's moves made so far, by (instance, source, destination, wave) rows:
+        #: the plans share them too (they are immutable).
+        self.made: dict[tuple[int, int, int, int], MoveLike] = {}
+
+    def serves(self, cluster: Cluster, rules: Rules) -> bool:
+        """Whether the memo is this cluster's under these very rules."""
+        return self.cluster is cluster and self.rules is rules
+
+
 def check_plan(cluster: Cluster, moves: Sequence[MoveLike], power_off: Sequence[str], *,
                rules: Rules | None = None, per_host_limit: int | None = None,
-               chance: Chance | None = None) -> list[str]:
+               chance: Chance | None = None, memo: MoveMemo | None = None) -> list[str]:
     """Every violation of the plan, as sentences; an empty list means the plan is sound.
 
     chance = (usage mean, usage std, cpu limit per host, confidence) also checks paper 003's
     chance constraint on every host at the end of the plan (one the plan loads further).
+    memo, when it serves this cluster and these rules, remembers each move's own findings.
     """
     rules = rules or Rules()
+    known = memo.found if memo is not None and memo.serves(cluster, rules) else {}
     problems: list[str] = []
     hosts = cluster.host_index
     index = cluster.instance_index
-    seen = Counter(m.instance_id for m in moves)
-    problems += [f"instance {i} is moved {n} times" for i, n in seen.items() if n > 1]
+    ids = [m.instance_id for m in moves]
+    if len(set(ids)) < len(ids):
+        problems += [f"instance {i} is moved {n} times" for i, n in Counter(ids).items()
+                     if n > 1]
     hard_affinity = {m for g in cluster.server_groups
                      if g.policy == "affinity" and len(g.members) > 1 for m in g.members}
-    host_of = {i.id: i.host for i in cluster.instances}
+    host_of = dict(cluster.instance_hosts)
     alone: dict[str, str | None] = {}     # host -> left_alone_reason, asked once per host
     for move in moves:
-        inst = cluster.instances[index[move.instance_id]] if move.instance_id in index else None
-        if inst is None:
-            problems.append(f"instance {move.instance_id} is not in the cluster")
-            continue
-        problems += _move_problems(cluster, move, inst.host, rules, hard_affinity, alone)
+        key = (move.instance_id, move.source, move.destination)
+        found = known.get(key)                  # known: the instance is in the cluster
+        if found is None:
+            row = index.get(move.instance_id)
+            if row is None:
+                problems.append(f"instance {move.instance_id} is not in the cluster")
+                continue
+            found = known[key] = _move_problems(cluster, move, cluster.instances[row], rules,
+                                                hard_affinity, alone)
+        if found:
+            problems += found
+        if move.wave < 1 and move.destination in cluster.host_index:
+            name = cluster.instances[index[move.instance_id]].name
+            problems.append(f"{name}: wave {move.wave} is not positive")
     if problems:
         return problems
     capacity = cluster.capacity
@@ -125,10 +155,11 @@ def check_plan(cluster: Cluster, moves: Sequence[MoveLike], power_off: Sequence[
     return problems
 
 
-def _move_problems(cluster: Cluster, move: MoveLike, current: str, rules: Rules,
+def _move_problems(cluster: Cluster, move: MoveLike, inst: Instance, rules: Rules,
                    hard_affinity: set[str], alone: dict[str, str | None]) -> list[str]:
+    """A move's own problems (not its wave): the same for every plan of the cluster."""
     out = []
-    inst = cluster.instances[cluster.instance_index[move.instance_id]]
+    current = inst.host
     if move.source != current:
         out.append(f"{inst.name}: source {move.source} is not its host {current}")
     if move.destination not in cluster.host_index:
@@ -138,23 +169,23 @@ def _move_problems(cluster: Cluster, move: MoveLike, current: str, rules: Rules,
     reason = pin_reason(inst, rules, hard_affinity)
     if reason:
         out.append(f"{inst.name} may not move: {reason}")
-    src = cluster.hosts[cluster.host_index[move.source]]
-    dst = cluster.hosts[cluster.host_index[move.destination]]
+    index = cluster.host_index
+    src, dst = cluster.hosts[index[move.source]], cluster.hosts[index[move.destination]]
     if src.availability_zone != dst.availability_zone:
         out.append(f"{inst.name}: crosses from zone {src.availability_zone} "
                    f"to {dst.availability_zone}")
-    problem = trait_problem(dst, inst) or next(
-        (u for rc in cluster.resource_classes[3:]
-         if (u := unit_problem(dst, rc, inst.amount(rc)))), None)
+    problem = trait_problem(dst, inst)
+    for rc in cluster.resource_classes[3:]:
+        if problem:
+            break
+        problem = unit_problem(dst, rc, inst.amount(rc))
     if problem:
         out.append(f"{inst.name}: destination {problem}")
     for host, role, doing in ((dst, "destination", "receive"), (src, "source", "be touched")):
-        why = _left_alone(host, rules, alone)
+        why = alone[host.name] if host.name in alone else _left_alone(host, rules, alone)
         if not host.usable or why:
             out.append(f"{inst.name}: {role} {host.name} may not {doing}"
                        + (f" ({why})" if why else ""))
-    if move.wave < 1:
-        out.append(f"{inst.name}: wave {move.wave} is not positive")
     return out
 
 
@@ -168,7 +199,9 @@ def _left_alone(host: Host, rules: Rules, alone: dict[str, str | None]) -> str |
 def _group_problems(cluster: Cluster, host_of: dict[str, str], batch: Sequence[MoveLike],
                     wave: int) -> list[str]:
     """Anti-affinity while a wave runs: arrivals must not meet another member."""
-    out = []
+    out: list[str] = []
+    if not any(group.policy == "anti-affinity" for group in cluster.server_groups):
+        return out
     arriving = defaultdict(list)
     for m in batch:
         arriving[m.destination].append(m.instance_id)
@@ -225,10 +258,10 @@ def _final_group_problems(cluster: Cluster, host_of: dict[str, str]) -> list[str
 
 def assert_plan_sound(cluster: Cluster, moves: Sequence[MoveLike], power_off: Sequence[str],
                       *, rules: Rules | None = None, per_host_limit: int | None = None,
-                      chance: Chance | None = None) -> None:
+                      chance: Chance | None = None, memo: MoveMemo | None = None) -> None:
     """Raise PlanCheckError naming every violation."""
     problems = check_plan(cluster, moves, power_off, rules=rules, per_host_limit=per_host_limit,
-                          chance=chance)
+                          chance=chance, memo=memo)
     if problems:
         raise PlanCheckError("the plan failed its check (a bug, please report it): "
                              + "; ".join(problems[:5])

@@ -32,8 +32,9 @@ from consolidator.core.algorithms.hvp import (
     column_scale,
     select_strategies,
 )
-from consolidator.core.algorithms.repair import guided_whole_hosts
+from consolidator.core.algorithms.repair import guided_prefixes
 from consolidator.core.algorithms.state import PackingState
+from consolidator.core.checker import MoveMemo
 from consolidator.core.constraints import build_problem
 from consolidator.core.kept_hosts import keep_home
 from consolidator.core.model import Cluster
@@ -149,9 +150,9 @@ class Budget:
 
 def moved_gib(cluster: Cluster, draft: PlanDraft) -> float:
     """The memory, in GiB, of the instances a plan migrates."""
-    index = cluster.instance_index
-    memory = [cluster.instances[index[m.instance_id]].memory_mb for m in draft.migrations]
-    return float(sum(memory)) / 1024.0
+    index, instances = cluster.instance_index, cluster.instances
+    return float(sum(instances[index[m.instance_id]].memory_mb for m in draft.migrations)) \
+        / 1024.0
 
 
 Point = TypeVar("Point", FrontPoint, Candidate)
@@ -214,13 +215,15 @@ def fewest_witnesses(problem: Problem, k: int, state: PackingState) -> list[Witn
     return witnesses
 
 
-def fewest_migrations_packing(problem: Problem, k: int) -> Packing | None:
+def fewest_migrations_packing(problem: Problem, k: int,
+                              witnesses: list[Witness] | None = None) -> Packing | None:
     """Empty the first k hosts of fewest_migrations_order, packed by METAHVPLIGHT, or None
-    when they do not pack."""
+    when they do not pack (witnesses: fewest_witnesses' for k, when already known)."""
     hosts = fewest_migrations_order(problem)[:k]
     problem = with_chance_column(problem)
     state = PackingState(problem)
-    witnesses = fewest_witnesses(problem, k, state)
+    if witnesses is None:
+        witnesses = fewest_witnesses(problem, k, state)
     if witnesses is None:
         return None
     if not apply(state, witnesses, problem.ranking is not None) \
@@ -239,9 +242,16 @@ def least_populated(k: int) -> str:
 def prefix_packing(problem: Problem, packing: Packing, count: int) -> Packing:
     """Only the first `count` hosts the packing emptied, following its targets where they
     are still feasible (best fit otherwise); a host that no longer empties stays whole."""
-    chosen = list(packing.emptied[:count])
-    target, failed = guided_whole_hosts(problem, packing.target, chosen=chosen)
-    return Packing(target=target, emptied=tuple(h for h in chosen if h not in failed))
+    return prefix_packings(problem, packing, [count])[count]
+
+
+def prefix_packings(problem: Problem, packing: Packing, counts: Sequence[int]
+                    ) -> dict[int, Packing]:
+    """prefix_packing for each count, the replays shared where they are alike."""
+    replays = guided_prefixes(problem, packing.target, packing.emptied, counts)
+    return {count: Packing(target=target,
+                           emptied=tuple(h for h in packing.emptied[:count] if h not in failed))
+            for count, (target, failed) in replays.items()}
 
 
 def spaced(top: int, count: int) -> list[int]:
@@ -263,6 +273,9 @@ class FrontBuilder:
                                      usage=settings.usage)
         self.ranking = ranking.name if ranking is not None else None
         self.memory = np.array([i.memory_mb for i in cluster.instances], dtype=np.float64)
+        self.memo = MoveMemo(cluster, settings.rules)    # the points share most moves
+        #: The last k largest_fewest_k packed, with its witnesses.
+        self.fewest_found: tuple[int, list[Witness] | None] = (0, None)
 
     def estimate(self, packing: Packing, algorithm: str, how: str) -> Candidate:
         """A packing's costs without drafting it: the hosts its plan leaves on (spares,
@@ -285,7 +298,7 @@ class FrontBuilder:
         draft = draft_from_packing(self.problem, packing,
                                    algorithm=MADE_BY.get(algorithm, algorithm),
                                    ranking=self.ranking, settings=self.settings,
-                                   no_bmc=self.no_bmc)
+                                   no_bmc=self.no_bmc, memo=self.memo)
         return FrontPoint(algorithm, how, draft, moved_gib(self.cluster, draft))
 
     def run(self, algorithm: str, options: dict[str, object] | None = None) -> Packing:
@@ -300,8 +313,10 @@ class FrontBuilder:
         """Candidates from prefixes of the hosts an algorithm's packing emptied."""
         total = len(packing.emptied)
         found = []
-        for count in counts if counts is not None else spaced(total, POINTS_PER_RUN):
-            chosen = packing if count >= total else prefix_packing(self.problem, packing, count)
+        counts = counts if counts is not None else spaced(total, POINTS_PER_RUN)
+        prefixes = prefix_packings(self.problem, packing, [c for c in counts if c < total])
+        for count in counts:
+            chosen = packing if count >= total else prefixes[count]
             how = "its whole run" if count >= total else "no migration" if count == 0 else \
                 f"the first {count} of the {plural(total, 'host')} it empties"
             found.append(self.estimate(chosen, algorithm, how))
@@ -321,16 +336,18 @@ class FrontBuilder:
 
     def largest_fewest_k(self, top: int) -> int:
         """The largest k <= top that fewest_migrations_packing packs (binary search on the
-        packing alone, feasibility taken as monotone in k)."""
+        packing alone, feasibility taken as monotone in k); its witnesses are kept in
+        self.fewest_found."""
         lo, hi = 0, top + 1
         problem = with_chance_column(self.problem)
-        state = PackingState(problem)
+        state = PackingState(problem)      # probes read it, never change it
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if fewest_witnesses(problem, mid, state) is None:
+            found = fewest_witnesses(problem, mid, state)
+            if found is None:
                 hi = mid
             else:
-                lo = mid
+                lo, self.fewest_found = mid, (mid, found)
         return lo
 
     def within_budget_k(self, budget: Budget) -> int:
@@ -407,13 +424,16 @@ class FrontBuilder:
         the largest is packed, the others are its prefixes (a subset of its moves into the
         same hosts always fits, so each is the fewest-migrations packing of its k)."""
         best = self.largest_fewest_k(top)
-        largest = fewest_migrations_packing(self.problem, best) if best else None
+        known = self.fewest_found[1] if self.fewest_found[0] == best else None
+        largest = fewest_migrations_packing(self.problem, best, known) if best else None
         if largest is None:
             found = [self.fewest_candidate(k) for k in spaced(best, POINTS_PER_RUN)]
             return [c for c in found if c is not None]
         out = []
+        prefixes = prefix_packings(self.problem, largest,
+                                   [k for k in spaced(best, POINTS_PER_RUN) if k < best])
         for k in spaced(best, POINTS_PER_RUN):
-            packing = largest if k >= best else prefix_packing(self.problem, largest, k)
+            packing = largest if k >= best else prefixes[k]
             if len(packing.emptied) == k:
                 out.append(self.estimate(packing, FEWEST,
                                          least_populated(k) if k else "no migration"))

@@ -327,6 +327,11 @@ class Cluster:
         return {inst.id: i for i, inst in enumerate(self.instances)}
 
     @cached_property
+    def instance_hosts(self) -> dict[str, str]:
+        """Instance id -> the name of its host (a copy is the checker's starting point)."""
+        return {inst.id: inst.host for inst in self.instances}
+
+    @cached_property
     def resource_classes(self) -> tuple[str, ...]:
         """The Placement class of each column: VCPU, MEMORY_MB, DISK_GB, then every other
         class a host or an instance names, sorted."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ import numpy as np
 from consolidator.core.algorithms.base import Packing, Problem, Ranker
 from consolidator.core.algorithms.bounds import host_lower_bound, migration_lower_bound
 from consolidator.core.algorithms.catalog import get_algorithm
-from consolidator.core.checker import assert_plan_sound
+from consolidator.core.checker import MoveMemo, assert_plan_sound
 from consolidator.core.constraints import Rules, UsageModel, build_problem
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.fit import too_large
@@ -67,12 +68,13 @@ def plan_cluster(cluster: Cluster, algorithm: str, *, settings: PlanSettings | N
 
 def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                        ranking: str | None, settings: PlanSettings,
-                       no_bmc: Collection[str] | Mapping[str, str] = ()) -> PlanDraft:
+                       no_bmc: Collection[str] | Mapping[str, str] = (),
+                       memo: MoveMemo | None = None) -> PlanDraft:
     """Moves, waves, spares, power-off and bounds of a packing; checked before returned.
-    Emptied hosts in no_bmc (see stay_on_reasons) are left on, with the reason."""
+    Emptied hosts in no_bmc (see stay_on_reasons) are left on, with the reason; memo: the
+    checker's (checker.MoveMemo), shared by plans of the same cluster."""
     cluster = problem.cluster
     target = packing.target
-    moved = np.nonzero(target != problem.placement)[0]
     names = [h.name for h in cluster.hosts]
     notes = too_large(cluster) + list(problem.notes) + list(packing.notes)
     def decide(p: Problem, t: np.ndarray) -> PowerDecisions:
@@ -81,8 +83,7 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
     first = decide(problem, target)
     settled, decided, restored = keep_home(problem, target, decide, first)
     try:
-        waves = plan_waves(cluster, [(int(i), int(problem.placement[i]), int(settled[i]))
-                                     for i in np.nonzero(settled != problem.placement)[0]],
+        waves = plan_waves(cluster, _triples(problem.placement, settled),
                            settings.per_host_limit)
         target = settled
         if restored:   # why they stay on still holds; say so before what it saved
@@ -92,14 +93,12 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
                          f"{', '.join(names[h] for h in restored)}")
     except PlanError:   # kept hosts emptied after all: the packing's own order exists
         decided = first
-        waves = plan_waves(cluster, [(int(i), int(problem.placement[i]), int(target[i]))
-                                     for i in moved], settings.per_host_limit)
+        waves = plan_waves(cluster, _triples(problem.placement, target),
+                           settings.per_host_limit)
     power_off, spares, left_on = decided.power_off, decided.spares, decided.left_on
     notes += decided.notes
-    moves = tuple(Move(instance_id=cluster.instances[i].id,
-                       instance_name=cluster.instances[i].name, source=names[src],
-                       destination=names[dst], wave=wave)
-                  for i, src, dst, wave in waves)
+    moves = _moves(cluster, waves, names, memo.made if memo is not None
+                   and memo.cluster is cluster else {})
     hosts_before = int(problem.powered.sum())
     if len(spares) < problem.spare:
         notes.append(f"only {len(spares)} of the {problem.spare} spare hosts asked for can be "
@@ -115,8 +114,30 @@ def draft_from_packing(problem: Problem, packing: Packing, *, algorithm: str,
         idle_watts=settings.idle_watts, left_on=left_on)
     assert_plan_sound(cluster, moves, draft.power_off, rules=settings.rules,
                       per_host_limit=settings.per_host_limit,
-                      chance=_chance(problem))
+                      chance=_chance(problem), memo=memo)
     return draft
+
+
+def _triples(placement: np.ndarray, target: np.ndarray) -> list[tuple[int, int, int]]:
+    """(instance, source, destination) of every instance the target moves, as Python ints."""
+    rows = np.flatnonzero(target != placement)
+    return list(zip(rows.tolist(), placement[rows].tolist(), target[rows].tolist(),
+                    strict=True))
+
+
+def _moves(cluster: Cluster, waves: list[tuple[int, int, int, int]], names: list[str],
+           made: dict[tuple[int, int, int, int], Any]) -> tuple[Move, ...]:
+    """The Move of each (instance, source, destination, wave), those in `made` reused."""
+    instances, out = cluster.instances, []
+    for key in waves:
+        move = made.get(key)
+        if move is None:
+            i, src, dst, wave = key
+            move = made[key] = Move(instance_id=instances[i].id,
+                                    instance_name=instances[i].name, source=names[src],
+                                    destination=names[dst], wave=wave)
+        out.append(move)
+    return tuple(out)
 
 
 def best_lower_bound(problem: Problem, packing: Packing) -> int:
@@ -282,9 +303,14 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
             rows = np.array([index[m] for m in group.members], dtype=np.int64)
             for row in rows.tolist():
                 groups_of[row].append(rows)
+    rows = np.array(moves, dtype=np.int64).reshape(-1, 3)
+    roomy = always_room(cluster, rows)      # their room test passes whatever the order
+    if not groups_of and len(roomy) == len(np.unique(rows[:, 2])):
+        return _in_turn(rows, max(per_host_limit, 1))   # nothing waits: sources send in turn
     queues: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for item, src, dst in sorted(moves, key=lambda m: (m[1], m[0])):
+    for item, src, dst in sorted(moves, key=itemgetter(1, 0)):
         queues[src].append((item, dst))
+    watched = {dst for _item, _src, dst in moves} - roomy
     out: list[tuple[int, int, int, int]] = []
     wave = 0
     limit = max(per_host_limit, 1)
@@ -298,11 +324,20 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
                 if taken == limit:
                     keep.extend(queue[pos:])
                     break
-                room = all(u + d <= c for u, d, c in zip(used[dst], demand[item],
-                                                          capacity[dst], strict=True))
-                if room and not _meets_group(item, dst, groups_of, host_of, arriving):
-                    used[dst] = [u + d for u, d in zip(used[dst], demand[item], strict=True)]
-                    arriving[dst].add(item)
+                room = dst in roomy
+                if not room:
+                    now, need = used[dst], demand[item]
+                    for u, d, c in zip(now, need, capacity[dst], strict=True):
+                        if not u + d <= c:
+                            break
+                    else:
+                        room = True
+                if room and (item not in groups_of
+                             or not _meets_group(item, dst, groups_of, host_of, arriving)):
+                    if dst not in roomy:
+                        used[dst] = [u + d for u, d in zip(now, need, strict=True)]
+                    if groups_of:               # only groups look at the arrivals
+                        arriving[dst].add(item)
                     batch.append((item, src, dst))
                     taken += 1
                 else:
@@ -320,10 +355,50 @@ def plan_waves(cluster: Cluster, moves: Sequence[tuple[int, int, int]], per_host
             raise PlanError(f"no safe order for the remaining {plural(len(waiting), 'migration')} "
                             f"({names}...): each waits for room that another one holds")
         for item, src, dst in batch:
-            used[src] = [u - d for u, d in zip(used[src], demand[item], strict=True)]
-            host_of[item] = dst
+            if src in watched:                  # only a destination's usage is read
+                used[src] = [u - d for u, d in zip(used[src], demand[item], strict=True)]
             out.append((item, src, dst, wave))
+        if groups_of:                           # only groups look at where members are
+            moved = np.array([m[0] for m in batch], dtype=np.int64)
+            host_of[moved] = [m[2] for m in batch]
     return out
+
+
+def _in_turn(rows: np.ndarray, limit: int) -> list[tuple[int, int, int, int]]:
+    """plan_waves when no move ever waits for room or for a group: the wave loop then
+    takes the first `limit` moves of every source's queue (moves by source, then instance)
+    each wave, so the k-th goes in wave k // limit + 1; the same moves in the same order."""
+    n = len(rows)
+    queued = rows[np.lexsort((rows[:, 0], rows[:, 1]))]
+    first = np.r_[True, queued[1:, 1] != queued[:-1, 1]] if n else np.zeros(0, dtype=bool)
+    start = np.maximum.accumulate(np.where(first, np.arange(n), 0)) if n else first
+    wave = (np.arange(n) - start) // limit + 1
+    done = np.argsort(wave, kind="stable")
+    return list(zip(queued[done, 0].tolist(), queued[done, 1].tolist(),
+                    queued[done, 2].tolist(), wave[done].tolist(), strict=True))
+
+
+def always_room(cluster: Cluster, moves: Sequence[tuple[int, int, int]] | np.ndarray
+                ) -> set[int]:
+    """The destinations of the moves that are no source and hold their usage plus every
+    instance moving to them within capacity: plan_waves' room test for them passes in any
+    order of arrivals. Only when usage and demand are whole numbers (every sum is then
+    exact, whatever the order); otherwise none."""
+    if not len(moves):
+        return set()
+    demand, usage = cluster.demand, cluster.usage
+    whole = all(bool(np.all(a == np.floor(a))) for a in (demand, usage))
+    largest = float(np.abs(demand).max(initial=0.0)) * (len(moves) + 1) \
+        + float(np.abs(usage).max(initial=0.0))
+    if not whole or not largest < 2.0 ** 52:
+        return set()
+    rows = np.array(moves, dtype=np.int64).reshape(-1, 3)
+    total = usage.copy()
+    np.add.at(total, rows[:, 2], demand[rows[:, 0]])
+    fits = np.all(total <= cluster.capacity + 1e-6, axis=1)
+    fits[rows[:, 1]] = False
+    dests = np.unique(rows[:, 2])
+    return set(dests[fits[dests]].tolist())
 
 
 def _meets_group(item: int, dst: int, groups_of: dict[int, list[np.ndarray]],

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from consolidator.core.algorithms.state import EPS
+from consolidator.core.algorithms.hvp_fast import MARGIN, fast_item_fit
 
 #: The vector-to-scalar mappings of 3.5 (LEX is the lexicographic order of the columns).
 METRICS = ("MAX", "SUM", "MAXRATIO", "MAXDIFFERENCE", "LEX")
@@ -45,8 +45,6 @@ LIGHT_ITEM_SORTS: tuple[Sort, ...] = (("MAX", True), ("SUM", True), ("MAXDIFFERE
 LIGHT_BIN_SORTS: tuple[Sort, ...] = (("LEX", False), ("MAX", False), ("SUM", False),
                                      ("MAX", True), ("MAXDIFFERENCE", True),
                                      ("MAXRATIO", True), ("NONE", False))
-#: Safety margin inside EPS so that sequential re-checks in PackingState agree.
-MARGIN = EPS / 2
 
 
 @dataclass(frozen=True)
@@ -114,6 +112,11 @@ def permutation_keys(bin_vector: np.ndarray, item_orders: np.ndarray, window: in
     position = np.empty(len(bin_vector), dtype=np.int64)
     position[dimension_order(bin_vector)] = np.arange(len(bin_vector))
     return position[item_orders[:, :window]]
+
+
+#: From this many runs of identical items on, item_fit works on Python floats (hvp_fast):
+#: below it, NumPy over all bins per run is faster.
+FAST_RUNS = 64
 
 
 @dataclass
@@ -211,6 +214,17 @@ def _runs(classes: np.ndarray) -> list[tuple[int, int]]:
 def item_fit(inst: VPInstance, item_order: np.ndarray, bin_order: np.ndarray | None
              ) -> np.ndarray | None:
     """First Fit (bin_order given) or HVP Best Fit (None), 3.5.1; bin per item or None."""
+    ordered = inst.item_class[item_order]
+    short_runs = np.count_nonzero(ordered[1:] != ordered[:-1]) >= FAST_RUNS
+    if short_runs and not inst.blocked and not any(inst.class_group):   # same result, faster
+        return fast_item_fit(inst.class_demand, inst.item_class, inst.scale, inst.free,
+                             inst.free_scaled, item_order, bin_order)
+    return numpy_item_fit(inst, item_order, bin_order)
+
+
+def numpy_item_fit(inst: VPInstance, item_order: np.ndarray, bin_order: np.ndarray | None
+                   ) -> np.ndarray | None:
+    """item_fit with NumPy over all bins per run of identical items (hard groups too)."""
     run = _Run(inst)
     ordered_classes = inst.item_class[item_order]
     pointer: dict[int, int] = {}
