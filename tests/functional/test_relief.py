@@ -5,6 +5,7 @@ Prometheus, exceeds its cores moves work off it and leaves no host overloaded; '
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -138,7 +139,8 @@ def test_plan_relieve_proposes_the_same_moves_for_review(tmp_path: Path) -> None
 
 def test_the_replay_relieves_on_its_clock_and_overloads_less(tmp_path: Path) -> None:
     """'simulate trace': the consolidator policy runs relief every [relief] interval of the
-    simulated clock; without it (interval 0) the same plans leave more host-time overloaded."""
+    simulated clock; without that watch (interval 0, relief only at each cycle's end) the same
+    plans leave more host-time overloaded."""
     from consolidator.app.config import load_config
     from consolidator.app.context import AppContext
     from consolidator.app.replay import run_policy
@@ -157,5 +159,9 @@ def test_the_replay_relieves_on_its_clock_and_overloads_less(tmp_path: Path) -> 
         ctx = AppContext(_config=load_config(str(path), required=True))
         results[interval] = run_policy(trace, dc, "consolidator", ctx)
     relieved, unrelieved = results[300], results[0]
-    assert "0 reliefs" not in relieved.notes[0] and "0 reliefs" in unrelieved.notes[0]
+    # interval 0 turns the watch off; relief still runs at the end of each cycle, as in the
+    # daemon, so the watch's reliefs come on top of those
+    counts = {k: int(re.search(r"(\d+) reliefs? of overloaded hosts", r.notes[0]).group(1))
+              for k, r in results.items()}
+    assert counts[0] >= 1 and counts[300] > counts[0], counts
     assert relieved.slatah < unrelieved.slatah
