@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import dry_context, simulated_cloud
+from consolidator.app.interrupted import overtaken
 from consolidator.app.leadership import refuse_while_executor_runs
 from consolidator.app.notify import after_run, last_entry, notify_status
-from consolidator.app.settings import executor_settings
+from consolidator.app.settings import executor_settings, rules_from_config
 from consolidator.app.snapshots import refuse_another_cloud
 from consolidator.core.errors import UsageError
 from consolidator.core.plan import StoredPlan
@@ -56,7 +57,7 @@ class PlanRun:
             nova, power = simulated_cloud(ctx, conn, cluster)
             settings = replace(settings, poll_interval=0.0)
         self.executor = Executor(engine, nova, self.plan.cloud, cluster, settings, power,
-                                 report=ctx.report)
+                                 report=ctx.report, rules=rules_from_config(ctx.config))
         self.executor.progress = progress
         self.ctx = ctx
 
@@ -101,6 +102,10 @@ def check_applicable(ctx: AppContext, plan_ref: str, *, yes: bool, dry_run: bool
         if plan.status not in ("running", "failed", "interrupted"):
             raise UsageError(f"plan {plan.id} {state_phrase(plan.status)}: only a running, "
                              f"failed or interrupted plan can be resumed")
+        why = overtaken(ctx, plan.id)
+        if why is not None:
+            raise UsageError(f"plan {plan.id} is not resumed: it was {why}; make a new plan "
+                             f"with 'consolidator plan'")
     elif plan.status == "proposed":
         if not yes and not dry_run:
             raise UsageError(f"plan {plan.id} is proposed, not approved: run 'consolidator plan "

@@ -16,9 +16,11 @@ from consolidator.app.power import resolve_host
 from consolidator.app.settings import executor_settings, settings_from_config
 from consolidator.app.snapshots import read_cloud, record_snapshot
 from consolidator.core.errors import ConsolidatorError, UsageError
+from consolidator.core.host_gate import UNDRAIN
 from consolidator.core.maintenance import DrainSettings, drain_draft, drained_by
 from consolidator.core.model import Cluster
 from consolidator.core.plan import StoredPlan
+from consolidator.execution.gate import Gate
 from consolidator.execution.host_power import GuardedPower
 from consolidator.openstack.nova import Nova
 from consolidator.store.leases import Guard, acquire_or_raise, make_holder, release
@@ -126,8 +128,14 @@ def undrain(ctx: AppContext, names: tuple[str, ...]) -> list[str]:
     cloud = executor_cloud(ctx)
     lines = []
     with executor_lease(ctx, cloud) as guard:
-        guarded = GuardedPower(ctx.engine(), Nova(ctx.connect()), cloud, ctx.report,
-                               settings.power_timeout, settings.poll_interval, guard=guard)
+        nova = Nova(ctx.connect())
+        gate = Gate(ctx.engine(), nova, cloud, ctx.power_lookup(), actor=UNDRAIN,
+                    report=ctx.report, pending_s=settings.power_timeout,
+                    wait_s=settings.power_timeout,
+                    poll=max(min(settings.poll_interval, 1.0), 0.05))
+        guarded = GuardedPower(ctx.engine(), nova, cloud, ctx.report,
+                               settings.power_timeout, settings.poll_interval, guard=guard,
+                               gate=gate)
         for host in hosts:
             plan = plans[host.name]
             driver = host_driver(ctx.power_lookup(), host)
@@ -135,6 +143,7 @@ def undrain(ctx: AppContext, names: tuple[str, ...]) -> list[str]:
                 raise UsageError(f"{host.name} was drained with --power-off and no BMC is "
                                  f"configured for it in the BMC file")
             powered: list[bool] = []
+            gate.plan_id = plan.id
             problem = guarded.power_on(plan.id, host, driver, powered)
             if problem is not None:
                 raise ConsolidatorError(f"{host.name} is not back: {problem}")

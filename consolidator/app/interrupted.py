@@ -31,6 +31,21 @@ def triage_running(ctx: AppContext, cloud: str | None, *, auto_apply: bool
             for r in running]
 
 
+def overtaken(ctx: AppContext, plan_id: str) -> str | None:
+    """Why an interrupted plan may not be resumed by hand either: a rollback, a cancel, a
+    newer plan or an operator's power command since it last ran (the daemon's own rule,
+    core/overtaken.py); None if nothing overtook it."""
+    rows = list_plans(ctx.engine(), cloud=None, status=None, limit=RECENT_PLANS)
+    mine = next((r for r in rows if r.id == plan_id), None)
+    if mine is None:
+        return None
+    operator = [OperatorAction(e.action, e.target, e.created_at)
+                for e in journal.entries(ctx.engine(), cloud=mine.cloud)
+                if e.plan_id is None and e.state != journal.SKIPPED]
+    return why_not_resume(_mark(mine), [_mark(o) for o in rows if o.cloud == mine.cloud],
+                          operator, auto_apply=True)
+
+
 def _mark(row: Any) -> PlanMark:
     return PlanMark(row.id, row.algorithm, row.status, row.created_at, row.updated_at)
 

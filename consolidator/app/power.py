@@ -18,10 +18,12 @@ from collections.abc import Callable
 from consolidator.app.context import AppContext, host_driver
 from consolidator.app.leadership import executor_cloud
 from consolidator.app.notify import notify
-from consolidator.app.settings import executor_settings
+from consolidator.app.settings import executor_settings, rules_from_config
 from consolidator.app.snapshots import read_cloud
 from consolidator.core.errors import ConsolidatorError, UsageError
+from consolidator.core.host_gate import OPERATOR
 from consolidator.core.model import Cluster, Host
+from consolidator.execution.gate import Gate
 from consolidator.execution.host_power import GuardedPower
 from consolidator.execution.lease_keeper import LeaseKeeper
 from consolidator.openstack.nova import Nova
@@ -62,8 +64,13 @@ def _guarded(ctx: AppContext) -> tuple[GuardedPower, LeaseKeeper]:
     settings = executor_settings(ctx.config)
     engine = ctx.engine()
     cloud = executor_cloud(ctx)
-    guarded = GuardedPower(engine, Nova(ctx.connect()), cloud, ctx.report,
-                           settings.power_timeout, settings.poll_interval)
+    nova = Nova(ctx.connect())
+    gate = Gate(engine, nova, cloud, ctx.power_lookup(), actor=OPERATOR,
+                rules=rules_from_config(ctx.config), report=ctx.report,
+                pending_s=settings.power_timeout, wait_s=settings.power_timeout,
+                poll=max(min(settings.poll_interval, 1.0), 0.05))
+    guarded = GuardedPower(engine, nova, cloud, ctx.report, settings.power_timeout,
+                           settings.poll_interval, gate=gate)
     return guarded, LeaseKeeper(engine, cloud, settings.lease_ttl, report=ctx.report)
 
 

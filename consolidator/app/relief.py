@@ -64,7 +64,7 @@ def draft_relief(ctx: AppContext, cluster: Cluster, settings: ReliefSettings, *,
     speed = speed_map(cluster, settings.cpu_speed)
     plan_settings = replace(settings.plan, usage=replace(settings.plan.usage, speed=speed))
     speeds = np.array([speed.get(h.name, 1.0) for h in cluster.hosts])
-    names = power_on_order(cluster, speeds)
+    names = power_on_order(cluster, speeds, settings.plan.rules)
     order = powerable(names) if powerable is not None else with_bmc(ctx, names)
     return relief_draft(cluster, plan_settings, power_on=order,
                         max_moves=settings.max_migrations or None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from consolidator.app.context import AppContext
@@ -95,8 +95,9 @@ def prepare_rollback(ctx: AppContext, snapshot_ref: str, *, partial: bool = Fals
     inventory = settled_cloud(ctx, ctx.cloud_name or target.info.cloud)
     check_read_from(target.info, inventory, "roll this cloud back")
     live = inventory.cluster
-    draft = rollback_draft(target.cluster, live,
-                           per_host_limit=settings_from_config(ctx.config).per_host_limit,
+    settings = settings_from_config(ctx.config)
+    draft = rollback_draft(target.cluster, live, per_host_limit=settings.per_host_limit,
+                           rules=replace(settings.rules, scope=None),
                            ours=taken_out_by_us(ctx, inventory.cloud), partial=partial,
                            target_id=target.info.id, bmc_power=bmc_power(ctx, live))
     if not draft.migrations and not draft.power_on:

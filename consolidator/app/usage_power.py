@@ -89,7 +89,7 @@ def usage_need(ctx: AppContext, settings: ReliefSettings, reads: UsageReads | No
     rise = reads.rise(settings) if reads else trend_rise(settings)
     need = need_of(cluster, usage, rise=rise, headroom=settings.headroom)
     speeds = np.array([speed.get(h.name, 1.0) for h in cluster.hosts])
-    order = power_on_order(cluster, speeds)
+    order = power_on_order(cluster, speeds, settings.plan.rules)
     candidates = reads.powerable(order) if reads and reads.powerable else with_bmc(ctx, order)
     cores = {h.name: physical_cores(h) * speed.get(h.name, 1.0) for h in cluster.hosts}
     return need, candidates, cores, replace(inventory, cluster=cluster)

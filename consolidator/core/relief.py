@@ -23,7 +23,8 @@ import numpy as np
 
 from consolidator.core.algorithms.state import PackingState
 from consolidator.core.checker import assert_plan_sound
-from consolidator.core.constraints import Rules, UsageModel, build_problem
+from consolidator.core.constraints import Rules, UsageModel, build_problem, left_alone_reason
+from consolidator.core.maintenance import drained_by
 from consolidator.core.model import Cluster, Host
 from consolidator.core.plan import Move, PlanDraft
 from consolidator.core.planner import PlanSettings, plan_waves
@@ -83,14 +84,18 @@ def physical_cores(host: Host) -> float:
     return float(max(host.vcpus - host.reserved_vcpus, 0))
 
 
-def power_on_order(cluster: Cluster, speeds: np.ndarray | None = None) -> list[str]:
-    """Hosts consolidator powered off (off or down, disabled with its reason), the most
-    efficient first: cores x speed per peak watt where the watts are known (ahead of the
-    others), then the most cores x speed."""
+def power_on_order(cluster: Cluster, speeds: np.ndarray | None = None,
+                   rules: Rules | None = None) -> list[str]:
+    """Hosts consolidator powered off (off or down, disabled with its reason) and may power
+    on again (not drained: only its undrain brings a drained host back; not kept out by the
+    rules' exclusions and scope), the most efficient first: cores x speed per peak watt where
+    the watts are known (ahead of the others), then the most cores x speed."""
     speeds = np.ones(len(cluster.hosts)) if speeds is None else speeds
     rows = [h for h, host in enumerate(cluster.hosts)
             if (host.state == "down" or host.power == "off")
-            and (host.disabled_reason or "").startswith(OUR_REASON)]
+            and (host.disabled_reason or "").startswith(OUR_REASON)
+            and drained_by(host.disabled_reason) is None
+            and (rules is None or left_alone_reason(host, rules) is None)]
 
     def key(h: int) -> tuple[int, float, str]:
         host = cluster.hosts[h]

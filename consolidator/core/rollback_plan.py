@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from consolidator.core.checker import assert_plan_sound
-from consolidator.core.constraints import Rules
-from consolidator.core.model import Cluster
+from consolidator.core.constraints import Rules, is_true, left_alone_reason
+from consolidator.core.model import Cluster, Instance
 from consolidator.core.plan import Move, PlanDraft
 from consolidator.core.planner import plan_waves
 from consolidator.core.wording import agree, plural
@@ -79,20 +79,28 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
         notes.append(f"{plural(len(created), 'instance')} created since the snapshot "
                      f"{agree(len(created), 'stays', 'stay')} where they are")
     index = future.host_index
-    moves, stuck, barred = [], [], []
+    moves, stuck, barred, kept = [], [], [], []
     for row, inst in enumerate(future.instances):
         home = target_host.get(inst.id)
         if home is None or home == inst.host or home not in index:
             continue
+        if _pinned(inst, rules):
+            kept.append(inst.name)
+            continue
         if inst.status != "ACTIVE":
             stuck.append(f"{inst.name} ({inst.status})")
             continue
-        if not future.hosts[index[home]].usable:
+        if not future.hosts[index[home]].usable or \
+                left_alone_reason(future.hosts[index[home]], rules) or \
+                left_alone_reason(future.hosts[index[inst.host]], rules):
             barred.append(f"{inst.name} (to {home})")
             continue
         moves.append((row, index[inst.host], index[home]))
     if stuck:
         notes.append(f"not ACTIVE, so not moved back: {', '.join(stuck[:10])}")
+    if kept:
+        notes.append(f"pinned ({rules.exclude_key}=true) or of an excluded project, so not "
+                     f"moved back: {', '.join(kept[:10])}")
     if barred:
         notes.append(f"not moved back, their host may not receive: {', '.join(barred[:10])}")
     leftover: list[tuple[int, int, int]] | None = [] if partial else None
@@ -116,6 +124,13 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
                      hosts_after=len(on | set(power_on)), lower_bound=0,
                      migrations_lower_bound=len(migrations), spare=0, notes=tuple(notes),
                      options={"target_snapshot": target_id} if target_id else {})
+
+
+def _pinned(inst: Instance, rules: Rules) -> bool:
+    """Whether no plan may move the instance: pinned by its metadata, or of an excluded
+    project (core/host_gate.py asks the same at the moment of the move)."""
+    return bool(rules.exclude_key and is_true(inst.metadata.get(rules.exclude_key, ""))) or \
+        bool(inst.project_id and inst.project_id in rules.excluded_projects)
 
 
 def _fitting(cluster: Cluster, moves: list[tuple[int, int, int]],

@@ -30,15 +30,18 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
+from consolidator.core import host_gate as hg
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Host
 from consolidator.core.wording import agree, plural
 from consolidator.execution.compute_watch import reporting, silent_after_power_off
 from consolidator.openstack.nova import Nova, up_after
 from consolidator.power.driver import ForceWithheld, read_power, wait_for_state
-from consolidator.store import journal
+from consolidator.store import host_states, journal
+from consolidator.store.leases import LeaseLostError
 
 if TYPE_CHECKING:
+    from consolidator.execution.gate import Gate
     from consolidator.power.driver import PowerDriver
     from consolidator.store.leases import Guard
 
@@ -68,6 +71,32 @@ class GuardedPower:
     guard: Guard | None = None
     #: Why every further power action is refused: a power-off reached another system.
     halted: str | None = None
+    #: The actor's gate (execution/gate.py): asked before each step, and keeper of each
+    #: host's recorded state. None: no rules but the lease (a bare power path).
+    gate: Gate | None = None
+
+    # -- the gate, the recorded state and the fence -------------------------------------
+
+    def _refused(self, step: str, host: Host) -> str | None:
+        """Why the gate refuses the step on the host now, or None (no gate: None)."""
+        return self.gate.ask(step, host) if self.gate is not None else None
+
+    def _record(self, host: Host, state: str, why: str, *, actor: str | None = None) -> None:
+        """Record the host's new state (journaled), when there is a gate."""
+        if self.gate is not None:
+            self.gate.record(host.name, state, why, actor=actor)
+
+    def _at_last_moment(self, host: Host, state: str, why: str) -> None:
+        """The fence, immediately before a BMC request: the lease generation is checked in
+        the same transaction that records the host's new state (LeaseLostError, and no
+        request, if it is no longer ours)."""
+        if self.gate is not None:
+            host_states.change(self.engine, self.cloud, host.name, state,
+                               actor=self.gate.actor, plan_id=self.gate.plan_id, why=why,
+                               guard=self.guard)
+        elif self.guard is not None:
+            with self.engine.begin() as conn:
+                self.guard.check(conn)
 
     def not_empty(self, host: Host) -> str | None:
         """Why the host is not empty to Nova or Placement right now, or None: any server in
@@ -96,7 +125,8 @@ class GuardedPower:
         if self.halted is not None:
             return self._note(plan_id, "power_off", host, journal.SKIPPED,
                               f"not powered off: power actions are stopped ({self.halted})")
-        problem = self.not_empty(host) or self._once_miswired(host, driver)
+        problem = self._refused(hg.POWER_OFF, host) or self.not_empty(host) or \
+            self._once_miswired(host, driver)
         if problem is not None:
             return self._note(plan_id, "power_off", host, journal.SKIPPED, problem)
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="disable",
@@ -116,14 +146,27 @@ class GuardedPower:
                               action="power_off", target=host.name, params={"driver": "bmc"},
                               guard=self.guard)
         self.report(f"  power off {host.name}")
+        requested: list[bool] = []
+
+        def fence() -> None:
+            self._at_last_moment(host, hg.POWERING_OFF, f"shutdown requested ({reason})")
+            requested.append(True)
         try:
             state = driver.power_off(graceful=True, timeout=self.timeout,
-                                     before_force=lambda: self._recheck(host))
+                                     before_force=lambda: self._recheck(host),
+                                     before_request=fence)
+        except LeaseLostError as exc:
+            journal.finish(self.engine, entry, journal.FAILED if requested else
+                           journal.SKIPPED, f"{exc}: " + (
+                               "not forced; the graceful shutdown already sent may still take "
+                               "it down" if requested else "nothing was sent to its BMC"))
+            raise
         except ForceWithheld as exc:
             return self._withheld(plan_id, host, driver, entry, str(exc))
         except ConsolidatorError as exc:
-            return self._failed(plan_id, host, driver, entry, exc, before)
+            return self._failed(plan_id, host, driver, entry, exc, before, bool(requested))
         journal.finish(self.engine, entry, journal.SUCCEEDED, f"the BMC reads {state}")
+        self._record(host, hg.OFF, f"the BMC reads {state}")
         problem = self._after_off(plan_id, host, driver, before)
         if problem is not None:
             return problem
@@ -140,8 +183,9 @@ class GuardedPower:
             why = f"work landed on it during its shutdown: {landed}"
             self.report(f"  FAILED {host.name}: {why}; powering it on again")
             failed = self._back_on(plan_id, host, driver, why)
-            self.reenable(plan_id, host, why)
-            return f"{why}; {failed or 'powered on again and enabled'}"
+            if failed is not None:
+                return f"{why}; {failed}"
+            return f"{why}; powered on again and {self._enable_after_rescue(plan_id, host, why)}"
         miswired = True
         try:
             wrong = silent_after_power_off(self.nova, host.compute_host, before,
@@ -157,7 +201,8 @@ class GuardedPower:
                            target=host.name, state=journal.FAILED, result=wrong)
         self.report(f"  FAILED {host.name}: {wrong}; every further power action is stopped")
         failed = self._back_on(plan_id, host, driver, wrong)
-        self.reenable(plan_id, host, wrong)
+        if failed is None:
+            self._enable_after_rescue(plan_id, host, wrong)
         return (f"{wrong}; every further power action is stopped; "
                 f"{failed or 'the system its BMC entry reaches was powered on again'}; fix "
                 f"the BMC entry (see 'consolidator bmc-check')")
@@ -177,24 +222,50 @@ class GuardedPower:
 
     def _back_on(self, plan_id: str | None, host: Host, driver: PowerDriver, why: str
                  ) -> str | None:
-        """Power the BMC's system on again after a power-off that must not stand (journaled);
-        None if it reads on, else why not."""
+        """The rescue: power the BMC's system on again after a power-off that must not stand.
+        A safety action: it needs no lease (the row names the guard it ran under, unchecked)
+        and is journaled as a rescue. None if it reads on, else why not (saying it is off)."""
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id,
-                              action="power_on", target=host.name, params={"why": why},
-                              guard=self.guard)
+                              action="power_on", target=host.name,
+                              params={"why": why, "rescue": True}, guard=self.guard,
+                              check=False)
         try:
-            journal.finish(self.engine, entry, journal.SUCCEEDED,
-                           f"the BMC reads {driver.power_on(timeout=self.timeout)}")
+            read = driver.power_on(timeout=self.timeout)
         except ConsolidatorError as exc:
-            journal.finish(self.engine, entry, journal.FAILED, str(exc))
-            return f"powering it on again failed: {exc}"
+            journal.finish(self.engine, entry, journal.FAILED, f"rescue failed: {exc}")
+            state = read_power(driver)
+            return (f"powering it on again failed ({exc}): its BMC reads {state}"
+                    + (", and work is on it" if state != "on" else ""))
+        journal.finish(self.engine, entry, journal.SUCCEEDED, f"rescue: the BMC reads {read}")
+        self._record(host, hg.POWERING_ON, f"rescue: {why}", actor=hg.RESCUE)
         return None
 
+    def _enable_after_rescue(self, plan_id: str | None, host: Host, why: str) -> str:
+        """Enable a rescued host again if this actor still holds the lease; what was done."""
+        try:
+            done = self.reenable(plan_id, host, why)
+        except LeaseLostError as exc:
+            self.report(f"  {host.name}: powered on again; left disabled: {exc}")
+            return f"left disabled ({exc})"
+        return "enabled" if done else "left disabled"
+
     def _failed(self, plan_id: str | None, host: Host, driver: PowerDriver, entry: int,
-                exc: ConsolidatorError, before: dict[str, dict]) -> str:
+                exc: ConsolidatorError, before: dict[str, dict], requested: bool = False
+                ) -> str:
         """A power-off that failed: an (empty) host still on is enabled again so that no
-        capacity is stranded; the reason says how to recover."""
+        capacity is stranded; the reason says how to recover. A host whose BMC accepted the
+        shutdown and now reads nothing may still be going down: it stays disabled, in its
+        'powering off' state, and nothing moves onto it."""
         read = read_power(driver)
+        if requested and read != "on":
+            journal.finish(self.engine, entry, journal.FAILED, f"{exc}; the BMC reads {read} "
+                           f"after it accepted the shutdown")
+            if read == "off":
+                self._record(host, hg.OFF, f"the BMC reads off after: {exc}")
+            return (f"{exc}; its BMC accepted the shutdown and now reads {read}: it may be "
+                    f"going down, so it stays disabled and gets no work; check its BMC with "
+                    f"'consolidator bmc-check', then 'consolidator hosts power on {host.name}' "
+                    f"or roll back")
         still = host.compute_host in reporting(before, self.nova.services())
         if read not in ("on", "off") and not still:     # wait one heartbeat to know
             seen = (before.get(host.compute_host) or {}).get("updated_at")
@@ -208,6 +279,7 @@ class GuardedPower:
                        f"{exc}; the BMC reads {read}"
                        f"{'; its nova-compute still reports' if still else ''}")
         if read == "on" or (read != "off" and still):
+            self._record(host, hg.IN_SERVICE, f"its power-off failed ({exc}); it is still on")
             self.reenable(plan_id, host, f"its power-off failed ({exc}); it is still on")
             return (f"{exc}; it was left on and enabled again: check its BMC with "
                     f"'consolidator bmc-check', then plan again")
@@ -237,6 +309,9 @@ class GuardedPower:
                                    "after the re-check found work on it")
             if failed is not None:
                 return f"{why}; {failed}"
+            self._enable_after_rescue(plan_id, host, why)
+            return why
+        self._record(host, hg.IN_SERVICE, f"its graceful shutdown did not take it down: {why}")
         self.reenable(plan_id, host, why)
         return why
 
@@ -258,8 +333,14 @@ class GuardedPower:
             journal.finish(self.engine, entry, journal.FAILED, str(exc))
             self.report(f"  {host.name}: off, but not marked forced down: {exc}")
 
-    def reenable(self, plan_id: str | None, host: Host, why: str) -> None:
-        """Enable a host's nova-compute again after a power-off that did not happen."""
+    def reenable(self, plan_id: str | None, host: Host, why: str) -> bool:
+        """Enable a host's nova-compute again after a power-off that did not happen, unless
+        the gate refuses (the operator disabled it meanwhile, a shutdown may still be under
+        way...: it stays disabled, journaled); whether it was enabled."""
+        refused = self._refused(hg.ENABLE, host)
+        if refused is not None:
+            self._note(plan_id, "enable", host, journal.SKIPPED, f"left disabled: {refused}")
+            return False
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="enable",
                               target=host.name, params={"why": why}, guard=self.guard)
         try:
@@ -267,6 +348,9 @@ class GuardedPower:
             journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled again")
         except ConsolidatorError as exc:
             journal.finish(self.engine, entry, journal.FAILED, str(exc))
+            return False
+        self._record(host, hg.IN_SERVICE, f"enabled again: {why}")
+        return True
 
     def power_on(self, plan_id: str | None, host: Host, driver: PowerDriver | None,
                  powered: list[bool], *, only_ours: bool = False) -> str | None:
@@ -278,6 +362,10 @@ class GuardedPower:
         if self.halted is not None:
             return self._note(plan_id, "power_on", host, journal.SKIPPED,
                               f"not powered on: power actions are stopped ({self.halted})")
+        refused = self._refused(hg.POWER_ON, host)
+        if refused is not None:
+            return self._note(plan_id, "power_on", host, journal.SKIPPED,
+                              f"not powered on: {refused}")
         service = self.nova.services().get(host.compute_host) or {}
         state = read_power(driver) if driver is not None else None
         entry, read = None, ""
@@ -290,7 +378,12 @@ class GuardedPower:
                                   params={"bmc_read": state}, guard=self.guard)
             self.report(f"  power on {host.name}")
             try:
-                read = driver.power_on(timeout=self.timeout)
+                read = driver.power_on(timeout=self.timeout, before_request=lambda: (
+                    self._at_last_moment(host, hg.POWERING_ON, "power-on requested")))
+            except LeaseLostError as exc:
+                journal.finish(self.engine, entry, journal.SKIPPED,
+                               f"{exc}: nothing was sent to its BMC")
+                raise
             except ConsolidatorError as exc:
                 journal.finish(self.engine, entry, journal.FAILED, str(exc))
                 return str(exc)
@@ -306,7 +399,13 @@ class GuardedPower:
                 powered.append(True)
         ours = (service.get("disabled_reason") or "").startswith("consolidator:")
         if service.get("status") == "enabled" or (only_ours and not ours):
+            self._record(host, hg.IN_SERVICE if service.get("status") == "enabled" else hg.HELD,
+                         "powered on")
             return None
+        refused = self._refused(hg.ENABLE, host)
+        if refused is not None:
+            self._note(plan_id, "enable", host, journal.SKIPPED, f"left disabled: {refused}")
+            return None if only_ours else f"powered on, left disabled: {refused}"
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="enable",
                               target=host.name, params={}, guard=self.guard)
         try:
@@ -315,6 +414,7 @@ class GuardedPower:
             journal.finish(self.engine, entry, journal.FAILED, str(exc))
             return str(exc)
         journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled")
+        self._record(host, hg.IN_SERVICE, "powered on and enabled")
         return None
 
     def _come_up(self, plan_id: str | None, host: Host, fenced: bool) -> str | None:

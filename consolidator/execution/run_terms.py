@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from consolidator.core.plan import Move
+from consolidator.core.plan import Move, StoredPlan
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from consolidator.core.model import Cluster, Host
+    from consolidator.execution.gate import Gate
+    from consolidator.execution.host_power import GuardedPower
+    from consolidator.execution.progress import ProgressListener
+    from consolidator.openstack.nova import Nova
     from consolidator.power.driver import PowerDriver
+    from consolidator.store.leases import Guard, LeaseLostError
 
 Reporter = Callable[[str], None]
 PowerLookup = Callable[[str], "PowerDriver | None"]
@@ -48,10 +57,49 @@ class Outcome:
     powered_off: list[str] = field(default_factory=list)
     powered_on: list[str] = field(default_factory=list)
     left_on: dict[str, str] = field(default_factory=dict)          # host -> reason
+    #: Hosts the plan did not power off cleanly whose BMC does not read on: host -> reason.
+    not_on: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
     stopped: str = ""                                              # why it stopped early
 
     @property
     def ok(self) -> bool:
         """Whether everything the plan asked for was done."""
-        return not (self.failed or self.skipped or self.left_on or self.interrupted)
+        return not (self.failed or self.skipped or self.left_on or self.not_on
+                    or self.interrupted)
+
+
+class Run(Protocol):
+    """What the executor's parts (its steps and checks) share of one run: the cloud, the
+    gate and guarded power path, the lease, and the run's stop and bookkeeping."""
+
+    engine: Engine
+    nova: Nova
+    cloud: str
+    cluster: Cluster
+    settings: ExecutorSettings
+    power: PowerLookup
+    report: Reporter
+    hosts: dict[str, Host]
+    gate: Gate
+    guarded: GuardedPower
+    guard: Guard | None
+    stop: threading.Event
+    abort: threading.Event
+    running: int
+    running_lock: threading.Lock
+    progress: ProgressListener | None
+    blocked: dict[str, str]
+
+    def block(self, host: str, why: str) -> None:
+        """Leave a source host alone from now on."""
+        ...
+
+    def begin(self, plan: StoredPlan, action: str, target: str,
+              params: dict[str, object]) -> int:
+        """The lease-checked journal row before a destructive call."""
+        ...
+
+    def lost_at(self, exc: LeaseLostError) -> str:
+        """Count the lease lost; the run's reason."""
+        ...

@@ -231,16 +231,21 @@ class SimulatedPower:
         """What the real driver's bmc.yaml entry expects."""
         return self.real.expected_identity()
 
-    def power_on(self, *, timeout: float = 300.0) -> str:
+    def power_on(self, *, timeout: float = 300.0, before_request: Any = None) -> str:
         """On at once, with nova-compute up."""
+        if before_request is not None:
+            before_request()
         self.state = POWER_ON
         self.nova.powered(self.compute_host, True)
         return self.state
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float | None = None, before_force: Any = None) -> str:
+                  grace: float | None = None, before_force: Any = None,
+                  before_request: Any = None) -> str:
         """Off at once (the graceful request is honoured, so nothing is forced), with
         nova-compute down."""
+        if before_request is not None:
+            before_request()
         self.state = POWER_OFF
         self.nova.powered(self.compute_host, False)
         return self.state

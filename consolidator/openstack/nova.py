@@ -7,7 +7,8 @@ because a cached ACTIVE proves nothing about where a server is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -43,6 +44,9 @@ class ServerState:
     compute_host: str | None
     node: str | None
     task_state: str | None
+    #: The server's metadata (where an instance is pinned) and project.
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    project_id: str | None = None
 
 
 def up_after(service: dict[str, Any], seen: str | None) -> bool:
@@ -86,7 +90,9 @@ class Nova:
         return ServerState(id=body["id"], status=body.get("status", ""),
                            compute_host=body.get("OS-EXT-SRV-ATTR:host"),
                            node=body.get("OS-EXT-SRV-ATTR:hypervisor_hostname"),
-                           task_state=body.get("OS-EXT-STS:task_state"))
+                           task_state=body.get("OS-EXT-STS:task_state"),
+                           metadata=body.get("metadata") or {},
+                           project_id=body.get("tenant_id") or body.get("project_id"))
 
     def live_migrate(self, server_id: str, compute_host: str) -> None:
         """POST os-migrateLive once; a 4xx or 5xx is a CloudError with Nova's reason."""

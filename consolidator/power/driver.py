@@ -44,6 +44,9 @@ class ForceWithheld(ConsolidatorError):
 
 #: Asked after the graceful request, right before forcing: why not to force, or None.
 BeforeForce = Callable[[], "str | None"]
+#: Called immediately before each power request is sent to the BMC (after the identity
+#: read): the fence; it raises to send nothing.
+BeforeRequest = Callable[[], None]
 
 
 @dataclass(frozen=True)
@@ -81,8 +84,10 @@ class PowerDriver(Protocol):
         """'on', 'off' or 'unknown'."""
         ...
 
-    def power_on(self, *, timeout: float = 300.0) -> str:
-        """Power on and wait until the BMC reports 'on'; returns it."""
+    def power_on(self, *, timeout: float = 300.0,
+                 before_request: BeforeRequest | None = None) -> str:
+        """Power on and wait until the BMC reports 'on'; returns it. before_request is
+        called right before the request is sent."""
         ...
 
     def identity(self) -> dict[str, str]:
@@ -96,10 +101,11 @@ class PowerDriver(Protocol):
         ...
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float | None = None, before_force: BeforeForce | None = None) -> str:
+                  grace: float | None = None, before_force: BeforeForce | None = None,
+                  before_request: BeforeRequest | None = None) -> str:
         """Shut down gracefully, force after `grace` s (None: config.grace); wait for 'off'.
         If before_force gives a reason when the grace is over, raise ForceWithheld instead
-        of forcing."""
+        of forcing. before_request is called right before each request is sent."""
         ...
 
 
@@ -217,19 +223,23 @@ def power_off_sequence(config: BmcConfig, read: Callable[[], str],
                        request: Callable[[str], None], *, graceful: bool, timeout: float,
                        grace: float | None, interval: float,
                        before_force: BeforeForce | None = None,
-                       verify: Callable[[], None] | None = None) -> str:
+                       verify: Callable[[], None] | None = None,
+                       before_request: BeforeRequest | None = None) -> str:
     """request('soft'), request('force') after `grace` s (None: config.grace); verified off.
     verify (the identity check) runs before anything is sent. After a graceful request that
     did not power the host off, before_force (if given) is asked first: a reason raises
-    ForceWithheld, and nothing is forced."""
+    ForceWithheld, and nothing is forced. before_request (the fence) is called right before
+    each request is sent, after verify."""
     if verify is not None:
         verify()
+    fence = before_request or (lambda: None)
     grace = config.grace if grace is None else grace
     deadline = time.monotonic() + timeout
     state = read()
     if state == POWER_OFF:
         return state
     if graceful:
+        fence()
         request("soft")
         state = wait_for_state(read, POWER_OFF, min(deadline, time.monotonic() + grace),
                                interval)
@@ -241,6 +251,7 @@ def power_off_sequence(config: BmcConfig, read: Callable[[], str],
                                 f"request: {why}")
         log.info("%s: no power-off %.0f s after a graceful shutdown; forcing it",
                  config.host, grace)
+    fence()
     request("force")
     state = wait_for_state(read, POWER_OFF, deadline, interval)
     if state != POWER_OFF:
@@ -250,15 +261,18 @@ def power_off_sequence(config: BmcConfig, read: Callable[[], str],
 
 def power_on_sequence(config: BmcConfig, read: Callable[[], str],
                       request: Callable[[], None], *, timeout: float,
-                      interval: float, verify: Callable[[], None] | None = None) -> str:
+                      interval: float, verify: Callable[[], None] | None = None,
+                      before_request: BeforeRequest | None = None) -> str:
     """Request power-on unless already on; verified on. verify (the identity check) runs
-    before anything is sent."""
+    before anything is sent, before_request (the fence) right before the request."""
     if verify is not None:
         verify()
     deadline = time.monotonic() + timeout
     state = read()
     if state == POWER_ON:
         return state
+    if before_request is not None:
+        before_request()
     request()
     state = wait_for_state(read, POWER_ON, deadline, interval)
     if state != POWER_ON:

@@ -16,6 +16,7 @@ from consolidator.power.driver import (
     POWER_ON,
     POWER_UNKNOWN,
     BeforeForce,
+    BeforeRequest,
     BmcConfig,
     InvalidBmcEntry,
     KeyTypes,
@@ -245,19 +246,22 @@ class IpmiDriver:
         retry_reads(self.config, lambda: self._watchdog(f"power {state}", lambda: self._session(
             lambda cmd: cmd.set_power(state, wait=False))), retry_on=LoginFailed)
 
-    def power_on(self, *, timeout: float = 300.0) -> str:
+    def power_on(self, *, timeout: float = 300.0,
+                 before_request: BeforeRequest | None = None) -> str:
         """Power on; returns 'on' once the BMC reports it."""
         return power_on_sequence(self.config, self.power_state,
                                  lambda: self._request("on"), timeout=timeout,
                                  interval=self.poll_interval,
-                                 verify=lambda: check_identity(self.config, self))
+                                 verify=lambda: check_identity(self.config, self),
+                                 before_request=before_request)
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float | None = None, before_force: BeforeForce | None = None
-                  ) -> str:
+                  grace: float | None = None, before_force: BeforeForce | None = None,
+                  before_request: BeforeRequest | None = None) -> str:
         """Soft-off (ACPI), a hard off after `grace` s (None: config.grace); returns 'off'."""
         return power_off_sequence(
             self.config, self.power_state,
             lambda kind: self._request("softoff" if kind == "soft" else "off"),
             graceful=graceful, timeout=timeout, grace=grace, interval=self.poll_interval,
-            before_force=before_force, verify=lambda: check_identity(self.config, self))
+            before_force=before_force, verify=lambda: check_identity(self.config, self),
+            before_request=before_request)

@@ -16,6 +16,7 @@ from consolidator.power.driver import (
     POWER_ON,
     POWER_UNKNOWN,
     BeforeForce,
+    BeforeRequest,
     BmcConfig,
     InvalidBmcEntry,
     KeyTypes,
@@ -270,19 +271,22 @@ class RedfishDriver:
 
         self._call(f"reset {reset_type}", call)
 
-    def power_on(self, *, timeout: float = 300.0) -> str:
+    def power_on(self, *, timeout: float = 300.0,
+                 before_request: BeforeRequest | None = None) -> str:
         """Reset On; returns 'on' once PowerState says so."""
         return power_on_sequence(self.config, self.power_state, lambda: self._reset("On"),
                                  timeout=timeout, interval=self.poll_interval,
-                                 verify=lambda: check_identity(self.config, self))
+                                 verify=lambda: check_identity(self.config, self),
+                                 before_request=before_request)
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
-                  grace: float | None = None, before_force: BeforeForce | None = None
-                  ) -> str:
+                  grace: float | None = None, before_force: BeforeForce | None = None,
+                  before_request: BeforeRequest | None = None) -> str:
         """GracefulShutdown, ForceOff after `grace` s (None: config.grace); returns 'off'."""
         return power_off_sequence(
             self.config, self.power_state,
             lambda kind: self._reset("GracefulShutdown", "ForceOff") if kind == "soft"
             else self._reset("ForceOff"),
             graceful=graceful, timeout=timeout, grace=grace, interval=self.poll_interval,
-            before_force=before_force, verify=lambda: check_identity(self.config, self))
+            before_force=before_force, verify=lambda: check_identity(self.config, self),
+            before_request=before_request)

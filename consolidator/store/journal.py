@@ -27,12 +27,14 @@ __all__ = ["FAILED", "RUNNING", "SKIPPED", "SUCCEEDED", "Entry", "begin", "entri
 
 
 def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, target: str,
-          params: dict[str, Any] | None = None, guard: Guard | None = None) -> int:
+          params: dict[str, Any] | None = None, guard: Guard | None = None,
+          check: bool = True) -> int:
     """Record an action as running, before it is attempted; return the entry id.
 
     With a guard, the lease is checked in the same transaction, after the insert (which on
     SQLite takes the write lock): if this process no longer holds that lease generation, or it
-    expired by the database's clock, LeaseLostError is raised and nothing is written.
+    expired by the database's clock, LeaseLostError is raised and nothing is written. With
+    check False (a rescue, which needs no lease) the guard is only named in the row.
     """
     now = datetime.now(timezone.utc)
     with translate_errors(engine), engine.begin() as conn:
@@ -41,7 +43,7 @@ def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, targe
             state=RUNNING, created_at=now, started_at=now,
             lease_holder=guard.holder if guard else None,
             lease_generation=guard.generation if guard else None, operator=operator()))
-        if guard is not None:
+        if guard is not None and check:
             guard.check(conn)   # raising rolls the insert back
         return int(result.inserted_primary_key[0])
 

@@ -195,3 +195,30 @@ leases = Table(
     Column("expires_at", UTCDateTime(), nullable=False),
     Column("generation", Integer, nullable=False, server_default="1"),
 )
+
+# The one recorded state of each host consolidator acts on (core/host_gate.py STATES), and
+# every change of it (revision 0009).
+host_states = Table(
+    "host_states", metadata,
+    Column("cloud", String(255), primary_key=True),
+    Column("host", String(255), primary_key=True),
+    Column("state", String(32), nullable=False),
+    Column("since", UTCDateTime(), nullable=False),
+    Column("plan_id", ID),
+    Column("actor", String(32), nullable=False),
+    Column("why", Text),
+)
+
+host_state_changes = Table(
+    "host_state_changes", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("cloud", String(255), nullable=False, index=True),
+    Column("host", String(255), nullable=False),
+    Column("before", String(32)),
+    Column("after", String(32), nullable=False),
+    Column("at", UTCDateTime(), nullable=False),
+    Column("plan_id", ID),
+    Column("actor", String(32), nullable=False),
+    Column("why", Text),
+    Column("operator", String(255)),
+)

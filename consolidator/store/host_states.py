@@ -1,0 +1,110 @@
+"""The recorded state of each host consolidator acts on (core/host_gate.py STATES), and the
+journal of its changes: every change is one row of host_state_changes, written in the same
+transaction as the new state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Engine, delete, insert, select, update
+
+from consolidator.store.db import translate_errors
+from consolidator.store.journal import operator
+from consolidator.store.tables import host_state_changes, host_states
+
+if TYPE_CHECKING:
+    from consolidator.store.leases import Guard
+
+
+@dataclass(frozen=True)
+class HostState:
+    """A host's recorded state: since when, set by which actor (and plan), and why."""
+
+    host: str
+    state: str
+    since: datetime
+    actor: str
+    plan_id: str | None = None
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """One journaled change of a host's state."""
+
+    host: str
+    before: str | None
+    after: str
+    at: datetime
+    actor: str
+    plan_id: str | None
+    why: str | None
+
+
+def recorded(engine: Engine, cloud: str, host: str) -> HostState | None:
+    """The host's recorded state, or None if consolidator never recorded one."""
+    with translate_errors(engine), engine.connect() as conn:
+        row = conn.execute(select(host_states).where(host_states.c.cloud == cloud,
+                                                     host_states.c.host == host)).first()
+    if row is None:
+        return None
+    return HostState(row.host, row.state, row.since, row.actor, row.plan_id, row.why)
+
+
+def all_recorded(engine: Engine, cloud: str) -> dict[str, HostState]:
+    """Every recorded host state of a cloud, by host."""
+    with translate_errors(engine), engine.connect() as conn:
+        rows = conn.execute(select(host_states).where(host_states.c.cloud == cloud)).all()
+    return {r.host: HostState(r.host, r.state, r.since, r.actor, r.plan_id, r.why)
+            for r in rows}
+
+
+def change(engine: Engine, cloud: str, host: str, state: str, *, actor: str,
+           plan_id: str | None = None, why: str | None = None,
+           guard: Guard | None = None) -> bool:
+    """Record the host's new state and journal the change (nothing when it is already in
+    that state); whether it changed. With a guard, the lease generation is checked in the
+    same transaction, after the writes: LeaseLostError, and nothing recorded, if it is no
+    longer ours (the fence right before a BMC request)."""
+    now = datetime.now(timezone.utc)
+    with translate_errors(engine), engine.begin() as conn:
+        row = conn.execute(select(host_states.c.state).where(
+            host_states.c.cloud == cloud, host_states.c.host == host)).first()
+        before = row.state if row is not None else None
+        if before == state:
+            if guard is not None:
+                guard.check(conn)
+            return False
+        values = {"state": state, "since": now, "plan_id": plan_id, "actor": actor,
+                  "why": (why or "")[:4000] or None}
+        if row is None:
+            conn.execute(insert(host_states).values(cloud=cloud, host=host, **values))
+        else:
+            conn.execute(update(host_states).where(host_states.c.cloud == cloud,
+                                                   host_states.c.host == host).values(**values))
+        conn.execute(insert(host_state_changes).values(
+            cloud=cloud, host=host, before=before, after=state, at=now, plan_id=plan_id,
+            actor=actor, why=values["why"], operator=operator()))
+        if guard is not None:
+            guard.check(conn)   # raising rolls the writes back
+    return True
+
+
+def forget(engine: Engine, cloud: str, host: str) -> None:
+    """Drop the host's recorded state (its changes stay journaled)."""
+    with translate_errors(engine), engine.begin() as conn:
+        conn.execute(delete(host_states).where(host_states.c.cloud == cloud,
+                                               host_states.c.host == host))
+
+
+def changes(engine: Engine, cloud: str, host: str | None = None) -> list[StateChange]:
+    """The journaled state changes of a cloud (of one host), oldest first."""
+    query = select(host_state_changes).where(host_state_changes.c.cloud == cloud)
+    if host is not None:
+        query = query.where(host_state_changes.c.host == host)
+    with translate_errors(engine), engine.connect() as conn:
+        rows = conn.execute(query.order_by(host_state_changes.c.id)).all()
+    return [StateChange(r.host, r.before, r.after, r.at, r.actor, r.plan_id, r.why)
+            for r in rows]
