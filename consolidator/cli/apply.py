@@ -66,6 +66,8 @@ def run_and_summarise(app: AppContext, plan_id: str, *, max_parallel: int | None
         click.echo(f"  {name}: {why}")
     for host, why in outcome.left_on.items():
         click.echo(f"  {host} left on: {why}")
+    for host, why in outcome.not_on.items():
+        click.echo(f"  {host} NOT on: {why}")
     for host, why in run.plan.draft.left_on.items():
         click.echo(f"  {host} left on as planned: {why}")
     click.echo(final_line(kind, plan_id, outcome, time.monotonic() - started, dry_run=dry_run))

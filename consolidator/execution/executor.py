@@ -211,7 +211,7 @@ class Executor:
 
     def _await(self, move: Move, dest_host: str, started: float) -> str | None:
         """Wait for one started migration to end, verified (execution/migration_step.py)."""
-        return self.migrations.wait(move, dest_host, started)
+        return MigrationStep(self).wait(move, dest_host, started)
 
     def block(self, host: str, why: str) -> None:
         """Leave a source host alone from now on (the first reason stays)."""

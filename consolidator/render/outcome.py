@@ -18,6 +18,8 @@ class Outcome(Protocol):
     powered_off: Sequence[str]
     powered_on: Sequence[str]
     left_on: Mapping[str, str]
+    #: Hosts whose power-off did not end cleanly and whose BMC does not read on.
+    not_on: Mapping[str, str]
     interrupted: bool
 
     @property
@@ -27,11 +29,13 @@ class Outcome(Protocol):
 
 def summary_table(outcome: Outcome) -> str:
     """What the run did, one count per row, with column headers."""
-    return table(["RESULT", "COUNT"], [
+    rows: list[list[object]] = [
         ["migrated", len(outcome.migrated)], ["failed", len(outcome.failed)],
         ["skipped", len(outcome.skipped)], ["powered on", len(outcome.powered_on)],
-        ["powered off", len(outcome.powered_off)], ["hosts left on", len(outcome.left_on)]],
-        align="lr")
+        ["powered off", len(outcome.powered_off)], ["hosts left on", len(outcome.left_on)]]
+    if outcome.not_on:
+        rows.append(["hosts not on", len(outcome.not_on)])
+    return table(["RESULT", "COUNT"], rows, align="lr")
 
 
 def final_line(kind: str, plan_id: str, outcome: Outcome, seconds: float, *,
@@ -51,5 +55,7 @@ def final_line(kind: str, plan_id: str, outcome: Outcome, seconds: float, *,
         problems.append(f"{len(outcome.skipped)} skipped")
     if outcome.left_on:
         problems.append(f"{plural(len(outcome.left_on), 'host')} left on")
+    if outcome.not_on:
+        problems.append(f"{plural(len(outcome.not_on), 'host')} not on (see why)")
     tail = f" ({', '.join(problems)})" if problems else ""
     return f"{kind} {plan_id} {ended}: {', '.join(done)} in {duration(seconds)}{tail}"
