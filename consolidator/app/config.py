@@ -205,7 +205,7 @@ OPTIONS: tuple[Option, ...] = (
            "Seconds ahead the trend is followed: hosts come on before usage gets there.",
            range="[0, inf)"),
     Option("power", "bmc_file", str, "/etc/consolidator/bmc.yaml",
-           "BMC credentials (see etc/consolidator/bmc.yaml.sample); --bmc-file and "
+           "BMC credentials (see 'consolidator config sample bmc.yaml'); --bmc-file and "
            "CONSOLIDATOR_BMC_FILE override it."),
     Option("power", "low_demand_window", float, 0.0,
            "Minutes of low demand a power-off waits for, as VMware DPM and oVirt do: a host "

@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                                     "emptied hosts, journaling it all."),
     "bmc-check": ("bmcs", "bmc_check_cmd",
                   "Read every BMC: its system's identity and power, and whether Nova agrees."),
+    "config": ("config", "config_group",
+               "The shipped sample config, bmc.yaml, systemd unit and Prometheus rules."),
     "daemon": ("daemon", "daemon_cmd", "Snapshot, plan, (auto-)apply and keep the padding on "
                                        "schedule ([daemon], [padding])."),
     "db": ("db", "db_group", "Manage the database: its schema and its history."),
