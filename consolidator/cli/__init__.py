@@ -46,7 +46,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "rollback": ("apply", "rollback_cmd", "Put the cloud back as a snapshot recorded it: "
                                           "power on, enable, migrate back."),
     "simulate": ("simulate", "simulate_group",
-                 "Reproduce the papers' experiments (see docs/reproductions.md); replay a "
+                 "Reproduce the papers' experiments (see docs/reproductions.rst); replay a "
                  "trace."),
     "snapshot": ("snapshots", "snapshot_cmd",
                  "Record the cloud's placement as a new snapshot and print its id."),

@@ -22,7 +22,7 @@ EXPERIMENTS = {
 
 @click.group("simulate")
 def simulate_group() -> None:
-    """Reproduce the papers' experiments (see docs/reproductions.md); replay a trace."""
+    """Reproduce the papers' experiments (see docs/reproductions.rst); replay a trace."""
 
 
 def _command(name: str, what: str) -> click.Command:

@@ -5,7 +5,7 @@ as Poisson streams with exponential lifetimes, one pod placed at a time; a pod t
 nowhere is lost. Phase I has 666 pods (A only), phase II 1334 (A and B), phase III 2000 (A, B
 and C); statistics start after 60 warm-up pods.
 
-Parameters the paper leaves open (docs/reproductions.md explains them):
+Parameters the paper leaves open (docs/reproductions.rst explains them):
 
 * Each active type arrives at the same rate (1 per time unit). That makes the phases equally
   long (666, 2 x 667, 3 x 667 pods) and phase III an equal mix, which gives exactly the
