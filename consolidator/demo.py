@@ -341,8 +341,8 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         for note in prepared.notes:
             echo(f"note: {note}")
         check(prepared.plan_id is not None, "the rollback found nothing to undo")
-        assert prepared.plan_id is not None
-        back = prepared.plan_id
+        assert prepared.plan is not None
+        back = prepared.plan.id
         echo(render_plan(prepared.plan, prepared.live, approve_hint=False,
                          width=options.width))
         approve(app, back, reason=f"rollback to snapshot {snap.info.id}")

@@ -212,7 +212,7 @@ def render(result: dict[str, Any]) -> str:
     """Tables II and VIII of 000, as mean ± stdev over the seeds."""
     names = list(result["policies"])
     pols = [result["policies"][n] for n in names]
-    rows: list[list[object]] = [["Reject %"] + [_pm(p["reject_pct"]) for p in pols]]
+    rows: list[list[str]] = [["Reject %"] + [_pm(p["reject_pct"]) for p in pols]]
     labels = {"cpu": "CPU", "mem": "Memory", "gpu": "GPU"}
     for block, title in (("avg", "Average"), ("std", "StDev")):
         for res in RESOURCE_NAMES:

@@ -49,6 +49,8 @@ def _check_entry(path: Path, host: str, entry: Mapping[str, Any]) -> dict[str, A
         if not isinstance(value, kinds) or bad_bool:
             raise _file_error(path, where, f"{key} has the wrong type "
                                            f"({type(value).__name__})")
+        if not isinstance(value, (int, float)):
+            continue
         if key in _MINIMUM and value < _MINIMUM[key]:
             raise _file_error(path, where, f"{key} must be at least {_MINIMUM[key]}, "
                                            f"got {value}")

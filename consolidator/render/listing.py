@@ -115,7 +115,11 @@ def ordered(records: Sequence[Mapping[str, Any]], columns: Sequence[Column],
     result = list(records)
     for name in reversed(out.sort):
         column = find(columns, name)
-        result.sort(key=lambda r, c=column: _sort_key(c.value(r)), reverse=out.descending)
+
+        def key(record: Mapping[str, Any], c: Column = column) -> tuple[Any, ...]:
+            return _sort_key(c.value(record))
+
+        result.sort(key=key, reverse=out.descending)
     return result
 
 

@@ -43,7 +43,9 @@ def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, targe
             lease_generation=guard.generation if guard else None, operator=operator()))
         if guard is not None:
             guard.check(conn)   # raising rolls the insert back
-        return int(result.inserted_primary_key[0])
+        key = result.inserted_primary_key
+        assert key is not None, "an insert returns its primary key"
+        return int(key[0])
 
 
 @cache

@@ -93,6 +93,7 @@ class Nova:
         with state.locked() as now:
             all_tenants = "all_tenants" in req.query and is_true(req.arg("all_tenants"))
             host_arg = req.arg("host")
+            items: Sequence[ServerRecord]
             if host_arg is not None:
                 rec = state.by_compute_host.get(host_arg)
                 items = sorted((state.servers[i] for i in rec.servers),
