@@ -6,9 +6,9 @@ A listing is records (the JSON objects ``-f json`` prints, unchanged) and the co
 show them. ``-c`` names a column by its heading (``-c ID``, ``-c "lower bound"``) or a record
 key (``-c lower_bound``), case-insensitively. value and csv quote and separate exactly as the
 ``openstack`` client's (cliff's) formatters do (a test compares them), without needing cliff
-in a plain install; json and yaml print the
-records (restricted to the chosen columns' keys), so that ``-f json`` stays the documented
-contract; the table is the project's own (a header rule, bars, no borders).
+in a plain install; json and yaml print the records (restricted to the chosen columns' keys),
+so that ``-f json`` stays the documented contract; the table is the project's own (a header
+rule, bars, no borders).
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def listing(records: Sequence[Mapping[str, Any]], columns: Sequence[Column],
         return _machine(docs, out.fmt)
     if out.fmt in ("value", "csv"):
         return _delimited(out.fmt, [c.header for c in shown],
-                      [[c.value(r) for c in shown] for r in rows], many=True)
+                          [[c.value(r) for c in shown] for r in rows], many=True)
     return fitted(shown, [[c.shown(r) for c in shown] for r in rows], out.width, rows)
 
 
