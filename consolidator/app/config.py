@@ -166,6 +166,12 @@ OPTIONS: tuple[Option, ...] = (
            "Seconds the active daemon's lease lasts without renewal: a standby daemon on the "
            "same database takes over within this time after the active one dies.",
            range="(0, inf)"),
+    Option("daemon", "hang_timeout", float, 1800.0,
+           "Seconds a cycle or watch may go without progress (a step done, a migration "
+           "polled) before the daemon counts it as hung and stops the systemd watchdog's "
+           "pings, so that systemd restarts it (with WatchdogSec= in the unit). Keep it "
+           "above the longest single step: a graceful shutdown, a migration's timeout.",
+           range="(0, inf)"),
     Option("daemon", "capacity_watch_interval", int, 300,
            "Seconds between capacity checks that power hosts on when the free capacity of the "
            "powered hosts falls below the padding; 0 turns the watch off.", range="[0, inf)"),
@@ -262,6 +268,13 @@ OPTIONS: tuple[Option, ...] = (
            "operation.", range="[1, 20]"),
     Option("notify", "backoff", float, 0.5,
            "Seconds before the first retry; it doubles at each one.", range="[0, inf)"),
+    Option("notify", "deadline", float, 30.0,
+           "Seconds one event's delivery may take in all, retries included, however slowly "
+           "the receiver answers; then it is dropped (logged, and counted in "
+           "consolidator_notifications_dropped_total). Events leave from a queue, outside "
+           "the executor lease: a slow receiver never holds a plan, a rollback or a signal; "
+           "a command waits at most this long for its last events before it exits.",
+           range="(0, inf)"),
 )
 
 

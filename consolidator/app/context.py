@@ -44,6 +44,8 @@ class AppContext:
     power: PowerLookup | None = None
     #: A dry run's context: a scratch database, and plans run on a simulated cloud.
     simulate: bool = False
+    #: The notifications waiting to be sent (app/notify.py), made at the first event.
+    outbox: Any = field(default=None, repr=False)
     _config: Config | None = field(default=None, repr=False)
     _engine: Engine | None = field(default=None, repr=False)
 
@@ -54,6 +56,14 @@ class AppContext:
         """A context for a program that already holds its config, engine and cloud."""
         return cls(cloud=cloud, report=report, connector=lambda _name: connect(), power=power,
                    _config=config, _engine=engine)
+
+    def close(self) -> None:
+        """End the context's work: the queued notifications get at most [notify] deadline
+        to leave (after every lease is released), and the rest are dropped."""
+        if self.outbox is not None:
+            from consolidator.app.notify import close_outbox
+
+            close_outbox(self)
 
     @property
     def config(self) -> Config:
