@@ -61,9 +61,10 @@ class AppContext:
         """End the context's work: the queued notifications get at most [notify] deadline
         to leave (after every lease is released), and the rest are dropped."""
         if self.outbox is not None:
-            from consolidator.app.notify import close_outbox
+            from consolidator.app.settings import notify_settings
 
-            close_outbox(self)
+            outbox, self.outbox = self.outbox, None
+            outbox.close(notify_settings(self.config).deadline)
 
     @property
     def config(self) -> Config:

@@ -86,13 +86,6 @@ def outbox_of(ctx: AppContext) -> Outbox:
     return ctx.outbox
 
 
-def close_outbox(ctx: AppContext) -> None:
-    """Wait at most [notify] deadline for the events still queued, then drop the rest."""
-    if ctx.outbox is not None:
-        ctx.outbox.close(notify_settings(ctx.config).deadline)
-        ctx.outbox = None
-
-
 def notify_status(ctx: AppContext, plan_id: str) -> None:
     """The event of a plan's current state (plan.approved, plan.started for running,
     plan.cancelled...)."""
