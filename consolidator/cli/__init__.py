@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                                     "emptied hosts, journaling it all."),
     "bmc-check": ("bmcs", "bmc_check_cmd",
                   "Read every BMC: its system's identity and power, and whether Nova agrees."),
+    "config": ("config", "config_group", "Print the files an installation needs: the "
+                                         "systemd unit."),
     "daemon": ("daemon", "daemon_cmd", "Snapshot, plan, (auto-)apply and keep the padding on "
                                        "schedule ([daemon], [padding])."),
     "db": ("db", "db_group", "Manage the database: its schema and its history."),
