@@ -259,7 +259,8 @@ OPTIONS: tuple[Option, ...] = (
            "host); empty: no notifications.", form="url"),
     Option("notify", "secret", str, "",
            "With it, each POST carries X-Consolidator-Signature: sha256=HMAC-SHA256 of the "
-           "body under this secret (keep the config file private)."),
+           "body under this secret. A config file holding it (or a password in [database] "
+           "url) is refused unless only its owner may read it (chmod 600)."),
     Option("notify", "timeout", float, 5.0, "Seconds to wait for the webhook to answer.",
            range="(0, inf)"),
     Option("notify", "attempts", int, 4,
@@ -392,8 +393,27 @@ def load_config(path: str | Path | None, *, required: bool = False) -> Config:
             raise ConfigError(f"{path}: no such config file")
         return Config()
     parser = _read_ini(path)
-    return config_from_sections(
+    config = config_from_sections(
         {s: _option_names(s, dict(parser.items(s)), path) for s in parser.sections()}, path)
+    _refuse_readable_secrets(config, path)
+    return config
+
+
+def _refuse_readable_secrets(config: Config, path: Path) -> None:
+    """ConfigError unless only the owner may read a file holding [notify] secret or a
+    password in [database] url (as the BMC file's check does)."""
+    from urllib.parse import urlsplit
+
+    from consolidator.power.bmc_file import refuse_if_readable
+
+    if config.get("notify", "secret"):
+        refuse_if_readable(path, str(path), "[notify] secret")
+    try:
+        password = urlsplit(config.get("database", "url")).password
+    except ValueError:
+        password = None
+    if password:
+        refuse_if_readable(path, str(path), "a password in [database] url")
 
 
 def _read_ini(path: Path) -> configparser.ConfigParser:
@@ -414,6 +434,8 @@ def _read_ini(path: Path) -> configparser.ConfigParser:
         raise ConfigError(f"{path}: malformed config: {first}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError.not_utf8(path, exc) from None
     return parser
 
 
