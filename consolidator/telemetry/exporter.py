@@ -198,7 +198,7 @@ class Metrics:
     def observe_cycle(self, duration_s: float, hosts_active: int, hosts_spare: int,
                       hosts_off: int, watts_saved: float, migrations_ok: int,
                       migrations_failed: int, *, off_holding_work: int = 0) -> None:
-        """Record one finished cycle (its end time is a stored total: set_last_cycle)."""
+        """Record one finished cycle (its end time is stored: app/metrics.record_cycle_end)."""
         self.cycle_duration.set(duration_s)
         self.set_hosts(hosts_active, hosts_spare, hosts_off, watts_saved,
                        off_holding_work=off_holding_work)
