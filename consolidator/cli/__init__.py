@@ -101,6 +101,7 @@ def cli(ctx: click.Context, config_file: str | None, db_url: str | None, cloud: 
                      report=report_to_stderr)
     _ = app.config  # validate the config file up front, whatever the command reads
     ctx.obj = app
+    ctx.call_on_close(app.close)   # after the command: its queued notifications
 
 
 def main(argv: list[str] | None = None) -> int:

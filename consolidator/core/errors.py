@@ -18,6 +18,12 @@ class UsageError(ConsolidatorError):
 class ConfigError(ConsolidatorError):
     """The INI config file is missing, malformed or holds an invalid value."""
 
+    @classmethod
+    def not_utf8(cls, path: object, exc: UnicodeDecodeError) -> ConfigError:
+        """One line naming the file, the first bad byte and the fix."""
+        return cls(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                   f"{exc.start}): save it as UTF-8")
+
 
 class ModelError(ConsolidatorError):
     """A cluster that is not self-consistent (unknown host, negative size, duplicate)."""

@@ -199,3 +199,11 @@ leases = Table(
     Column("expires_at", UTCDateTime(), nullable=False),
     Column("generation", Integer, nullable=False, server_default="1"),
 )
+
+metric_totals = Table(
+    "metric_totals", metadata,
+    Column("name", String(64), primary_key=True),      # the series, without consolidator_
+    Column("labels", String(255), primary_key=True),   # 'k=v,k=v', sorted ('' for none)
+    Column("value", Float, nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)
