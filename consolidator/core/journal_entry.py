@@ -7,6 +7,10 @@ from datetime import datetime
 from typing import Any
 
 RUNNING, SUCCEEDED, FAILED, SKIPPED = "running", "succeeded", "failed", "skipped"
+#: Every action the executor, the guarded power path and the notifier journal
+#: (tests/unit/test_journal_actions.py checks that the code writes no other).
+ACTIONS = ("migrate", "abort", "force_complete", "disable", "enable", "power_off", "power_on",
+           "force_down", "unfence", "bmc_preflight", "bmc_miswired", "notify")
 
 
 @dataclass(frozen=True)
