@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from consolidator.core.errors import ConfigError
+from consolidator.core.errors import ConfigError, MissingConfigFile
 
 DEFAULT_CONFIG_FILE = Path("/etc/consolidator/consolidator.conf")
 
@@ -390,7 +390,7 @@ def load_config(path: str | Path | None, *, required: bool = False) -> Config:
     path = Path(path)
     if not path.exists():
         if required:
-            raise ConfigError(f"{path}: no such config file")
+            raise MissingConfigFile(f"{path}: no such config file")
         return Config()
     parser = _read_ini(path)
     config = config_from_sections(

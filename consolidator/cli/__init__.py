@@ -113,14 +113,17 @@ def main(argv: list[str] | None = None) -> int:
         cli.main(args=args, prog_name="consolidator", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.UsageError as exc:
+    except click.exceptions.NoArgsIsHelpError as exc:   # a bare group: its help, as asked
         exc.show()
+        return 2
+    except click.UsageError as exc:
+        click.echo(f"consolidator: error: {usage_line(exc)}", err=True)
         return 2
     except click.exceptions.Abort:
         click.echo("consolidator: aborted", err=True)
         return 1
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"consolidator: error: {' '.join(exc.format_message().split())}", err=True)
         return exc.exit_code
     except ConsolidatorError as exc:
         if verbose:
@@ -141,6 +144,14 @@ def main(argv: list[str] | None = None) -> int:
                    f"(run with --verbose for the traceback)", err=True)
         return 1
     return 0
+
+
+def usage_line(exc: click.UsageError) -> str:
+    """click's usage error as one line, pointing at the command's --help (click prints its
+    usage, a hint and the error on three)."""
+    command = exc.ctx.command_path if exc.ctx is not None else "consolidator"
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    return f"{message} (see '{command} --help')"
 
 
 def _os_error(exc: OSError) -> int | None:

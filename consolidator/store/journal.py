@@ -132,6 +132,12 @@ def entries(engine: Engine, *, plan_id: str | None = None, cloud: str | None = N
         return [Entry(**row._mapping) for row in conn.execute(query)]
 
 
+def actions_seen(engine: Engine) -> set[str]:
+    """Every action the journal holds a row of."""
+    with translate_errors(engine), engine.connect() as conn:
+        return {row[0] for row in conn.execute(select(journal.c.action).distinct())}
+
+
 def last(engine: Engine, *, cloud: str, action: str, target: str) -> Entry | None:
     """The newest row of one action on one target in a cloud's journal, or None."""
     query = select(journal).where(journal.c.cloud == cloud, journal.c.action == action,
