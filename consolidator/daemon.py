@@ -22,8 +22,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from consolidator.app.apply import PlanRun
 from consolidator.app.context import AppContext
@@ -43,7 +44,8 @@ from consolidator.app.leadership import (
     executor_cloud,
     executor_holder,
 )
-from consolidator.app.metrics import last_known_hosts
+from consolidator.app.liveness import Liveness, notify_service, watchdog_period
+from consolidator.app.metrics import count_lost_lease, last_known_hosts, record_cycle_end
 from consolidator.app.power_readings import watts_off
 from consolidator.app.relief import ReliefRun, relieve_now
 from consolidator.app.review import plan_counts
@@ -61,10 +63,21 @@ if TYPE_CHECKING:
 __all__ = ["CycleResult", "Daemon", "host_counts", "hosts_to_power_on", "ramp_candidates"]
 
 LOG = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class _Cancelled(Exception):
     """The daemon lost its lease during a cycle."""
+
+
+@dataclass(frozen=True)
+class _Turn(Generic[T]):
+    """How one turn of the daemon's work went: its value, else why it did not run or end."""
+
+    value: T | None = None
+    skipped: str = ""
+    cancelled: str = ""
+    failed: str = ""
 
 
 class Daemon:
@@ -89,6 +102,9 @@ class Daemon:
         self._leased_cloud: str | None = None
         self.cancelled = threading.Event()     # set when the lease is lost during a cycle
         self.cancel_reason = ""
+        self.liveness = Liveness(self.settings.hang_timeout)   # the watchdog's pings
+        self._active: bool | None = None
+        self._hung = ""                        # why the watchdog is no longer pinged
         if metrics is not None:    # what the database holds, until the first cycle
             try:
                 metrics.observe_power(last_readings(ctx))
@@ -122,7 +138,16 @@ class Daemon:
         else:
             LOG.debug("%s", why)
 
+    def _lead_now(self) -> bool:
+        """lead(), shown in consolidator_leader."""
+        leading = self.lead()
+        if self.metrics is not None:
+            self.metrics.set_leader(leading)
+        return leading
+
     def _check_cancelled(self) -> None:
+        """Raise _Cancelled once the lease is lost; each call is a step of progress."""
+        self.liveness.pulse()
         if self.cancelled.is_set():
             raise _Cancelled(self.cancel_reason)
 
@@ -146,32 +171,13 @@ class Daemon:
         """One cycle; it waits for a running capacity watch; skipped (saying why) when
         another daemon leads or an apply runs, cancelled when the lease is lost during it,
         failed in one line on an error."""
-        if not self._take_turn("cycle"):
-            return _skipped("the daemon is stopping")
         started = time.monotonic()
-        try:
-            self.cancelled.clear()
-            if not self.lead():
-                return _skipped("another daemon holds the lease")
-            self.working = True
-            holder = executor_holder(self.ctx, self._executor_cloud())
-            if holder is not None:
-                return _skipped(f"an apply or a rollback is running ({holder} holds the "
-                                f"executor lease); planning now would start from a "
-                                f"half-migrated cloud")
-            result = self._cycle()
-        except _Cancelled as exc:
-            result = CycleResult(skipped=f"cancelled: {exc}",
-                                 duration_s=time.monotonic() - started)
-            LOG.warning("cycle cancelled after %.1f s: %s", result.duration_s, exc)
-            return result
-        except ConsolidatorError as exc:
-            result = CycleResult(failed=str(exc), duration_s=time.monotonic() - started)
-            LOG.error("cycle failed after %.1f s: %s", result.duration_s, exc)
-            return result
-        finally:
-            self.working = False
-            self.busy.release()
+        turn = self._turn("cycle", self._cycle, wait=True)
+        if turn.value is None:
+            return CycleResult(skipped=turn.skipped or (f"cancelled: {turn.cancelled}"
+                                                        if turn.cancelled else ""),
+                               failed=turn.failed, duration_s=time.monotonic() - started)
+        result = turn.value
         result.duration_s = time.monotonic() - started
         if result.failed:
             LOG.warning("cycle failed after %.1f s: plan %s: %s", result.duration_s,
@@ -180,9 +186,48 @@ class Daemon:
             LOG.info("cycle done in %.1f s: plan %s, %s planned, spare target %d",
                      result.duration_s, result.plan_id,
                      plural(result.migrations_planned, "migration"), result.spare_target)
+        self._record_cycle_end()
         if self.metrics is not None:
             self._observe(result)
         return result
+
+    def _turn(self, what: str, work: Callable[[], T], *, wait: bool) -> _Turn[T]:
+        """The one skeleton of the daemon's work (the cycle, the capacity watch, the relief
+        watch): take the busy lock (wait: for the running work, logged; else skip at once),
+        lead (the daemon lease), stand back while an apply or a rollback holds the executor
+        lease, then work; a lost lease cancels it, an error fails it in one line."""
+        if wait:
+            if not self._take_turn(what):
+                return _Turn(skipped=_skip(what, "the daemon is stopping", loud=True))
+        elif not self.busy.acquire(blocking=False):
+            LOG.debug("%s skipped: the %s is running", what, self.doing or "cycle")
+            return _Turn(skipped=f"the {self.doing or 'cycle'} is running")
+        self.doing = what
+        started = time.monotonic()
+        self.liveness.working(what)
+        try:
+            self.cancelled.clear()
+            if not self._lead_now():
+                return _Turn(skipped=_skip(what, "another daemon holds the lease", loud=wait))
+            self.working = True
+            holder = executor_holder(self.ctx, self._executor_cloud())
+            if holder is not None:
+                return _Turn(skipped=_skip(
+                    what, f"an apply or a rollback is running ({holder} holds the executor "
+                          f"lease)" + ("; planning now would start from a half-migrated "
+                                       "cloud" if what == "cycle" else ""), loud=True))
+            return _Turn(value=work())
+        except _Cancelled as exc:
+            LOG.warning("%s cancelled after %.1f s: %s", what, time.monotonic() - started, exc)
+            return _Turn(cancelled=str(exc))
+        except ConsolidatorError as exc:
+            LOG.log(logging.ERROR if what == "cycle" else logging.WARNING,
+                    "%s failed after %.1f s: %s", what, time.monotonic() - started, exc)
+            return _Turn(failed=str(exc))
+        finally:
+            self.working = False
+            self.liveness.idle()
+            self.busy.release()
 
     def _executor_cloud(self) -> str:
         """The name of the cloud's executor lease (read once)."""
@@ -217,7 +262,7 @@ class Daemon:
 
     def _execute(self, plan_id: str, resume: bool = False) -> Outcome:
         """Run a plan; _Cancelled once it ends if the lease was lost meanwhile."""
-        self.run = PlanRun(self.ctx, plan_id)
+        self.run = PlanRun(self.ctx, plan_id, progress=lambda _look: self.liveness.pulse())
         if self.stop.is_set() or self.cancelled.is_set():
             self.run.stop()
         try:
@@ -233,57 +278,14 @@ class Daemon:
         """Power hosts on when the powered hosts' free capacity falls below the padding, or
         their usage at confidence with its trend nears their cores (app/usage_power.py);
         skipped while a cycle or an apply runs (a cycle ramps too), one line on an error."""
-        if not self.busy.acquire(blocking=False):
-            LOG.debug("capacity watch skipped: the %s is running", self.doing or "cycle")
-            return []
-        self.doing = "capacity watch"
-        try:
-            self.cancelled.clear()
-            if not self.lead():
-                return []
-            self.working = True
-            holder = executor_holder(self.ctx, self._executor_cloud())
-            if holder is not None:
-                LOG.info("capacity watch skipped: an apply or a rollback is running (%s "
-                         "holds the executor lease)", holder)
-                return []
-            return capacity_watch_once(self.ctx, self.ports, self.target(), self.clock())
-        except _Cancelled as exc:
-            LOG.warning("capacity watch cancelled: %s", exc)
-            return []
-        except ConsolidatorError as exc:
-            LOG.warning("capacity watch failed: %s", exc)
-            return []
-        finally:
-            self.working = False
-            self.busy.release()
+        turn = self._turn("capacity watch", lambda: capacity_watch_once(
+            self.ctx, self.ports, self.target(), self.clock()), wait=False)
+        return turn.value or []
 
     def relief_watch(self) -> ReliefRun | None:
         """Relieve the hosts usage overloads now ([relief] interval); None when skipped."""
-        if not self.busy.acquire(blocking=False):
-            LOG.debug("relief watch skipped: the %s is running", self.doing or "cycle")
-            return None
-        self.doing = "relief watch"
-        try:
-            self.cancelled.clear()
-            if not self.lead():
-                return None
-            self.working = True
-            holder = executor_holder(self.ctx, self._executor_cloud())
-            if holder is not None:
-                LOG.info("relief watch skipped: an apply or a rollback is running (%s holds "
-                         "the executor lease)", holder)
-                return None
-            return relieve_now(self.ctx, self._execute, auto_apply=self.settings.auto_apply)
-        except _Cancelled as exc:
-            LOG.warning("relief watch cancelled: %s", exc)
-            return None
-        except ConsolidatorError as exc:
-            LOG.warning("relief watch failed: %s", exc)
-            return None
-        finally:
-            self.working = False
-            self.busy.release()
+        return self._turn("relief watch", lambda: relieve_now(
+            self.ctx, self._execute, auto_apply=self.settings.auto_apply), wait=False).value
 
     def _ramp(self, target: int, *, spares_only: bool) -> tuple[list[str], Cluster]:
         """The shared ramp (app/cycle.py) on the live cloud."""
@@ -310,8 +312,16 @@ class Daemon:
             hosts_spare=hosts.get("spare", 0), hosts_off=hosts.get("powered_off", 0),
             watts_saved=result.watts_saved,
             migrations_ok=len(outcome.migrated) if outcome else 0,
-            migrations_failed=len(outcome.failed) if outcome else 0)
+            migrations_failed=len(outcome.failed) if outcome else 0,
+            off_holding_work=hosts.get("off_holding_work", 0))
         self.metrics.set_plans(plan_counts(self.ctx))
+
+    def _record_cycle_end(self) -> None:
+        """The cycle's end, kept in the database (both daemons of a pair export it)."""
+        try:
+            record_cycle_end(self.ctx, time.time())
+        except ConsolidatorError as exc:
+            LOG.warning("could not record the cycle's end for the metrics: %s", exc)
 
     # -- the service -------------------------------------------------------------------
 
@@ -319,7 +329,9 @@ class Daemon:
         """Run the schedule until SIGTERM/SIGINT; only the lease holder does any work."""
         import signal
 
+        from apscheduler.events import EVENT_SCHEDULER_STARTED
         from apscheduler.schedulers.blocking import BlockingScheduler
+
 
         trigger = cron_trigger(self.ctx.config)
         scheduler = BlockingScheduler(timezone=trigger.timezone)
@@ -337,9 +349,15 @@ class Daemon:
                           max_instances=1, coalesce=True, next_run_time=datetime.now(
                               trigger.timezone))
 
+        period = watchdog_period()
+        if period is not None:     # twice per period, as sd_watchdog_enabled(3) advises
+            scheduler.add_job(self.watchdog, "interval", id="watchdog", seconds=period / 2,
+                              max_instances=1, coalesce=True)
+
         def shutdown(signum: int, _frame: object) -> None:
             LOG.info("%s: starting nothing new; finishing the running actions",
                      signal.Signals(signum).name)
+            notify_service("STOPPING=1", "STATUS=finishing the running actions")
             self.stop.set()
             if self.run is not None:
                 self.run.stop()
@@ -349,6 +367,9 @@ class Daemon:
             signal.signal(sig, shutdown)
         LOG.info("daemon %s started: schedule %r, lease %s", self.holder,
                  self.settings.schedule, self.lease)
+        scheduler.add_listener(lambda _event: notify_service(
+            "READY=1", f"STATUS=schedule {self.settings.schedule}, lease {self.lease}"),
+            EVENT_SCHEDULER_STARTED)
         try:
             scheduler.start()
         finally:
@@ -359,8 +380,9 @@ class Daemon:
 
     def heartbeat(self) -> None:
         """Renew or take the lease, and log when this daemon becomes active or standby; a
-        daemon that is not (or cannot tell that it is) the lease holder cancels its cycle."""
-        was = getattr(self, "_active", None)
+        daemon that is not (or cannot tell that it is) the lease holder cancels its cycle.
+        An active daemon that loses the lease adds to leases_lost_total{lease="daemon"}."""
+        was = self._active
         try:
             now, why = self.lead(), "another daemon holds the lease"
         except ConsolidatorError as exc:
@@ -368,15 +390,40 @@ class Daemon:
         if not now:
             self.cancel(f"lost the daemon lease ({why})")
         self._active = now
+        if self.metrics is not None:
+            self.metrics.set_leader(now)
         if now != was:
             LOG.info("daemon %s is now %s", self.holder,
                      "the active daemon" if now else "standby (another holds the lease)")
+        if was and not now:
+            _count_lost_lease_or_warn(self.ctx, "daemon")
+
+    def watchdog(self) -> bool:
+        """Ping systemd's watchdog (WATCHDOG=1) unless the running work is hung: run by the
+        scheduler, so that a stuck scheduler stops the pings too. True if it pinged."""
+        hung = self.liveness.stalled()
+        if hung is not None:
+            if not self._hung:
+                LOG.error("%s: no longer pinging the systemd watchdog; systemd restarts the "
+                          "daemon when WatchdogSec= passes", hung)
+            self._hung = hung
+            return False
+        self._hung = ""
+        return notify_service("WATCHDOG=1")
 
 
-def _skipped(why: str) -> CycleResult:
-    """A skipped cycle, logged with its reason."""
-    LOG.info("cycle skipped: %s", why)
-    return CycleResult(skipped=why)
+def _skip(what: str, why: str, *, loud: bool) -> str:
+    """Log why a turn of work is skipped (info when loud, else debug); the reason."""
+    LOG.log(logging.INFO if loud else logging.DEBUG, "%s skipped: %s", what, why)
+    return why
+
+
+def _count_lost_lease_or_warn(ctx: AppContext, lease: str) -> None:
+    """leases_lost_total{lease}, or a warning if the database cannot count it."""
+    try:
+        count_lost_lease(ctx, lease)
+    except ConsolidatorError as exc:
+        LOG.warning("could not count the lost lease: %s", exc)
 
 
 def _log_line(line: str) -> None:

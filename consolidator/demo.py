@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,9 +65,13 @@ lease_ttl = 30
 [power]
 bmc_file = {bmc_file}
 """
-START_TIMEOUT_S = 30.0
-#: The real Nova (--backend nova) boots the scenario's ~200 servers before it is ready.
-NOVA_START_TIMEOUT_S = 600.0
+#: Seconds the cloud may take to start without a sign of progress (--start-timeout): the
+#: fake starts in about a second; the real Nova (--backend nova) boots the scenario's 203
+#: servers first (176 s on a quiet 2-core machine, far longer on a loaded one), saying how
+#: the boot goes, and each progress line restarts its clock.
+START_TIMEOUT_S = {"fake": 30.0, "nova": 600.0}
+#: Seconds of silence from a starting cloud after which the demo says it is still starting.
+STILL_STARTING_S = 30.0
 
 
 class DemoError(ConsolidatorError):
@@ -97,6 +102,8 @@ class DemoOptions:
     keep: bool = False
     db_url: str | None = None
     backend: str = "fake"
+    #: Seconds the cloud may start without progress (None: START_TIMEOUT_S's).
+    start_timeout: float | None = None
     #: The terminal's width its tables are fitted to (0: as they are).
     width: int = 0
 
@@ -118,10 +125,47 @@ class Served:
         return str(entry["auth"].get("auth_url") or entry["compute_endpoint_override"])
 
 
+class StartWatch:
+    """When a starting cloud has gone `limit` seconds without progress (each progress line
+    restarts the clock, so the deadline scales with the scenario and the machine's load),
+    and when to say it is still starting."""
+
+    def __init__(self, limit: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit, self.clock = limit, clock
+        self.started = self.progress_at = self.said_at = clock()
+
+    def progressed(self) -> None:
+        """A progress line came."""
+        self.progress_at = self.said_at = self.clock()
+
+    def expired(self) -> bool:
+        """No progress for `limit` seconds."""
+        return self.clock() - self.progress_at > self.limit
+
+    def still_starting(self) -> str | None:
+        """'still starting (95 s)' after STILL_STARTING_S of silence, else None."""
+        now = self.clock()
+        if now - self.said_at < STILL_STARTING_S:
+            return None
+        self.said_at = now
+        return f"still starting ({now - self.started:.0f} s)"
+
+
+def _relay(watch: StartWatch, echo: Echo, line: str) -> None:
+    watch.progressed()
+    echo(line)
+
+
+def served_name(backend: str) -> str:
+    """What the demo starts: the project's fake cloud, or the real Nova."""
+    return "the real Nova and Placement" if backend == "nova" else "the fake cloud"
+
+
 @contextmanager
-def served_fake_cloud(workdir: Path, backend: str = "fake",
-                      echo: Echo | None = None) -> Iterator[Served]:
-    """Serve a fast copy of the bundled scenario with BMCs in a child process until exit."""
+def served_fake_cloud(workdir: Path, backend: str = "fake", echo: Echo | None = None,
+                      start_timeout: float | None = None) -> Iterator[Served]:
+    """Serve a fast copy of the bundled scenario with BMCs in a child process until exit:
+    the project's fake cloud, or (backend nova) the real Nova and Placement."""
     doc = yaml.safe_load(bundled_scenario().read_text(encoding="utf-8"))
     doc["settings"] = {**(doc.get("settings") or {}), **FAST_SETTINGS}
     scenario = workdir / "scenario.yaml"
@@ -138,16 +182,23 @@ def served_fake_cloud(workdir: Path, backend: str = "fake",
         # A session of its own: Ctrl-C reaches the demo, which then stops the child itself.
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
+    limit = START_TIMEOUT_S[backend] if start_timeout is None else start_timeout
     try:
-        deadline = time.monotonic() + (NOVA_START_TIMEOUT_S if backend == "nova"
-                                       else START_TIMEOUT_S)
+        watch = StartWatch(limit)
         relayed = 0
         while not (clouds_yaml.exists() and bmc_yaml.exists()):
             if echo is not None:   # the real Nova's start-up takes minutes: say how it goes
-                relayed = relay_progress(log, relayed, echo)
-            if process.poll() is not None or time.monotonic() > deadline:
+                relayed = relay_progress(log, relayed, partial(_relay, watch, echo))
+                still = watch.still_starting()
+                if still is not None:
+                    echo(f"  {served_name(backend)}: {still}")
+            if process.poll() is not None:
                 tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-                raise StepFailed(f"the fake cloud did not start: {tail[0]}")
+                raise StepFailed(f"{served_name(backend)} did not start: {tail[0]}")
+            if watch.expired():
+                raise StepFailed(f"{served_name(backend)} did not start: no progress in "
+                                 f"{limit:g} s (a loaded machine needs more: give "
+                                 f"--start-timeout SECONDS)")
             time.sleep(0.05)
         yield Served(process, doc, clouds_yaml, bmc_yaml, log)
     finally:
@@ -214,16 +265,23 @@ def run_demo(options: DemoOptions, echo: Echo) -> float:
     workdir = Path(tempfile.mkdtemp(prefix="consolidator-demo-"))
     try:
         with ExitStack() as stack:
-            with story.step("Start the fake cloud and its emulated BMCs"):
-                served = stack.enter_context(served_fake_cloud(workdir, options.backend,
-                                                               echo))
+            with story.step(f"Start {served_name(options.backend)} and the emulated BMCs"
+                            if options.backend == "nova" else
+                            "Start the fake cloud and its emulated BMCs"):
+                if options.backend == "nova":
+                    echo("booting the scenario's servers on the real Nova takes minutes (176 s "
+                         "on a quiet 2-core machine, longer on a loaded one); the whole "
+                         "story about ten")
+                served = stack.enter_context(served_fake_cloud(
+                    workdir, options.backend, echo, options.start_timeout))
                 _show_cloud(served, echo, options.backend)
             stack.enter_context(cloud_environment(served.clouds_yaml))
             _story(story, served, workdir, options, echo)
     finally:
         if options.keep:
             echo(f"\nkept {workdir}: the database, clouds.yaml, bmc.yaml, the config "
-                 f"(consolidator.conf) and the fake cloud's log (fake-cloud.log)")
+                 f"(consolidator.conf) and the log of {served_name(options.backend)} "
+                 f"(fake-cloud.log{', nova.log' if options.backend == 'nova' else ''})")
             if not options.db_url:
                 echo(f"  look around with: consolidator --config {workdir}/consolidator.conf "
                      f"plans list   (or journal, snapshots list)")
@@ -341,8 +399,8 @@ def _story(story: Story, served: Served, workdir: Path, options: DemoOptions,
         for note in prepared.notes:
             echo(f"note: {note}")
         check(prepared.plan_id is not None, "the rollback found nothing to undo")
-        assert prepared.plan_id is not None
-        back = prepared.plan_id
+        assert prepared.plan is not None
+        back = prepared.plan.id
         echo(render_plan(prepared.plan, prepared.live, approve_hint=False,
                          width=options.width))
         approve(app, back, reason=f"rollback to snapshot {snap.info.id}")

@@ -24,6 +24,8 @@ from consolidator.store.plans import load_plan, resolve_plan_id, set_status
 from consolidator.store.snapshots import load_snapshot
 
 if TYPE_CHECKING:
+    from openstack.connection import Connection
+
     from consolidator.execution.executor import PowerLookup
 
 
@@ -31,7 +33,7 @@ class PlanRun:
     """One run of a stored plan through the executor; ``stop()`` starts nothing new."""
 
     def __init__(self, ctx: AppContext, plan_ref: str, *, max_parallel: int | None = None,
-                 dry_run: bool = False, conn: object = None,
+                 dry_run: bool = False, conn: Connection | None = None,
                  on_timeout: str | None = None,
                  progress: ProgressListener | None = None,
                  cloud: tuple[Any, PowerLookup] | None = None) -> None:

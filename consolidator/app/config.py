@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from consolidator.core.errors import ConfigError
+from consolidator.core.errors import ConfigError, MissingConfigFile
 
 DEFAULT_CONFIG_FILE = Path("/etc/consolidator/consolidator.conf")
 
@@ -166,6 +166,12 @@ OPTIONS: tuple[Option, ...] = (
            "Seconds the active daemon's lease lasts without renewal: a standby daemon on the "
            "same database takes over within this time after the active one dies.",
            range="(0, inf)"),
+    Option("daemon", "hang_timeout", float, 1800.0,
+           "Seconds a cycle or watch may go without progress (a step done, a migration "
+           "polled) before the daemon counts it as hung and stops the systemd watchdog's "
+           "pings, so that systemd restarts it (with WatchdogSec= in the unit). Keep it "
+           "above the longest single step: a graceful shutdown, a migration's timeout.",
+           range="(0, inf)"),
     Option("daemon", "capacity_watch_interval", int, 300,
            "Seconds between capacity checks that power hosts on when the free capacity of the "
            "powered hosts falls below the padding; 0 turns the watch off.", range="[0, inf)"),
@@ -205,7 +211,7 @@ OPTIONS: tuple[Option, ...] = (
            "Seconds ahead the trend is followed: hosts come on before usage gets there.",
            range="[0, inf)"),
     Option("power", "bmc_file", str, "/etc/consolidator/bmc.yaml",
-           "BMC credentials (see etc/consolidator/bmc.yaml.sample); --bmc-file and "
+           "BMC credentials (see 'consolidator config sample bmc.yaml'); --bmc-file and "
            "CONSOLIDATOR_BMC_FILE override it."),
     Option("power", "low_demand_window", float, 0.0,
            "Minutes of low demand a power-off waits for, as VMware DPM and oVirt do: a host "
@@ -253,7 +259,8 @@ OPTIONS: tuple[Option, ...] = (
            "host); empty: no notifications.", form="url"),
     Option("notify", "secret", str, "",
            "With it, each POST carries X-Consolidator-Signature: sha256=HMAC-SHA256 of the "
-           "body under this secret (keep the config file private)."),
+           "body under this secret. A config file holding it (or a password in [database] "
+           "url) is refused unless only its owner may read it (chmod 600)."),
     Option("notify", "timeout", float, 5.0, "Seconds to wait for the webhook to answer.",
            range="(0, inf)"),
     Option("notify", "attempts", int, 4,
@@ -262,6 +269,13 @@ OPTIONS: tuple[Option, ...] = (
            "operation.", range="[1, 20]"),
     Option("notify", "backoff", float, 0.5,
            "Seconds before the first retry; it doubles at each one.", range="[0, inf)"),
+    Option("notify", "deadline", float, 30.0,
+           "Seconds one event's delivery may take in all, retries included, however slowly "
+           "the receiver answers; then it is dropped (logged, and counted in "
+           "consolidator_notifications_dropped_total). Events leave from a queue, outside "
+           "the executor lease: a slow receiver never holds a plan, a rollback or a signal; "
+           "a command waits at most this long for its last events before it exits.",
+           range="(0, inf)"),
 )
 
 
@@ -376,11 +390,30 @@ def load_config(path: str | Path | None, *, required: bool = False) -> Config:
     path = Path(path)
     if not path.exists():
         if required:
-            raise ConfigError(f"{path}: no such config file")
+            raise MissingConfigFile(f"{path}: no such config file")
         return Config()
     parser = _read_ini(path)
-    return config_from_sections(
+    config = config_from_sections(
         {s: _option_names(s, dict(parser.items(s)), path) for s in parser.sections()}, path)
+    _refuse_readable_secrets(config, path)
+    return config
+
+
+def _refuse_readable_secrets(config: Config, path: Path) -> None:
+    """ConfigError unless only the owner may read a file holding [notify] secret or a
+    password in [database] url (as the BMC file's check does)."""
+    from urllib.parse import urlsplit
+
+    from consolidator.power.bmc_file import refuse_if_readable
+
+    if config.get("notify", "secret"):
+        refuse_if_readable(path, str(path), "[notify] secret")
+    try:
+        password = urlsplit(config.get("database", "url")).password
+    except ValueError:
+        password = None
+    if password:
+        refuse_if_readable(path, str(path), "a password in [database] url")
 
 
 def _read_ini(path: Path) -> configparser.ConfigParser:
@@ -401,6 +434,8 @@ def _read_ini(path: Path) -> configparser.ConfigParser:
         raise ConfigError(f"{path}: malformed config: {first}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError.not_utf8(path, exc) from None
     return parser
 
 

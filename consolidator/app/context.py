@@ -44,6 +44,8 @@ class AppContext:
     power: PowerLookup | None = None
     #: A dry run's context: a scratch database, and plans run on a simulated cloud.
     simulate: bool = False
+    #: The notifications waiting to be sent (app/notify.py), made at the first event.
+    outbox: Any = field(default=None, repr=False)
     _config: Config | None = field(default=None, repr=False)
     _engine: Engine | None = field(default=None, repr=False)
 
@@ -54,6 +56,15 @@ class AppContext:
         """A context for a program that already holds its config, engine and cloud."""
         return cls(cloud=cloud, report=report, connector=lambda _name: connect(), power=power,
                    _config=config, _engine=engine)
+
+    def close(self) -> None:
+        """End the context's work: the queued notifications get at most [notify] deadline
+        to leave (after every lease is released), and the rest are dropped."""
+        if self.outbox is not None:
+            from consolidator.app.settings import notify_settings
+
+            outbox, self.outbox = self.outbox, None
+            outbox.close(notify_settings(self.config).deadline)
 
     @property
     def config(self) -> Config:
@@ -104,6 +115,16 @@ class AppContext:
 
         return connect(name)
 
+    def bmc_path(self) -> str:
+        """The BMC file: --bmc-file, else systemd's credential bmc.yaml (LoadCredential=,
+        in $CREDENTIALS_DIRECTORY), else [power] bmc_file."""
+        if self.bmc_file:
+            return self.bmc_file
+        credentials = os.environ.get("CREDENTIALS_DIRECTORY")
+        if credentials and (Path(credentials) / "bmc.yaml").is_file():
+            return str(Path(credentials) / "bmc.yaml")
+        return self.settings.bmc_file
+
     def bmc_hosts(self) -> set[str] | None:
         """The hosts the BMC file lists, or None when there is no BMC file (a lookup given
         directly lists every host it knows of as None: unknown)."""
@@ -111,7 +132,7 @@ class AppContext:
             return None
         from consolidator.power.bmc_file import load_bmc_file
 
-        path = self.bmc_file or self.settings.bmc_file
+        path = self.bmc_path()
         if self.bmc_file is None and not Path(path).exists():
             return None
         return set(load_bmc_file(path))
@@ -121,13 +142,13 @@ class AppContext:
         does not keep (so bmc_hosts() still tells which hosts the file lists)."""
         if self.power is not None:
             return self.power
-        return _bmc_file_lookup(self.bmc_file or self.settings.bmc_file,
+        return _bmc_file_lookup(self.bmc_path(),
                                 required=self.bmc_file is not None)
 
     def power_lookup(self) -> PowerLookup:
         """host name -> its PowerDriver, from the BMC file (None for hosts it does not list)."""
         if self.power is None:
-            self.power = _bmc_file_lookup(self.bmc_file or self.settings.bmc_file,
+            self.power = _bmc_file_lookup(self.bmc_path(),
                                           required=self.bmc_file is not None)
         return self.power
 

@@ -187,13 +187,13 @@ def ramp(ctx: AppContext, ports: CloudPorts, target: int, *, spares_only: bool
 
 
 def host_counts(cluster: Cluster) -> dict[str, int]:
-    """Powered hosts with instances (active), powered empty usable ones (spare), and hosts
-    down or off (powered_off)."""
+    """Powered hosts with instances (active), powered empty usable ones (spare), hosts down
+    or off (powered_off), and those of them that hold instances (off_holding_work)."""
     up = np.array([is_up(h) for h in cluster.hosts], dtype=bool)
     usable = np.array([h.usable for h in cluster.hosts], dtype=bool)
     empty = cluster.population == 0 if len(cluster.hosts) else np.zeros(0, dtype=bool)
     return {"active": int((up & ~empty).sum()), "spare": int((up & usable & empty).sum()),
-            "powered_off": int((~up).sum())}
+            "powered_off": int((~up).sum()), "off_holding_work": int((~up & ~empty).sum())}
 
 
 def is_up(host: Host) -> bool:

@@ -59,7 +59,10 @@ def plan_drain(ctx: AppContext, request: DrainRequest) -> tuple[StoredPlan, Snap
 
     if not request.hosts and request.aggregate is None:
         raise UsageError("name the hosts to drain, or give --aggregate NAME")
-    snapshot, _ = record_snapshot(ctx)
+    def named(read: Cluster) -> None:     # checked before the snapshot is stored
+        drain_hosts_of(read, request)
+
+    snapshot, _ = record_snapshot(ctx, check=named)
     cluster = snapshot.cluster
     names = drain_hosts_of(cluster, request)
     if request.power_off:

@@ -54,6 +54,8 @@ def serve_fake_cloud(request: ServeRequest, echo: Callable[[str], None],
     kwargs: dict[str, Any] = {} if request.port is None else {"port": request.port}
     if request.bmc:
         kwargs["bmc"] = True
+    if not request.scenario:
+        raise ConsolidatorError("the fake cloud needs a scenario file (--scenario FILE)")
     cloud = FakeCloud(request.scenario, **kwargs)
     name = request.cloud_name
     with cloud:

@@ -1,5 +1,5 @@
 """The daemon's Prometheus exporter, started when [metrics] port is set, and what it reads
-from the database: runs and migrations of every command, and the newest snapshot."""
+from the database: the totals every command adds to, and the newest snapshot."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ if TYPE_CHECKING:
 
 
 def stored_stats(ctx: AppContext) -> StoredStats:
-    """Runs of plans by kind and state, and the journal's live migrations (results and
-    durations), whoever ran them: read at each scrape."""
-    from consolidator.store.history import migration_results, run_counts
+    """The totals the database keeps (runs, live migrations, dropped notifications, lost
+    leases, the last cycle) and the plans running now, whoever ran them: read at each
+    scrape."""
+    from consolidator.store.history import runs_in_progress
+    from consolidator.store.totals import read_all
     from consolidator.telemetry.exporter import StoredStats
 
     engine = ctx.engine()
-    counts, durations = migration_results(engine)
-    return StoredStats(runs=run_counts(engine), migrations=counts, durations=durations)
+    return StoredStats(totals=read_all(engine), running=runs_in_progress(engine))
 
 
 def last_known_hosts(ctx: AppContext, cloud: str | None) -> tuple[Snapshot, Cluster] | None:
@@ -62,3 +63,18 @@ def start_metrics(ctx: AppContext) -> Metrics | None:
     metrics = Metrics(stored=partial(stored_stats, ctx))
     metrics.start(settings.port, settings.address)
     return metrics
+
+
+def record_cycle_end(ctx: AppContext, at: float) -> None:
+    """The daemon cycle's end (Unix time), kept in the database: both daemons of a pair
+    export it as consolidator_last_cycle_timestamp_seconds."""
+    from consolidator.store.totals import set_value
+
+    set_value(ctx.engine(), "last_cycle_timestamp_seconds", at)
+
+
+def count_lost_lease(ctx: AppContext, lease: str) -> None:
+    """Add one to leases_lost_total{lease} (the alert 'a lease lost' reads it)."""
+    from consolidator.store.totals import add
+
+    add(ctx.engine(), "leases_lost_total", {"lease": lease})

@@ -4,8 +4,11 @@ failed, cancelled), each power action of a run, and each drained or undrained ho
 
 Every event is first journaled (action ``notify``, the event as target); the journal row's id
 is the event's sequence number, so numbers only grow, across processes and restarts, and the
-row records whether the delivery succeeded. Delivery never fails the operation: a receiver
-that is down gets the retries, then the journal row says so. Dry runs notify nothing.
+row records whether the delivery succeeded. The event then leaves from the context's outbox
+(app/outbox.py), outside the executor lease, each delivery within [notify] deadline. Delivery
+never fails or holds the operation: a receiver that is down gets the retries, one that is
+stuck loses the event; the journal row, the log and consolidator_notifications_dropped_total
+say so. Dry runs notify nothing.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from consolidator.app.context import AppContext
+from consolidator.app.outbox import Outbox
 from consolidator.app.settings import notify_settings
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.plan import StoredPlan
-from consolidator.store import journal
+from consolidator.store import journal, totals
 from consolidator.store.plans import load_plan
 
 if TYPE_CHECKING:
@@ -41,8 +45,6 @@ def notify(ctx: AppContext, event: str, *, plan: StoredPlan | None = None,
     settings = notify_settings(ctx.config)
     if not settings.webhook_url or ctx.simulate:
         return
-    from consolidator.telemetry.webhook import Webhook, deliver
-
     document: dict[str, Any] = {"event": event, "plan_id": plan.id if plan else plan_id,
                                 "time": datetime.now(timezone.utc).isoformat()}
     if plan is not None:
@@ -57,17 +59,31 @@ def notify(ctx: AppContext, event: str, *, plan: StoredPlan | None = None,
         engine = ctx.engine()
         entry = journal.begin(engine, cloud=document["cloud"], plan_id=document["plan_id"],
                               action="notify", target=event, params=dict(document))
-        document["sequence"] = entry
-        delivered, detail = deliver(Webhook(settings.webhook_url, settings.secret,
-                                            settings.timeout, settings.attempts,
-                                            settings.backoff), document)
-        journal.finish(engine, entry, journal.SUCCEEDED if delivered else journal.FAILED,
-                       detail)
     except ConsolidatorError as exc:   # the database: the operation goes on regardless
         ctx.report(f"notification {event}: not sent: {exc}")
         return
-    if not delivered:
-        ctx.report(f"notification {event} (#{entry}): {detail}")
+    document["sequence"] = entry
+    outbox_of(ctx).put(entry, document)
+
+
+def outbox_of(ctx: AppContext) -> Outbox:
+    """The context's outbox, made (and its thread started) at the first event."""
+    if ctx.outbox is None:
+        from consolidator.telemetry.webhook import Webhook, deliver
+
+        settings = notify_settings(ctx.config)
+        hook = Webhook(settings.webhook_url, settings.secret, settings.timeout,
+                       settings.attempts, settings.backoff, settings.deadline)
+        engine = ctx.engine()
+
+        def settle(entry: int, delivered: bool, detail: str, reason: str) -> None:
+            journal.finish(engine, entry, journal.SUCCEEDED if delivered else journal.FAILED,
+                           detail)
+            if not delivered:
+                totals.add(engine, "notifications_dropped_total", {"reason": reason})
+
+        ctx.outbox = Outbox(lambda document: deliver(hook, document), settle)
+    return ctx.outbox
 
 
 def notify_status(ctx: AppContext, plan_id: str) -> None:

@@ -16,6 +16,7 @@ from consolidator.app.power_readings import idle_estimates
 from consolidator.app.settings import (
     EnergySettings,
     PlannerChoices,
+    config_scope,
     energy_settings,
     planner_choices,
     settings_from_config,
@@ -32,7 +33,7 @@ from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, PlanDraft, StoredPlan
 from consolidator.core.planner import PlanSettings, stay_on_reasons
 from consolidator.core.rankings.catalog import get_ranking
-from consolidator.core.scope import parse_scope
+from consolidator.core.scope import check_matches, parse_scope
 from consolidator.core.usage_power import beyond_budget, hold_power_off
 from consolidator.core.wording import plural
 from consolidator.core.zones import zones_for_cluster
@@ -101,6 +102,14 @@ def validate_request(ctx: AppContext, request: PlanRequest) -> None:
     parse_scope(request.scope)
 
 
+def check_scope(ctx: AppContext, request: PlanRequest, cluster: Cluster) -> None:
+    """UsageError when the request's scope (else [planner] scope) matches no host of the
+    cluster: checked on a cloud just read, before its snapshot is stored."""
+    scope = parse_scope(request.scope) if request.scope is not None else \
+        config_scope(ctx.config)
+    check_matches(scope, cluster.hosts)
+
+
 def check_energy_request(request: PlanRequest) -> None:
     """Budgets pick among plans by hosts freed: not with --objective energy (UsageError).
     [planner] max_migrations does not apply to it; -a auto plans with zoned-bestfit."""
@@ -157,6 +166,7 @@ def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Pl
     if request.scope is not None:
         settings = replace(settings, rules=replace(settings.rules,
                                                    scope=parse_scope(request.scope)))
+    check_matches(settings.rules.scope, cluster.hosts)
     scenario = snapshot.info.cloud.startswith("scenario:")
     listed = ctx.bmc_hosts() if not scenario else None
     no_bmc = [] if listed is None else [h.name for h in cluster.hosts

@@ -266,8 +266,8 @@ class ConsolidatorPolicy:
                                  f"({len(outcome.failed)} failed, {len(outcome.skipped)} "
                                  f"skipped, {len(outcome.left_on)} left on)")
         moved, hosts = settled(nova, drivers, cluster)
-        for server, host in moved.items():
-            self.placement[self.vm_row[server]] = self.row[host]
+        for server, target in moved.items():
+            self.placement[self.vm_row[server]] = self.row[target]
         for name, host in hosts.items():
             self.state[self.row[name]] = host
         return outcome

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 from consolidator.app.context import AppContext
 from consolidator.app.notify import notify, notify_status
 from consolidator.app.snapshots import store_inventory
-from consolidator.core.journal_entry import Entry
+from consolidator.core.errors import UsageError
+from consolidator.core.journal_entry import ACTIONS, Entry
 from consolidator.core.model import Cluster
 from consolidator.core.plan import PlanDraft, StoredPlan
 from consolidator.render.asked import asked_for
@@ -58,6 +59,11 @@ def journal_entries(ctx: AppContext, *, plan_ref: str | None, limit: int,
     concern a host (its target, or a migration's source or destination), created since a
     time, of some actions, when asked."""
     engine = ctx.engine()
+    known = {*ACTIONS, *journal.actions_seen(engine)} if actions else set()
+    unknown = [a for a in actions if a not in known]
+    if unknown:
+        raise UsageError(f"unknown journal action {unknown[0]!r}: choose from "
+                         f"{', '.join(sorted(known))}")
     full = stored.resolve_plan_id(engine, plan_ref) if plan_ref else None
     rows = journal.entries(engine, plan_id=full, since=since, actions=actions)
     if host:

@@ -89,6 +89,7 @@ class DaemonSettings:
     lease_ttl: float
     capacity_watch_interval: int
     padding: dict[str, str]
+    hang_timeout: float
     spare: int
 
 
@@ -239,7 +240,7 @@ def daemon_settings(config: Config) -> DaemonSettings:
     """The daemon's schedule, lease, watch and padding."""
     return DaemonSettings(
         **_options(config, "daemon", "schedule", "timezone", "auto_apply", "misfire_grace_time",
-                   "lease_ttl", "capacity_watch_interval"),
+                   "lease_ttl", "capacity_watch_interval", "hang_timeout"),
         padding=config.section("padding"), spare=config.get("planner", "spare"))
 
 
@@ -299,12 +300,13 @@ class NotifySettings:
     timeout: float
     attempts: int
     backoff: float
+    deadline: float
 
 
 def notify_settings(config: Config) -> NotifySettings:
     """The [notify] webhook."""
     return NotifySettings(**_options(config, "notify", "webhook_url", "secret", "timeout",
-                                     "attempts", "backoff"))
+                                     "attempts", "backoff", "deadline"))
 
 
 def metrics_settings(config: Config) -> MetricsSettings:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from consolidator.app.context import AppContext
 from consolidator.app.settings import inventory_settings
 from consolidator.core.errors import UsageError
+from consolidator.core.model import Cluster
 from consolidator.core.wording import plural
 from consolidator.scenario.files import load_scenario
 from consolidator.store.snapshots import (
@@ -48,8 +50,12 @@ def read_cloud(ctx: AppContext, cloud: str | None = None, *, conn: Any = None,
                                             f"{source.url}",))
 
 
-def record_snapshot(ctx: AppContext, *, source_suffix: str = "") -> tuple[Snapshot, Inventory]:
-    """Read the live cloud and store it as one snapshot; report what was read."""
+def record_snapshot(ctx: AppContext, *, source_suffix: str = "",
+                    check: Callable[[Cluster], None] | None = None
+                    ) -> tuple[Snapshot, Inventory]:
+    """Read the live cloud and store it as one snapshot; report what was read. `check` may
+    refuse the cluster read (a scope or host the command names is not in it) before
+    anything is stored."""
     from consolidator.openstack.connection import cloud_label
 
     conn = ctx.connect()
@@ -65,6 +71,8 @@ def record_snapshot(ctx: AppContext, *, source_suffix: str = "") -> tuple[Snapsh
                f"capacity from {inventory.capacity_source})")
     for note in inventory.notes:
         ctx.report(f"note: {note}")
+    if check is not None:
+        check(cluster)
     snapshot = store_inventory(ctx, inventory, source_suffix=source_suffix)
     return snapshot, inventory
 
@@ -103,10 +111,14 @@ def refuse_another_cloud(snapshot: SnapshotInfo, endpoint: str | None, doing: st
                          f"be used to {doing}")
 
 
-def record_scenario(ctx: AppContext, path: str) -> Snapshot:
+def record_scenario(ctx: AppContext, path: str,
+                    check: Callable[[Cluster], None] | None = None) -> Snapshot:
     """Store a scenario file as a snapshot of a cloud named after the scenario (its name:, else
-    the file's stem), never the live cloud's: its plans can be reviewed, not applied."""
+    the file's stem), never the live cloud's: its plans can be reviewed, not applied. `check`
+    may refuse its cluster first, as record_snapshot's."""
     loaded = load_scenario(path)
+    if check is not None:
+        check(loaded.cluster)
     name = str(loaded.extras.get("name") or Path(path).stem)
     cloud = name if name.startswith("scenario:") else f"scenario:{name}"
     return save_snapshot(ctx.engine(), loaded.cluster, cloud=cloud,

@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                                     "emptied hosts, journaling it all."),
     "bmc-check": ("bmcs", "bmc_check_cmd",
                   "Read every BMC: its system's identity and power, and whether Nova agrees."),
+    "config": ("config", "config_group",
+               "The shipped sample config, bmc.yaml, systemd unit and Prometheus rules."),
     "daemon": ("daemon", "daemon_cmd", "Snapshot, plan, (auto-)apply and keep the padding on "
                                        "schedule ([daemon], [padding])."),
     "db": ("db", "db_group", "Manage the database: its schema and its history."),
@@ -44,7 +46,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "rollback": ("apply", "rollback_cmd", "Put the cloud back as a snapshot recorded it: "
                                           "power on, enable, migrate back."),
     "simulate": ("simulate", "simulate_group",
-                 "Reproduce the papers' experiments (see docs/reproductions.md); replay a "
+                 "Reproduce the papers' experiments (see docs/reproductions.rst); replay a "
                  "trace."),
     "snapshot": ("snapshots", "snapshot_cmd",
                  "Record the cloud's placement as a new snapshot and print its id."),
@@ -99,6 +101,7 @@ def cli(ctx: click.Context, config_file: str | None, db_url: str | None, cloud: 
                      report=report_to_stderr)
     _ = app.config  # validate the config file up front, whatever the command reads
     ctx.obj = app
+    ctx.call_on_close(app.close)   # after the command: its queued notifications
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,14 +113,17 @@ def main(argv: list[str] | None = None) -> int:
         cli.main(args=args, prog_name="consolidator", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.UsageError as exc:
+    except click.exceptions.NoArgsIsHelpError as exc:   # a bare group: its help, as asked
         exc.show()
+        return 2
+    except click.UsageError as exc:
+        click.echo(f"consolidator: error: {usage_line(exc)}", err=True)
         return 2
     except click.exceptions.Abort:
         click.echo("consolidator: aborted", err=True)
         return 1
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"consolidator: error: {' '.join(exc.format_message().split())}", err=True)
         return exc.exit_code
     except ConsolidatorError as exc:
         if verbose:
@@ -138,6 +144,14 @@ def main(argv: list[str] | None = None) -> int:
                    f"(run with --verbose for the traceback)", err=True)
         return 1
     return 0
+
+
+def usage_line(exc: click.UsageError) -> str:
+    """click's usage error as one line, pointing at the command's --help (click prints its
+    usage, a hint and the error on three)."""
+    command = exc.ctx.command_path if exc.ctx is not None else "consolidator"
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    return f"{message} (see '{command} --help')"
 
 
 def _os_error(exc: OSError) -> int | None:

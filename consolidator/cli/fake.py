@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
+import sys
 import threading
 from types import FrameType
 from typing import Any
@@ -49,7 +50,7 @@ def _exec_real_nova(request: ServeRequest, nova: dict[str, Any]) -> None:
         raise click.ClickException("--backend nova needs Nova: pip install "
                                    "'consolidator[realnova]'")
     argv = real_nova_argv(request, nova)
-    click.get_text_stream("stdout").flush()
+    sys.stdout.flush()
     os.execv(argv[0], argv)
 
 
@@ -100,7 +101,7 @@ def serve(backend: str, scenario: str | None, port: int | None, clouds_yaml: str
         stop.set()
 
     def wait() -> None:
-        click.get_text_stream("stdout").flush()
+        sys.stdout.flush()
         while not stop.wait(0.5):
             pass
 

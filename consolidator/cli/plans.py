@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -12,7 +13,13 @@ from consolidator.app.catalog import algorithm_entries, plan_states, ranking_ent
 from consolidator.app.compare import compare_plans
 from consolidator.app.context import AppContext
 from consolidator.app.freshness import age_of
-from consolidator.app.planning import PlanRequest, check_live, make_plan, validate_request
+from consolidator.app.planning import (
+    PlanRequest,
+    check_live,
+    check_scope,
+    make_plan,
+    validate_request,
+)
 from consolidator.app.review import asked_row, change_status, list_plans, show_plan
 from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
 from consolidator.cli.context import (
@@ -163,12 +170,13 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
             get_snapshot(app, snapshot_ref) if snapshot_ref else None
         _relieve(app, snap, fmt, check_live)
         return
+    in_scope = partial(check_scope, app, request)
     if scenario:
-        snap = record_scenario(app, scenario)
+        snap = record_scenario(app, scenario, check=in_scope)
     elif snapshot_ref:
         snap = get_snapshot(app, snapshot_ref)
     else:
-        snap = record_snapshot(app)[0]
+        snap = record_snapshot(app, check=in_scope)[0]
     if show_front:
         _show_front(app, snap, request, fmt)
         return

@@ -3,11 +3,10 @@ migration; elsewhere, plain lines as each one reaches a quarter of its memory.""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
-
-import click
 
 from consolidator.app.context import AppContext
 from consolidator.render.progress import ProgressDisplay
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
 @contextmanager
 def live_progress(app: AppContext) -> Iterator[ProgressListener]:
     """Show the progress of the run inside the block; yields the listener for PlanRun."""
-    stream = click.get_text_stream("stderr")
+    stream = sys.stderr
     display = ProgressDisplay(stream, tty=stream.isatty())
     previous = app.report
     app.report = display.wrap(previous)

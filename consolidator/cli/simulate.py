@@ -22,7 +22,7 @@ EXPERIMENTS = {
 
 @click.group("simulate")
 def simulate_group() -> None:
-    """Reproduce the papers' experiments (see docs/reproductions.md); replay a trace."""
+    """Reproduce the papers' experiments (see docs/reproductions.rst); replay a trace."""
 
 
 def _command(name: str, what: str) -> click.Command:
@@ -54,7 +54,8 @@ for _name, _what in EXPERIMENTS.items():
               help="A trace file, CSV or JSON, one entry per instance (docs/replay.rst).")
 @click.option("--prometheus", "prometheus_url", metavar="URL",
               help="Replay your own history: the usage recorded in this Prometheus "
-                   "(etc/consolidator/prometheus/recording-rules.yml) from --start to --end.")
+                   "('consolidator config sample prometheus/recording-rules.yml') from "
+                   "--start to --end.")
 @click.option("--start", metavar="TIME", help="With --prometheus: ISO 8601 or Unix seconds.")
 @click.option("--end", metavar="TIME", help="With --prometheus: ISO 8601 or Unix seconds.")
 @click.option("--step", type=click.IntRange(min=1), default=300, show_default=True,

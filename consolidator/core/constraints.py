@@ -6,7 +6,7 @@ the optional importance list arrives as text, read by app/settings.py.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,8 +145,9 @@ def compatibility_columns(cluster: Cluster) -> tuple[np.ndarray, np.ndarray, lis
     room = float(len(instances) + 1)
     cap_cols: list[np.ndarray] = []
     dem_cols: list[np.ndarray] = []
-    for policy, allowed in (("required", lambda h, t: t in h.traits),
-                            ("forbidden", lambda h, t: t not in h.traits)):
+    rules: tuple[tuple[str, Callable[[Host, str], bool]], ...] = (
+        ("required", lambda h, t: t in h.traits), ("forbidden", lambda h, t: t not in h.traits))
+    for policy, allowed in rules:
         wanted = sorted({t for i in instances for t in (
             i.required_traits if policy == "required" else i.forbidden_traits)})
         for trait in wanted:
@@ -278,7 +279,7 @@ def _pin_notes(cluster: Cluster, reasons: list[str | None], kept_off: list[str |
     for inst, reason in zip(cluster.instances, reasons, strict=True):
         if reason is not None:
             pinned.setdefault(inst.host, []).append(f"{inst.name} ({reason})")
-    for host, items in pinned.items():
+    for name, items in pinned.items():
         shown = ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
-        notes.append(f"{host} cannot be emptied: {shown} may not move")
+        notes.append(f"{name} cannot be emptied: {shown} may not move")
     return notes

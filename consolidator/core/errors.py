@@ -10,13 +10,33 @@ class ConsolidatorError(Exception):
 
 
 class UsageError(ConsolidatorError):
-    """The command line asked for something that does not exist; exit code 2."""
+    """The command line is wrong for what it names: something that does not exist, options
+    that do not go together, or an action the named plan or host cannot take; exit code 2.
+    (A sound request whose operation failed, refused by the cloud, a BMC, the database, a
+    lease, a file's content or a safety check, is a ConsolidatorError: exit code 1.)"""
 
     exit_code = 2
 
 
+class MissingFileError(UsageError):
+    """A file the command line names does not exist; exit code 2, as click's own check of
+    a path (a file that exists but cannot be used is an operation that failed: 1)."""
+
+
 class ConfigError(ConsolidatorError):
-    """The INI config file is missing, malformed or holds an invalid value."""
+    """The INI config file is malformed or holds an invalid value."""
+
+
+class MissingConfigFile(ConfigError, MissingFileError):
+    """The config file --config names does not exist; exit code 2."""
+
+    exit_code = 2
+
+    @classmethod
+    def not_utf8(cls, path: object, exc: UnicodeDecodeError) -> ConfigError:
+        """One line naming the file, the first bad byte and the fix."""
+        return cls(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                   f"{exc.start}): save it as UTF-8")
 
 
 class ModelError(ConsolidatorError):
@@ -25,6 +45,12 @@ class ModelError(ConsolidatorError):
 
 class ScenarioError(ConsolidatorError):
     """A scenario file that cannot be read, parsed or validated."""
+
+
+class MissingScenarioFile(ScenarioError, MissingFileError):
+    """The scenario file named does not exist; exit code 2."""
+
+    exit_code = 2
 
 
 class StoreError(ConsolidatorError):
@@ -36,7 +62,10 @@ class NotMigratedError(StoreError):
 
 
 class NotFoundError(ConsolidatorError):
-    """A stored object (snapshot, plan) that does not exist."""
+    """A stored object (snapshot, plan) the command line names does not exist; exit code 2:
+    the command names the wrong thing."""
+
+    exit_code = 2
 
 
 class CloudError(ConsolidatorError):

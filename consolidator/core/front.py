@@ -185,7 +185,7 @@ def pick(points: Iterable[Point], budget: Budget) -> Point | None:
         reaching = [p for p in fitting if p.hosts_after <= budget.target_hosts]
         if reaching:
             return min(reaching, key=lambda p: (p.migrations, p.moved_gib, p.hosts_after))
-    return min(fitting, key=FrontPoint.costs)
+    return min(fitting, key=lambda p: p.costs())
 
 
 

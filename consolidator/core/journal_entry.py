@@ -7,6 +7,18 @@ from datetime import datetime
 from typing import Any
 
 RUNNING, SUCCEEDED, FAILED, SKIPPED = "running", "succeeded", "failed", "skipped"
+#: Every action the executor, the guarded power path and the notifier journal
+#: (tests/unit/test_journal_actions.py checks that the code writes no other).
+ACTIONS = ("migrate", "abort", "force_complete", "disable", "enable", "power_off", "power_on",
+           "force_down", "unfence", "bmc_preflight", "bmc_miswired", "notify")
+
+#: Upper bounds of the migration-duration histogram's buckets, in seconds.
+DURATION_BUCKETS = (1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
+
+
+def bucket_label(bound: float) -> str:
+    """A histogram bucket's le label, as Prometheus writes it ('+Inf' for infinity)."""
+    return "+Inf" if bound == float("inf") else repr(float(bound))
 
 
 @dataclass(frozen=True)

@@ -178,7 +178,8 @@ def _fits(view: Cluster, inst: Instance, row: int, receivers: np.ndarray, used: 
                 trait_problem(host, inst) or any(unit_problem(host, rc, inst.amount(rc))
                                                  for rc in view.resource_classes[3:]):
             ok[h] = False
-    return ok
+    result: np.ndarray = ok
+    return result
 
 
 def _check_drain(view: Cluster, drained: tuple[str, ...], moves: tuple[Move, ...],

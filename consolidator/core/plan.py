@@ -105,7 +105,10 @@ TRANSITIONS: dict[str, set[str]] = {
 
 
 class PlanStateError(ConsolidatorError):
-    """A plan cannot go from its state to the one asked for."""
+    """A plan cannot go from its state to the one asked for; exit code 2, as apply's refusal
+    of a plan in a state it cannot run."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)

@@ -149,8 +149,8 @@ class _Relief:
     def over(self, h: int, less: int | None = None) -> bool:
         assert self.state.cpu_limit is not None
         memory = self.memory_used[h] - (self.memory[less] if less is not None else 0.0)
-        return self.ucac(h, less) > self.state.cpu_limit[h] + EPS or \
-            memory > self.memory_limit[h] + EPS
+        return bool(self.ucac(h, less) > self.state.cpu_limit[h] + EPS
+                    or memory > self.memory_limit[h] + EPS)
 
     def overload(self, h: int) -> Overload:
         assert self.state.cpu_limit is not None

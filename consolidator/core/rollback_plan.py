@@ -104,7 +104,7 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
     if barred:
         notes.append(f"not moved back, their host may not receive: {', '.join(barred[:10])}")
     leftover: list[tuple[int, int, int]] | None = [] if partial else None
-    if partial:
+    if leftover is not None:
         moves = _fitting(future, moves, leftover)
     waves = plan_waves(future, moves, per_host_limit, leftover)
     if leftover:

@@ -51,6 +51,23 @@ def parse_scope(text: str | None) -> Scope | None:
     return Scope(kind, value)
 
 
+def check_matches(scope: Scope | None, hosts: Iterable[Host]) -> None:
+    """UsageError naming a scope that no host is in (a typo would plan nothing and say
+    nothing), with the zones or aggregates there are."""
+    hosts = list(hosts)
+    if scope is None or any(scope.contains(h) for h in hosts):
+        return
+    if scope.kind == "host":
+        raise UsageError(f"scope {scope}: no compute host name matches {scope.value!r}")
+    names = sorted({h.availability_zone for h in hosts} if scope.kind == "az" else
+                   {a for h in hosts for a in h.aggregates})
+    there = f"the {'zones' if scope.kind == 'az' else 'aggregates'}: {', '.join(names)}" \
+        if names else "there are none"
+    what = "availability zone" if scope.kind == "az" else "aggregate"
+    raise UsageError(f"scope {scope}: no compute host is in the {what} {scope.value!r} "
+                     f"({there})")
+
+
 def host_excluded(name: str, patterns: Iterable[str]) -> bool:
     """Whether a host name matches one of the exclusion globs."""
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)

@@ -61,9 +61,9 @@ def shared_system(host: Host, ident: dict[str, str], others: dict[str, dict[str,
                 return (f"its BMC entry reaches the same system as {other}'s ({key} "
                         f"{ident[key]}): a mis-wired entry")
     name = (ident.get("hostname") or "").lower()
-    for other in hosts:
-        if other.name != host.name and name and name in (
-                other.name.lower(), other.compute_host.lower()):
+    for peer in hosts:
+        if peer.name != host.name and name and name in (
+                peer.name.lower(), peer.compute_host.lower()):
             return f"its BMC reports HostName {ident['hostname']!r}, another host's name"
     return None
 

@@ -29,17 +29,19 @@ class Services(Protocol):
 
 
 def _live(service: Mapping[str, Any] | None) -> bool:
-    return bool(service) and service.get("state") == "up" and not service.get("forced_down")
+    return (service is not None and bool(service) and service.get("state") == "up"
+            and not service.get("forced_down"))
 
 
-def reporting(before: Mapping[str, dict], after: Mapping[str, dict]) -> set[str]:
+def reporting(before: Mapping[str, dict[str, Any]],
+              after: Mapping[str, dict[str, Any]]) -> set[str]:
     """The computes that reported between two reads: up, not forced down, with a newer
     heartbeat stamp."""
     return {host for host, service in after.items() if _live(service)
             and service.get("updated_at") != (before.get(host) or {}).get("updated_at")}
 
 
-def silent_after_power_off(nova: Services, target: str, before: Mapping[str, dict], *,
+def silent_after_power_off(nova: Services, target: str, before: Mapping[str, dict[str, Any]], *,
                            poll: float, deadline_s: float) -> str | None:
     """None once the target's nova-compute has stopped reporting while every other compute
     that reported before the power-off (``before``: the services read right before it) keeps

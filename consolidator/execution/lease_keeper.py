@@ -14,6 +14,7 @@ from types import TracebackType
 from sqlalchemy import Engine
 
 from consolidator.core.errors import ConsolidatorError
+from consolidator.store import totals
 from consolidator.store.leases import Guard, acquire_or_raise, make_holder, release
 
 
@@ -58,6 +59,11 @@ class LeaseKeeper:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self.guard is not None and self.guard.lost:    # the alert 'a lease lost'
+            try:
+                totals.add(self.engine, "leases_lost_total", {"lease": "executor"})
+            except ConsolidatorError as error:
+                self.report(f"could not count the lost executor lease: {error}")
         try:
             release(self.engine, self.name, self.holder)
         except ConsolidatorError as error:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 
 from consolidator.core.plan import Move
 
@@ -28,7 +29,7 @@ PENDING, STARTED, SUCCEEDED, FAILED = "pending", "started", "succeeded", "failed
 class MoveQueue:
     """Which moves may start now, given which have succeeded or failed."""
 
-    def __init__(self, moves: Iterable[Move], done: set[str] = frozenset()) -> None:
+    def __init__(self, moves: Iterable[Move], done: AbstractSet[str] = frozenset()) -> None:
         self.moves = sorted(moves, key=lambda m: m.wave)
         self.by_id = {m.instance_id: m for m in self.moves}
         self.state = {m.instance_id: SUCCEEDED if m.instance_id in done else PENDING

@@ -16,8 +16,8 @@ from typing import Any
 from consolidator.core.model import Cluster, Host
 from consolidator.execution.executor import PowerLookup
 from consolidator.execution.simulated_cloud import SimulatedNova, SimulatedPower, simulated_power
-from consolidator.openstack import placement
 from consolidator.openstack.nova import ServerState
+from consolidator.power.driver import PowerReader
 
 
 class ReplayReads:
@@ -25,7 +25,6 @@ class ReplayReads:
     answer. Nothing is in flight between cycles."""
 
     version, mv = (2, 88), "2.88"
-    conn = None
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
@@ -84,13 +83,8 @@ class ReplayReads:
 
 
 class ReplayNova(SimulatedNova):
-    """SimulatedNova over ReplayReads: Placement's room comes from the replay's state."""
-
-    def refusals(self, provider: str, arriving: list[placement.Demand]) -> dict[str, str]:
-        """Which arrivals the simulated Placement refuses (room only: no traits here)."""
-        with self._lock:
-            free = self._read(self._room, provider, lambda: self.real.room(provider))
-        return placement.admit(free, arriving, lambda _r, _req, _forb: True)
+    """SimulatedNova over ReplayReads: Placement's room comes from the replay's state (whose
+    hosts and instances have no traits)."""
 
 
 class ReplayBmc:
@@ -116,10 +110,10 @@ class ReplayBmc:
 
 def replay_cloud(cluster: Cluster) -> tuple[ReplayNova, PowerLookup, dict[str, Any]]:
     """The executor's Nova and power lookup for one cycle, and the drivers it made."""
-    nova = ReplayNova(ReplayReads(cluster), cluster)   # type: ignore[arg-type]
-    bmcs = {h.name: ReplayBmc(h) for h in cluster.hosts}
+    nova = ReplayNova(ReplayReads(cluster), cluster)
+    bmcs: dict[str, PowerReader] = {h.name: ReplayBmc(h) for h in cluster.hosts}
     made: dict[str, Any] = {}
-    lookup = simulated_power(lambda name: bmcs.get(name), nova)   # type: ignore[arg-type]
+    lookup = simulated_power(bmcs.get, nova)
 
     def tracked(name: str) -> Any:
         driver = lookup(name)

@@ -13,27 +13,26 @@ from __future__ import annotations
 import copy
 import itertools
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from consolidator.core.errors import CloudError
 from consolidator.core.model import Cluster
+from consolidator.execution.nova_port import NovaReads
 from consolidator.openstack import placement
-from consolidator.openstack.nova import Nova, ServerState
-from consolidator.power.driver import POWER_OFF, POWER_ON, read_power
+from consolidator.openstack.nova import ServerState
+from consolidator.power.driver import POWER_OFF, POWER_ON, PowerReader, read_power
 
 if TYPE_CHECKING:
     from consolidator.execution.executor import PowerLookup
-    from consolidator.power.driver import PowerDriver
 
 
 class SimulatedNova:
     """The executor's Nova and Placement calls on a copy of the live state read once."""
 
-    def __init__(self, real: Nova, cluster: Cluster) -> None:
+    def __init__(self, real: NovaReads, cluster: Cluster) -> None:
         self.real, self.cluster = real, cluster
-        self.conn = None        # nothing may reach the real cloud but through `real`'s reads
         self.version, self.mv = real.version, real.mv
         self._lock = threading.RLock()
         self._servers: dict[str, ServerState | None] = {}
@@ -167,8 +166,7 @@ class SimulatedNova:
     def refusals(self, provider: str, arriving: list[placement.Demand]) -> dict[str, str]:
         """Which arrivals the simulated Placement refuses: room, then traits."""
         with self._lock:
-            free = self._read(self._room, provider, lambda: placement.room(self.real.conn,
-                                                                           provider))
+            free = self._read(self._room, provider, lambda: self.real.room(provider))
         traits = self.traits.get(provider, set())
 
         def offers(_resources: Mapping[str, float], required: Iterable[str],
@@ -212,7 +210,7 @@ class SimulatedNova:
 class SimulatedPower:
     """A BMC whose power is read once from the real one, then simulated."""
 
-    def __init__(self, real: PowerDriver, nova: SimulatedNova, compute_host: str) -> None:
+    def __init__(self, real: PowerReader, nova: SimulatedNova, compute_host: str) -> None:
         self.real, self.nova, self.compute_host = real, nova, compute_host
         self.host = real.host
         self.state: str | None = None
@@ -251,12 +249,13 @@ class SimulatedPower:
         return self.state
 
 
-def simulated_power(lookup: PowerLookup, nova: SimulatedNova) -> PowerLookup:
+def simulated_power(lookup: Callable[[str], PowerReader | None], nova: SimulatedNova
+                    ) -> PowerLookup:
     """A power lookup whose drivers are simulated copies of the real ones (one per host)."""
     hosts = {h.name: h.compute_host for h in nova.cluster.hosts}
     drivers: dict[str, SimulatedPower | None] = {}
 
-    def lookup_simulated(name: str) -> Any:
+    def lookup_simulated(name: str) -> SimulatedPower | None:
         if name not in drivers:
             real = lookup(name)
             drivers[name] = None if real is None else \

@@ -5,7 +5,7 @@ as Poisson streams with exponential lifetimes, one pod placed at a time; a pod t
 nowhere is lost. Phase I has 666 pods (A only), phase II 1334 (A and B), phase III 2000 (A, B
 and C); statistics start after 60 warm-up pods.
 
-Parameters the paper leaves open (docs/reproductions.md explains them):
+Parameters the paper leaves open (docs/reproductions.rst explains them):
 
 * Each active type arrives at the same rate (1 per time unit). That makes the phases equally
   long (666, 2 x 667, 3 x 667 pods) and phase III an equal mix, which gives exactly the
@@ -212,7 +212,7 @@ def render(result: dict[str, Any]) -> str:
     """Tables II and VIII of 000, as mean ± stdev over the seeds."""
     names = list(result["policies"])
     pols = [result["policies"][n] for n in names]
-    rows: list[list[object]] = [["Reject %"] + [_pm(p["reject_pct"]) for p in pols]]
+    rows: list[list[str]] = [["Reject %"] + [_pm(p["reject_pct"]) for p in pols]]
     labels = {"cpu": "CPU", "mem": "Memory", "gpu": "GPU"}
     for block, title in (("avg", "Average"), ("std", "StDev")):
         for res in RESOURCE_NAMES:

@@ -151,7 +151,8 @@ def _retrying(attempts: int, max_wait: float) -> tenacity.Retrying:
         stop=tenacity.stop_after_attempt(attempts),
         wait=tenacity.wait_exponential(multiplier=0.25, max=max_wait),
         before_sleep=lambda state: LOG.warning(
-            "retrying after %s (attempt %d of %d)", state.outcome.exception(),
+            "retrying after %s (attempt %d of %d)",
+            state.outcome.exception() if state.outcome else None,
             state.attempt_number, attempts),
         reraise=True,
     )

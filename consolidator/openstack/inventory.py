@@ -92,15 +92,15 @@ def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
             microversion=mv_string(hyp_version),
             limit=page_size if hyp_version and hyp_version >= (2, 33) else None))
     with cloud_errors(conn, "listing compute services"):
-        services = {s.get("host"): s for s in paged(
+        services = {s["host"]: s for s in paged(
             conn.compute, "/os-services", "services", microversion=mv, limit=None,
-            params={"binary": "nova-compute"})}
+            params={"binary": "nova-compute"}) if s.get("host")}
     with cloud_errors(conn, "listing host aggregates"):
         aggregates = _aggregates(conn, mv, notes)
     capacity: dict[str, ProviderTree] = {}
     if placement_present:
         with cloud_errors(conn, "reading Placement inventories"):
-            capacity = read_trees(conn, [h.get("hypervisor_hostname") for h in hypervisors
+            capacity = read_trees(conn, [h["hypervisor_hostname"] for h in hypervisors
                                          if h.get("hypervisor_hostname")], workers)
     else:
         notes.append("placement is not in the catalog: capacity comes from os-hypervisors "
@@ -241,7 +241,7 @@ def _instances(servers: list[dict[str, Any]], hosts: list[Host],
     """The placed servers; each one's demand is its Placement allocations (every class),
     else, where Placement is absent or holds none for it, its flavor's."""
     names = {h.name for h in hosts}
-    by_compute = {}
+    by_compute: dict[str, list[str]] = {}
     for h in hosts:
         by_compute.setdefault(h.compute_host, []).append(h.name)
     out: list[Instance] = []
@@ -251,7 +251,7 @@ def _instances(servers: list[dict[str, Any]], hosts: list[Host],
         node = server.get("OS-EXT-SRV-ATTR:hypervisor_hostname")
         compute = server.get("OS-EXT-SRV-ATTR:host")
         if node not in names:
-            candidates = by_compute.get(compute, [])
+            candidates = by_compute.get(compute or "", [])
             node = candidates[0] if len(candidates) == 1 else None
         if server.get("status") in HOSTLESS_STATES or not (compute or node):
             skipped_hostless += 1

@@ -201,6 +201,10 @@ class Nova:
         """What Placement holds on a compute node's provider tree (non-zero classes)."""
         return placement.usage(self.conn, provider)
 
+    def room(self, provider: str) -> dict[str, float]:
+        """A compute node provider tree's free room per resource class."""
+        return placement.room(self.conn, provider)
+
     def abort_migration(self, server_id: str, migration_id: object) -> None:
         """DELETE /servers/{id}/migrations/{mid} (2.24): abort a running live migration."""
         self._migration_call("DELETE", server_id, migration_id, "2.24", None,

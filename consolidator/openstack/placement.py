@@ -51,9 +51,9 @@ def read_trees(conn: Connection, names: Iterable[str], workers: int
             tree = ProviderTree(uuid=rp["uuid"], name=rp["name"])
             trees[rp["name"]] = by_root[rp["uuid"]] = tree
     for rp in providers:
-        tree = by_root.get(rp.get("root_provider_uuid") or rp["uuid"])
-        if tree is not None:
-            tree.members.append(rp["uuid"])
+        root = by_root.get(rp.get("root_provider_uuid") or rp["uuid"])
+        if root is not None:
+            root.members.append(rp["uuid"])
 
     def fetch(uuid: str) -> tuple[str, dict[str, Any]]:
         base = f"/resource_providers/{uuid}"

@@ -49,6 +49,8 @@ def _check_entry(path: Path, host: str, entry: Mapping[str, Any]) -> dict[str, A
         if not isinstance(value, kinds) or bad_bool:
             raise _file_error(path, where, f"{key} has the wrong type "
                                            f"({type(value).__name__})")
+        if not isinstance(value, (int, float)):
+            continue
         if key in _MINIMUM and value < _MINIMUM[key]:
             raise _file_error(path, where, f"{key} must be at least {_MINIMUM[key]}, "
                                            f"got {value}")
@@ -73,15 +75,25 @@ def _relative_to(path: Path, name: str) -> Path:
     return target if target.is_absolute() else path.parent / target
 
 
-def refuse_if_readable(path: Path, what: str) -> None:
-    """ConfigError unless only the owner may read the file: it holds BMC credentials."""
+def refuse_if_readable(path: Path, what: str, holds: str = "BMC credentials") -> None:
+    """ConfigError unless only the owner may read the file: it holds credentials."""
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except OSError:
         return  # reading it reports why, in one line
     if mode & (stat.S_IRGRP | stat.S_IROTH):
         raise ConfigError(f"{what} is readable by group or others (mode {mode:04o}) and holds "
-                          f"BMC credentials; refusing it: chmod 600 {path}")
+                          f"{holds}; refusing it: chmod 600 {path}")
+
+
+def read_utf8(path: Path, what: str) -> str:
+    """The file's text; ConfigError in one line when it cannot be read or is not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError.not_utf8(path, exc) from None
 
 
 def _password(path: Path, host: str, entry: Mapping[str, Any]) -> str:
@@ -95,6 +107,9 @@ def _password(path: Path, host: str, entry: Mapping[str, Any]) -> str:
         except OSError as exc:
             raise _file_error(path, f"host {host!r}", f"password_file {str(secret)!r} "
                                                       f"cannot be read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise _file_error(path, f"host {host!r}", f"password_file {str(secret)!r} is not "
+                                                      f"UTF-8 text: save it as UTF-8") from None
     if "password" in entry:
         raise _file_error(path, f"host {host!r}", "give password or password_file, not both")
     raise _file_error(path, f"host {host!r}", "missing key 'password' (or 'password_file')")
@@ -102,10 +117,7 @@ def _password(path: Path, host: str, entry: Mapping[str, Any]) -> str:
 
 def _read_document(path: Path) -> Mapping[str, Any]:
     """The parsed file, refused unless private, with its top-level keys checked."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the BMC file: {exc.strerror}") from None
+    text = read_utf8(path, "BMC file")
     refuse_if_readable(path, str(path))
     try:
         doc = yaml.safe_load(text)

@@ -75,19 +75,13 @@ class BmcConfig:
         return kind(f"{self.host}: {self.driver} BMC {self.address}: {cause}")
 
 
-class PowerDriver(Protocol):
-    """What every power driver offers; end states are verified against the BMC."""
+class PowerReader(Protocol):
+    """What a power driver reads without changing anything: its power and its system."""
 
     host: str
 
     def power_state(self) -> str:
         """'on', 'off' or 'unknown'."""
-        ...
-
-    def power_on(self, *, timeout: float = 300.0,
-                 before_request: BeforeRequest | None = None) -> str:
-        """Power on and wait until the BMC reports 'on'; returns it. before_request is
-        called right before the request is sent."""
         ...
 
     def identity(self) -> dict[str, str]:
@@ -98,6 +92,16 @@ class PowerDriver(Protocol):
     def expected_identity(self) -> dict[str, str]:
         """What the host's bmc.yaml entry says its system is (same keys; empty: unsaid), so
         that a mis-wired entry is caught before it powers off another host."""
+        ...
+
+
+class PowerDriver(PowerReader, Protocol):
+    """What every power driver offers; end states are verified against the BMC."""
+
+    def power_on(self, *, timeout: float = 300.0,
+                 before_request: BeforeRequest | None = None) -> str:
+        """Power on and wait until the BMC reports 'on'; returns it. before_request is
+        called right before the request is sent."""
         ...
 
     def power_off(self, *, graceful: bool = True, timeout: float = 300.0,
@@ -113,8 +117,10 @@ class PowerProtocol(Protocol):
     """A power protocol as power/catalog.py lists it (a driver class is one): its own
     bmc.yaml keys, their check, and the driver it makes from a BmcConfig."""
 
-    #: Its own bmc.yaml keys and the types each accepts (the loader checks the types).
-    PROPERTIES: Mapping[str, KeyTypes]
+    @property
+    def PROPERTIES(self) -> Mapping[str, KeyTypes]:
+        """Its own bmc.yaml keys and the types each accepts (the loader checks the types)."""
+        ...
 
     def validate(self, host: str, entry: Mapping[str, Any],
                  resolve: Callable[[str], Path]) -> dict[str, Any]:
@@ -200,7 +206,7 @@ def check_identity(config: BmcConfig, driver: PowerDriver) -> None:
         raise config.error(why)
 
 
-def read_power(driver: PowerDriver) -> str:
+def read_power(driver: PowerReader) -> str:
     """The BMC's power state, or 'unknown' when it cannot be read (one line is logged)."""
     try:
         return driver.power_state()

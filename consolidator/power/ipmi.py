@@ -8,7 +8,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from consolidator.power import pyghmi_io
 from consolidator.power.driver import (
@@ -135,7 +135,7 @@ class IpmiDriver:
 
     #: IPMI's own bmc.yaml key: the system GUID (Get System GUID), checked before every
     #: power action where given (port defaults to 623).
-    PROPERTIES: Mapping[str, KeyTypes] = {"system_guid": str}
+    PROPERTIES: ClassVar[Mapping[str, KeyTypes]] = {"system_guid": str}
 
     @staticmethod
     def validate(host: str, entry: Mapping[str, Any],

@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 from consolidator.power.driver import (
@@ -141,7 +141,7 @@ class RedfishDriver:
     """Power a host's ComputerSystem through Redfish Reset actions."""
 
     #: Redfish's own bmc.yaml keys and the types each accepts.
-    PROPERTIES: Mapping[str, KeyTypes] = {
+    PROPERTIES: ClassVar[Mapping[str, KeyTypes]] = {
         "verify_tls": bool, "ca_bundle": str, "allow_insecure_http": bool, "system_id": str,
         "system_uuid": str, "system_serial": str, "system_hostname": str}
     #: The identity keys of bmc.yaml (system_*) and the ComputerSystem field each checks.

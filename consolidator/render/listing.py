@@ -4,15 +4,16 @@
 
 A listing is records (the JSON objects ``-f json`` prints, unchanged) and the columns that
 show them. ``-c`` names a column by its heading (``-c ID``, ``-c "lower bound"``) or a record
-key (``-c lower_bound``), case-insensitively. value and csv are cliff's own formatters, so
-their quoting and separators are exactly the ``openstack`` client's; json and yaml print the
-records (restricted to the chosen columns' keys), so that ``-f json`` stays the documented
-contract; the table is the project's own (a header rule, bars, no borders).
+key (``-c lower_bound``), case-insensitively. value and csv quote and separate exactly as the
+``openstack`` client's (cliff's) formatters do (a test compares them), without needing cliff
+in a plain install; json and yaml print the records (restricted to the chosen columns' keys),
+so that ``-f json`` stays the documented contract; the table is the project's own (a header
+rule, bars, no borders).
 """
 
 from __future__ import annotations
 
-import argparse
+import csv
 import io
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -114,7 +115,11 @@ def ordered(records: Sequence[Mapping[str, Any]], columns: Sequence[Column],
     result = list(records)
     for name in reversed(out.sort):
         column = find(columns, name)
-        result.sort(key=lambda r, c=column: _sort_key(c.value(r)), reverse=out.descending)
+
+        def key(record: Mapping[str, Any], c: Column = column) -> tuple[Any, ...]:
+            return _sort_key(c.value(record))
+
+        result.sort(key=key, reverse=out.descending)
     return result
 
 
@@ -128,8 +133,8 @@ def listing(records: Sequence[Mapping[str, Any]], columns: Sequence[Column],
         docs = [{k: r.get(k) for k in keys} if keys else dict(r) for r in rows]
         return _machine(docs, out.fmt)
     if out.fmt in ("value", "csv"):
-        return _cliff(out.fmt, [c.header for c in shown],
-                      [[c.value(r) for c in shown] for r in rows], many=True)
+        return _delimited(out.fmt, [c.header for c in shown],
+                          [[c.value(r) for c in shown] for r in rows], many=True)
     return fitted(shown, [[c.shown(r) for c in shown] for r in rows], out.width, rows)
 
 
@@ -145,8 +150,8 @@ def show(record: Mapping[str, Any], fields: Sequence[Column], out: Output,
     if out.fmt == "table":
         return fit_table(["FIELD", "VALUE"], [[c.header, c.shown(record)] for c in picked],
                          "ll", out.width, wraps={1: 20})
-    return _cliff(out.fmt, [c.header for c in picked], [c.value(record) for c in picked],
-                  many=False)
+    return _delimited(out.fmt, [c.header for c in picked],
+                      [c.value(record) for c in picked], many=False)
 
 
 def _machine(doc: Any, fmt: str) -> str:
@@ -158,22 +163,23 @@ def _machine(doc: Any, fmt: str) -> str:
                           default_flow_style=False).rstrip("\n")
 
 
-def _cliff(fmt: str, headers: list[str], data: Any, *, many: bool) -> str:
-    """value and csv through cliff's formatters (the openstack client's own)."""
-    from cliff.formatters.commaseparated import CSVLister
-    from cliff.formatters.value import ValueFormatter
-
-    stream = io.StringIO()
-    args = argparse.Namespace(quote_mode="nonnumeric")
+def _delimited(fmt: str, headers: list[str], data: Any, *, many: bool) -> str:
+    """value and csv as the openstack client prints them (cliff's ValueFormatter and
+    CSVLister with their defaults): value is the values joined by spaces, a row a line (a
+    show: a value a line); csv is a heading row, then every row, non-numbers quoted."""
+    rows = data if many else [data]
     if fmt == "csv":
-        rows = [data] if not many else data
-        CSVLister().emit_list(headers, [[_plain(v) for v in row] for row in rows], stream, args)
+        stream = io.StringIO()
+        writer = csv.writer(stream, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n",
+                            escapechar="\\")
+        writer.writerow(headers)
+        writer.writerows([_plain(v) for v in row] for row in rows)
+        text = stream.getvalue()
     elif many:
-        ValueFormatter().emit_list(headers, [[_plain(v) for v in row] for row in data],
-                                   stream, args)
+        text = "".join(" ".join(str(_plain(v)) for v in row) + "\n" for row in rows)
     else:
-        ValueFormatter().emit_one(headers, [_plain(v) for v in data], stream, args)
-    return stream.getvalue().replace("\r\n", "\n").rstrip("\n")
+        text = "".join(f"{_plain(v)}\n" for v in data)
+    return text.replace("\r\n", "\n").rstrip("\n")
 
 
 def _plain(value: object) -> object:

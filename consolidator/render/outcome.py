@@ -12,15 +12,23 @@ from consolidator.render import table
 class Outcome(Protocol):
     """What the executor's Outcome offers (the render layer imports no adapter)."""
 
-    migrated: Sequence[object]
-    failed: Mapping[str, str]
-    skipped: Mapping[str, str]
-    powered_off: Sequence[str]
-    powered_on: Sequence[str]
-    left_on: Mapping[str, str]
-    #: Hosts whose power-off did not end cleanly and whose BMC does not read on.
-    not_on: Mapping[str, str]
-    interrupted: bool
+    @property
+    def migrated(self) -> Sequence[object]: ...
+    @property
+    def failed(self) -> Mapping[str, str]: ...
+    @property
+    def skipped(self) -> Mapping[str, str]: ...
+    @property
+    def powered_off(self) -> Sequence[str]: ...
+    @property
+    def powered_on(self) -> Sequence[str]: ...
+    @property
+    def left_on(self) -> Mapping[str, str]: ...
+    @property
+    def not_on(self) -> Mapping[str, str]:
+        """Hosts whose power-off did not end cleanly and whose BMC does not read on."""
+    @property
+    def interrupted(self) -> bool: ...
 
     @property
     def ok(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from consolidator.core.report import Cycle, HostsPoint, Report, hourly, to_json
 from consolidator.core.wording import duration, plural
@@ -56,7 +57,7 @@ def _hosts_table(rows: list[HostsPoint], width: int) -> str:
     return text
 
 
-def _cycles_table(cycles: list[Cycle], width: int) -> str:
+def _cycles_table(cycles: Sequence[Cycle], width: int) -> str:
     """The plans of the period; where its nine columns do not fit `width`, migrations (done
     of planned, failed) and power (off of planned, on) take one column each."""
     fmt = "%Y-%m-%d %H:%M"

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from consolidator.core.errors import ModelError, ScenarioError
+from consolidator.core.errors import MissingScenarioFile, ModelError, ScenarioError
 from consolidator.core.model import Cluster, Host, Instance, ServerGroup, stable_uuid
 from consolidator.scenario import cache as scenario_cache
 from consolidator.scenario import yaml_loader
@@ -55,7 +55,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such file") from None
+        raise MissingScenarioFile(f"{path}: no such file") from None
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"{path}: not UTF-8 text (byte {exc.start}): expected YAML or "
                             f"JSON") from None

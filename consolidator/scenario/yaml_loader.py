@@ -20,6 +20,7 @@ validation that walks the document.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -37,6 +38,7 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
+CParser: type[Any] | None
 try:
     from yaml._yaml import CParser
 except ImportError:  # PyYAML built without libyaml
@@ -129,7 +131,10 @@ def _events(text: str) -> Any:
 def build(text: str) -> Any:
     """Build the document from libyaml's events; raise _Unsupported for what is not handled."""
     scalar = _ScalarResolver()
-    get_event = CParser(text).get_event
+    assert CParser is not None, "build() runs only with libyaml"
+    # Any: the loop compares exact event classes (faster than isinstance), which mypy does
+    # not narrow on
+    get_event: Callable[[], Any] = CParser(text).get_event
     get_event()  # StreamStartEvent
     event = get_event()
     if type(event) is StreamEndEvent:

@@ -69,11 +69,22 @@ def make_engine(url: str | None, *, create: bool = True) -> Engine:
         kwargs["pool_pre_ping"] = True
     try:
         engine = create_engine(url, **kwargs)
-    except (ArgumentError, ImportError, ValueError) as exc:
+    except ImportError as exc:
+        raise StoreError(_missing_driver(url, exc)) from None
+    except (ArgumentError, ValueError) as exc:
         raise StoreError(f"invalid database URL {redact(url)!r}: {exc}") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def _missing_driver(url: str, exc: ImportError) -> str:
+    """The one line for a database URL whose driver is not installed."""
+    if url.split("://", 1)[0] == "postgresql+psycopg":
+        return (f"database {redact(url)}: PostgreSQL needs the psycopg driver, which a plain "
+                f"install leaves out: pip install 'consolidator[postgresql]'")
+    return (f"database {redact(url)}: its driver is not installed "
+            f"({exc.name or exc}): install it, or fix --db-url / [database] url")
 
 
 def _sqlite_pragmas(dbapi_conn: object, _record: object) -> None:

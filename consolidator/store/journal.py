@@ -13,9 +13,18 @@ from datetime import datetime, timezone
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, case, func, select, update
+from sqlalchemy import Connection, Engine, case, func, select, update
 
-from consolidator.core.journal_entry import FAILED, RUNNING, SKIPPED, SUCCEEDED, Entry
+from consolidator.core.journal_entry import (
+    DURATION_BUCKETS,
+    FAILED,
+    RUNNING,
+    SKIPPED,
+    SUCCEEDED,
+    Entry,
+    bucket_label,
+)
+from consolidator.store import totals
 from consolidator.store.db import translate_errors
 from consolidator.store.tables import journal
 
@@ -45,7 +54,9 @@ def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, targe
             lease_generation=guard.generation if guard else None, operator=operator()))
         if guard is not None and check:
             guard.check(conn)   # raising rolls the insert back
-        return int(result.inserted_primary_key[0])
+        key = result.inserted_primary_key
+        assert key is not None, "an insert returns its primary key"
+        return int(key[0])
 
 
 @cache
@@ -71,10 +82,35 @@ def record(engine: Engine, *, cloud: str, plan_id: str | None, action: str, targ
 
 
 def finish(engine: Engine, entry_id: int, state: str, result: str) -> None:
-    """Record how an action ended."""
+    """Record how an action ended; a live migration's end is added to the metric totals
+    in the same transaction (once: only when its row leaves running)."""
+    now = datetime.now(timezone.utc)
     with translate_errors(engine), engine.begin() as conn:
+        before = conn.execute(select(journal.c.action, journal.c.state, journal.c.started_at)
+                              .where(journal.c.id == entry_id)).first()
         conn.execute(update(journal).where(journal.c.id == entry_id).values(
-            state=state, result=result[:4000], finished_at=datetime.now(timezone.utc)))
+            state=state, result=result[:4000], finished_at=now))
+        if before is not None and before.action == "migrate" and before.state == RUNNING:
+            _count_migration(conn, state, before.started_at, now)
+
+
+def _count_migration(conn: Connection, state: str, started: datetime | None,
+                     finished: datetime) -> None:
+    """journal_migrations_total{result}, and a succeeded one's duration in the histogram."""
+    if state not in (SUCCEEDED, FAILED):
+        return
+    totals.add_on(conn, "journal_migrations_total", {"result": state})
+    if state != SUCCEEDED or started is None:
+        return
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=timezone.utc)
+    seconds = max(0.0, (finished - started).total_seconds())
+    for bound in (*DURATION_BUCKETS, float("inf")):
+        if seconds <= bound:
+            totals.add_on(conn, "migration_duration_seconds_bucket",
+                          {"le": bucket_label(bound)})
+    totals.add_on(conn, "migration_duration_seconds_count", {})
+    totals.add_on(conn, "migration_duration_seconds_sum", {}, seconds)
 
 
 def entries(engine: Engine, *, plan_id: str | None = None, cloud: str | None = None,
@@ -96,6 +132,12 @@ def entries(engine: Engine, *, plan_id: str | None = None, cloud: str | None = N
         query = query.limit(limit)
     with translate_errors(engine), engine.connect() as conn:
         return [Entry(**row._mapping) for row in conn.execute(query)]
+
+
+def actions_seen(engine: Engine) -> set[str]:
+    """Every action the journal holds a row of."""
+    with translate_errors(engine), engine.connect() as conn:
+        return {row[0] for row in conn.execute(select(journal.c.action).distinct())}
 
 
 def last(engine: Engine, *, cloud: str, action: str, target: str) -> Entry | None:

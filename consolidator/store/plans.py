@@ -7,10 +7,11 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Connection, Engine, func, select, update
 
 from consolidator.core.errors import NotFoundError
 from consolidator.core.plan import Move, PlanDraft, StoredPlan, check_transition
+from consolidator.store import totals
 from consolidator.store.db import resolve_id, translate_errors
 from consolidator.store.tables import plan_migrations, plan_power_actions, plans
 
@@ -122,20 +123,33 @@ def count_by_status(engine: Engine, cloud: str | None = None) -> dict[str, int]:
         return {status: int(n) for status, n in conn.execute(query)}
 
 
+def count_run(conn: Connection, algorithm: str, current: str, status: str) -> None:
+    """Add a run's start or end to the metric totals, in the transaction that records it:
+    runs_started_total{kind} when a plan starts running, runs_total{kind,result} when it
+    leaves running."""
+    kind = "rollback" if algorithm == "rollback" else "plan"
+    if status == "running" and current != "running":
+        totals.add_on(conn, "runs_started_total", {"kind": kind})
+    elif current == "running" and status != "running":
+        totals.add_on(conn, "runs_total", {"kind": kind, "result": status})
+
+
 def set_status(engine: Engine, plan_id: str, status: str, reason: str | None = None, *,
                supersede: bool = True) -> str:
     """Move a plan to a new state if its current state allows it; return the old state.
     Approving a plan supersedes (unless told not to) the other proposed plans of its
     cloud."""
     with translate_errors(engine), engine.begin() as conn:
-        current = conn.execute(select(plans.c.status).where(plans.c.id == plan_id)
-                               .with_for_update()).scalar_one_or_none()
-        if current is None:
+        row = conn.execute(select(plans.c.status, plans.c.algorithm)
+                           .where(plans.c.id == plan_id).with_for_update()).first()
+        if row is None:
             raise NotFoundError(f"plan {plan_id!r} does not exist")
+        current, algorithm = str(row.status), str(row.algorithm)
         check_transition(plan_id, current, status)
         now = datetime.now(timezone.utc)
         conn.execute(update(plans).where(plans.c.id == plan_id, plans.c.status == current)
                      .values(status=status, reason=reason, updated_at=now))
+        count_run(conn, algorithm, current, status)
         if status == "approved" and supersede:    # chosen: the other candidates are done
             cloud = conn.execute(select(plans.c.cloud).where(plans.c.id == plan_id)).scalar()
             conn.execute(update(plans).where(plans.c.cloud == cloud, plans.c.id != plan_id,

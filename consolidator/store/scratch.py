@@ -8,8 +8,9 @@ import weakref
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import ColumnElement, Connection, Engine, Table, select
 
 from consolidator.store.db import make_engine, translate_errors, upgrade
 from consolidator.store.tables import (
@@ -40,7 +41,7 @@ def scratch_copy(engine: Engine, *, cloud: str, plan_ids: Iterable[str] = (),
         plan_rows = [dict(r._mapping) for r in source.execute(
             select(plans).where(plans.c.id.in_(plan_ids)))]
         snapshot_ids |= {r["snapshot_id"] for r in plan_rows}
-        copied: list[tuple[object, list[dict]]] = [
+        copied: list[tuple[Table, list[dict[str, Any]]]] = [
             (snapshots, _rows(source, snapshots, snapshots.c.id.in_(snapshot_ids)))]
         copied += [(t, _rows(source, t, t.c.snapshot_id.in_(snapshot_ids)))
                    for t in (snapshot_hosts, snapshot_instances, snapshot_server_groups)]
@@ -55,7 +56,7 @@ def scratch_copy(engine: Engine, *, cloud: str, plan_ids: Iterable[str] = (),
     with scratch.begin() as target:
         for table, rows in copied:
             if rows:
-                target.execute(table.insert(), rows)   # type: ignore[attr-defined]
+                target.execute(table.insert(), rows)
     return scratch
 
 
@@ -73,6 +74,5 @@ def _recent(engine: Engine, cloud: str, since: datetime) -> set[str]:
     return ids
 
 
-def _rows(conn: object, table: object, where: object) -> list[dict]:
-    return [dict(r._mapping) for r in conn.execute(  # type: ignore[attr-defined]
-        select(table).where(where))]  # type: ignore[arg-type]
+def _rows(conn: Connection, table: Table, where: ColumnElement[bool]) -> list[dict[str, Any]]:
+    return [dict(r._mapping) for r in conn.execute(select(table).where(where))]

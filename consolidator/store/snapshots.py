@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
 from sqlalchemy import Engine, Table, func, select
@@ -61,19 +61,19 @@ def save_snapshot(engine: Engine, cluster: Cluster, *, cloud: str, source: str,
                   readings: tuple[Reading, ...] = (), endpoint: str | None = None
                   ) -> Snapshot:
     """Store a cluster as a new snapshot in one transaction; return it as stored."""
-    header = {"id": str(uuid.uuid4()), "cloud": cloud, "endpoint": endpoint,
-              "taken_at": taken_at or datetime.now(timezone.utc), "source": source,
-              "capacity_source": capacity_source, "host_count": len(cluster.hosts),
-              "instance_count": len(cluster.instances)}
+    info = SnapshotInfo(id=str(uuid.uuid4()), cloud=cloud, endpoint=endpoint,
+                        taken_at=taken_at or datetime.now(timezone.utc), source=source,
+                        capacity_source=capacity_source, host_count=len(cluster.hosts),
+                        instance_count=len(cluster.instances))
     with translate_errors(engine), engine.begin() as conn:
-        conn.execute(snapshots.insert(), header)
-        for table, rows in snapshot_rows(header["id"], cluster):
+        conn.execute(snapshots.insert(), asdict(info))
+        for table, rows in snapshot_rows(info.id, cluster):
             insert_many(conn, table, rows)
         if readings:
             conn.execute(snapshot_power.insert(), [
-                {"snapshot_id": header["id"], "host": r.host, "watts": r.watts,
+                {"snapshot_id": info.id, "host": r.host, "watts": r.watts,
                  "load": r.load, "source": r.source} for r in readings])
-    return Snapshot(info=SnapshotInfo(**header), cluster=cluster, readings=tuple(readings))
+    return Snapshot(info=info, cluster=cluster, readings=tuple(readings))
 
 
 def snapshot_rows(snapshot_id: str, cluster: Cluster) -> list[tuple[Table, list[dict]]]:

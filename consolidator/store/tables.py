@@ -19,7 +19,7 @@ from sqlalchemy import (
 )
 
 
-class UTCDateTime(TypeDecorator):
+class UTCDateTime(TypeDecorator[datetime]):
     """A timestamp stored as UTC and always read back timezone-aware."""
 
     impl = DateTime(timezone=True)
@@ -63,11 +63,15 @@ snapshots = Table(
     Column("endpoint", String(1024)),
 )
 
-_CASCADE = {"ondelete": "CASCADE"}
+
+def _cascade(target: str) -> ForeignKey:
+    """A foreign key whose rows go with the row they name."""
+    return ForeignKey(target, ondelete="CASCADE")
+
 
 snapshot_hosts = Table(
     "snapshot_hosts", metadata,
-    Column("snapshot_id", ID, ForeignKey("snapshots.id", **_CASCADE), primary_key=True),
+    Column("snapshot_id", ID, _cascade("snapshots.id"), primary_key=True),
     Column("name", String(255), primary_key=True),
     Column("position", Integer, nullable=False),
     Column("host_id", String(255), nullable=False),
@@ -95,7 +99,7 @@ snapshot_hosts = Table(
 
 snapshot_instances = Table(
     "snapshot_instances", metadata,
-    Column("snapshot_id", ID, ForeignKey("snapshots.id", **_CASCADE), primary_key=True),
+    Column("snapshot_id", ID, _cascade("snapshots.id"), primary_key=True),
     Column("instance_id", String(255), primary_key=True),
     Column("position", Integer, nullable=False),
     Column("name", String(255), nullable=False),
@@ -114,7 +118,7 @@ snapshot_instances = Table(
 
 snapshot_server_groups = Table(
     "snapshot_server_groups", metadata,
-    Column("snapshot_id", ID, ForeignKey("snapshots.id", **_CASCADE), primary_key=True),
+    Column("snapshot_id", ID, _cascade("snapshots.id"), primary_key=True),
     Column("group_id", String(255), primary_key=True),
     Column("position", Integer, nullable=False),
     Column("name", String(255), nullable=False),
@@ -124,7 +128,7 @@ snapshot_server_groups = Table(
 
 snapshot_power = Table(
     "snapshot_power", metadata,
-    Column("snapshot_id", ID, ForeignKey("snapshots.id", **_CASCADE), primary_key=True),
+    Column("snapshot_id", ID, _cascade("snapshots.id"), primary_key=True),
     Column("host", String(255), primary_key=True),
     Column("watts", Float, nullable=False),
     Column("load", Float, nullable=False),
@@ -152,7 +156,7 @@ plans = Table(
 
 plan_migrations = Table(
     "plan_migrations", metadata,
-    Column("plan_id", ID, ForeignKey("plans.id", **_CASCADE), primary_key=True),
+    Column("plan_id", ID, _cascade("plans.id"), primary_key=True),
     Column("instance_id", String(255), primary_key=True),
     Column("position", Integer, nullable=False),
     Column("instance_name", String(255), nullable=False),
@@ -163,7 +167,7 @@ plan_migrations = Table(
 
 plan_power_actions = Table(
     "plan_power_actions", metadata,
-    Column("plan_id", ID, ForeignKey("plans.id", **_CASCADE), primary_key=True),
+    Column("plan_id", ID, _cascade("plans.id"), primary_key=True),
     Column("host", String(255), primary_key=True),
     Column("action", String(16), primary_key=True),
     Column("position", Integer, nullable=False),
@@ -221,4 +225,12 @@ host_state_changes = Table(
     Column("actor", String(32), nullable=False),
     Column("why", Text),
     Column("operator", String(255)),
+)
+
+metric_totals = Table(
+    "metric_totals", metadata,
+    Column("name", String(64), primary_key=True),      # the series, without consolidator_
+    Column("labels", String(255), primary_key=True),   # 'k=v,k=v', sorted ('' for none)
+    Column("value", Float, nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
 )

@@ -2,7 +2,7 @@
 --prometheus URL --start T --end T').
 
 The recorded usage (``consolidator:instance_cpu_usage:vcpus``, vCPUs in use per instance, see
-etc/consolidator/prometheus/recording-rules.yml) is read with a range query at the replay's
+consolidator/deploy/prometheus/recording-rules.yml) is read with a range query at the replay's
 step; each instance's size from the libvirt exporter's ``libvirt_domain_info_virtual_cpus``
 and ``libvirt_domain_info_maximum_memory_bytes`` (the largest over the range). A vCPU counts
 ``mips_per_vcpu`` MIPS, so the trace runs on any host model; utilisation is usage over vCPUs,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,7 +155,7 @@ def pool(samples: Iterable[Mapping[str, float]]) -> dict[str, float] | None:
     return {"cpu_mean": mean, "cpu_std": math.sqrt(max(second - mean ** 2, 0.0))}
 
 
-def pooled_cluster(cluster: Cluster, history: Mapping[str, list[Mapping[str, float]]]
+def pooled_cluster(cluster: Cluster, history: Mapping[str, Sequence[Mapping[str, float]]]
                    ) -> Cluster:
     """The cluster with each instance's usage pooled over its history (its own first)."""
     pooled: dict[str, dict[str, float]] = {}

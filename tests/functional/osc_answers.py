@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import yaml
 
@@ -125,6 +127,98 @@ def answers(osc: Client) -> dict[str, Any]:
     out["GET /os-simple-tenant-usage (servers)"] = sorted(
         (s["name"], s["vcpus"], s["memory_mb"], s["local_gb"], s["state"], s["flavor"])
         for t in usage for s in t["server_usages"])
+    out.update(totals_answers(osc))
+    out.update(server_filter_answers(osc))
+    return out
+
+
+#: The hypervisor statistics both backends derive from the scenario (not the used ones).
+STATISTICS_KEYS = ("count", "vcpus", "memory_mb", "local_gb")
+
+
+def totals_answers(osc: Client) -> dict[str, Any]:
+    """Hypervisor statistics, the hosts API, quota sets, and the control services' heartbeat
+    (issue 34): what real Nova has below the microversions that removed them."""
+    out: dict[str, Any] = {}
+    stats = osc("hypervisor", "stats", "show")
+    out["hypervisor stats show"] = {k: stats[k] for k in STATISTICS_KEYS}
+    conn = osc.served.connect()
+
+    def status(path: str, version: str) -> int:
+        return int(conn.compute.get(path, microversion=version).status_code)
+
+    for version in ("2.87", "2.88"):
+        out[f"GET /os-hypervisors/statistics ({version})"] = status(
+            "/os-hypervisors/statistics", version)
+    for version in ("2.42", "2.43"):
+        out[f"GET /os-hosts ({version})"] = status("/os-hosts", version)
+    # The control services' host is the deployment's own name: compare their topics.
+    hosts = conn.compute.get("/os-hosts", microversion="2.1").json()["hosts"]
+    out["GET /os-hosts"] = sorted(
+        (h["host_name"] if h["service"] == "compute" else "CONTROLLER", h["service"], h["zone"])
+        for h in hosts)
+    shown = conn.compute.get("/os-hosts/c1", microversion="2.1").json()["host"]
+    # (used_now) is the resource tracker's (see HYPERVISOR_USED), projects are ids.
+    out["GET /os-hosts/c1"] = [
+        (r["resource"]["project"] if r["resource"]["project"].startswith("(") else
+         "PROJECT", r["resource"]["cpu"], r["resource"]["disk_gb"])
+        for r in shown if r["resource"]["project"] != "(used_now)"]
+    out["GET /os-hosts/controller"] = status("/os-hosts/controller", "2.1")
+    project = next(iter(conn.compute.servers(all_projects=True))).project_id
+    for version in ("2.1", "2.36", "2.57"):
+        quotas = conn.compute.get(f"/os-quota-sets/{project}",
+                                  microversion=version).json()["quota_set"]
+        out[f"GET /os-quota-sets/PROJECT ({version})"] = {
+            k: v for k, v in quotas.items() if k != "id"}
+    out["GET /os-quota-sets/PROJECT/defaults (2.57)"] = {
+        k: v for k, v in conn.compute.get(f"/os-quota-sets/{project}/defaults",
+                                          microversion="2.57").json()["quota_set"].items()
+        if k != "id"}
+    out["GET /os-quota-sets/PROJECT/detail (2.57)"] = {
+        k: v for k, v in conn.compute.get(f"/os-quota-sets/{project}/detail",
+                                          microversion="2.57").json()["quota_set"].items()
+        if k != "id"}
+    migrated = conn.compute.get("/os-migrations").json()["migrations"][0]["created_at"]
+    services = conn.compute.get("/os-services").json()["services"]
+    out["os-services: control services updated since b0's migration"] = sorted(
+        (s["binary"], s["updated_at"] >= migrated) for s in services
+        if s["binary"] != "nova-compute")
+    return out
+
+
+def server_filter_answers(osc: Client) -> dict[str, Any]:
+    """GET /servers/detail with a name or node as a regular expression, and changes-since
+    and changes-before around b0's migration (the only server updated since its boot)."""
+    conn = osc.served.connect()
+
+    def names(query: str, version: str = "2.66") -> list[str] | int:
+        resp = conn.compute.get(f"/servers/detail?all_tenants=1&{query}",
+                                microversion=version)
+        if resp.status_code != 200:
+            return int(resp.status_code)
+        return sorted(s["name"] for s in resp.json()["servers"])
+
+    out: dict[str, Any] = {}
+    for pattern in ("^a0$", "a", "0$", "^A0$", "a[12]", "["):
+        out[f"servers name={pattern}"] = names(urlencode({"name": pattern}))
+    out["servers node=^c[12]$"] = names(urlencode({"node": "^c[12]$"}))
+    b0 = next(s for s in conn.compute.get("/servers/detail?all_tenants=1").json()["servers"]
+              if s["name"] == "b0")
+    stamp = datetime.fromisoformat(b0["updated"].replace("Z", "+00:00"))
+    earlier = (stamp - timedelta(seconds=1)).isoformat()
+    out["servers changes-since=b0's update"] = names(
+        urlencode({"changes-since": stamp.isoformat()}))
+    # With changes-since or changes-before Nova lists deleted servers too: the real-Nova
+    # backend deletes the first try of a boot it retries, so a name may come twice there.
+    before = names(urlencode({"changes-before": earlier}))
+    out["servers changes-before=b0's update - 1 s"] = sorted(set(before)) \
+        if isinstance(before, list) else before
+    out["servers changes-before=b0's update - 1 s (2.65)"] = names(
+        urlencode({"changes-before": earlier}), "2.65")
+    out["servers changes-since after changes-before"] = names(
+        urlencode({"changes-since": stamp.isoformat(), "changes-before": earlier}))
+    out["servers changes-since=not-a-time"] = names(
+        urlencode({"changes-since": "not-a-time"}))
     return out
 
 

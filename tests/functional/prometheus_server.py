@@ -13,11 +13,11 @@ from typing import Any
 import requests
 import yaml
 
+from consolidator.app.shipped import DEPLOY
 from consolidator.emulators.fake.cloud import FakeCloud
 from consolidator.emulators.fake.libvirt_exporter import scrape_configs
 
-RULES = Path(__file__).resolve().parents[2] / "etc" / "consolidator" / "prometheus" / \
-    "recording-rules.yml"
+RULES = DEPLOY / "prometheus" / "recording-rules.yml"
 BINARY = shutil.which("prometheus") or "/usr/bin/prometheus"
 
 

@@ -48,7 +48,7 @@ def test_cancelling_twice_says_it_was_already_cancelled(db_url: str,
     again = run("plan", "cancel", plan[:8], db_url=db_url)
     assert again.code == 0 and again.out.strip() == f"plan {plan} was already cancelled"
     approve = run("plan", "approve", plan, db_url=db_url)
-    assert approve.code == 1 and "it cannot become approved" in approve.err
+    assert approve.code == 2 and "it cannot become approved" in approve.err
 
 
 def test_the_fake_server_says_nothing_when_a_client_hangs_up(

@@ -79,7 +79,7 @@ def test_bad_scenarios_get_one_line(sqlite_url: str, tmp_path: Path, content: st
     if content is not None:
         path.write_text(content)
     result = run("snapshot", "--scenario", str(path), db_url=sqlite_url)
-    assert result.code == 1
+    assert result.code == (2 if content is None else 1)   # a missing file: a usage error
     lines = result.err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and str(path) in lines[0]
     assert "Traceback" not in result.err
@@ -88,7 +88,7 @@ def test_bad_scenarios_get_one_line(sqlite_url: str, tmp_path: Path, content: st
 
 def test_unknown_snapshot_and_usage_errors(sqlite_url: str, tmp_path: Path) -> None:
     missing = run("snapshots", "show", "0000dead", db_url=sqlite_url)
-    assert missing.code == 1
+    assert missing.code == 2
     assert missing.err.strip() == ("consolidator: error: snapshot '0000dead' does not exist "
                                    "(see 'consolidator snapshots list')")
     usage = run("snapshots", "show", db_url=sqlite_url)

@@ -253,6 +253,8 @@ def test_cycle_metrics(bed: tuple, tmp_path: Path) -> None:
     assert 'consolidator_hosts{state="active"} 2.0' in text
     assert 'consolidator_migrations_total{result="succeeded"}' in text
     assert 'consolidator_plans{status="succeeded"} 1.0' in text
+    assert "consolidator_leader 1.0" in text
+    assert "consolidator_hosts_off_holding_work 0.0" in text
     # the same watts the cycle's plan estimated from the BMC readings, not 3 x 270 W assumed
     plan = load_plan(engine, result.plan_id)
     assert plan.snapshot_id == result.snapshot_id   # planned from the cycle's own snapshot
@@ -286,9 +288,10 @@ def test_a_restarted_daemon_exports_the_last_snapshot_before_its_first_cycle(
                  if line.startswith("consolidator_watts_saved "))
     assert saved > 0
     # and the runs the database holds, whoever ran them
-    assert 'consolidator_runs_total{kind="plan",status="succeeded"} 1.0' in text
+    assert 'consolidator_runs_total{kind="plan",result="succeeded"} 1.0' in text
     assert 'consolidator_journal_migrations_total{result="succeeded"} 6.0' in text
     assert 'consolidator_migration_duration_seconds_count 6.0' in text
+    assert "consolidator_last_cycle_timestamp_seconds " in text    # the pair agrees on it
 
 
 def test_daemon_snapshots_carry_the_usage_statistics(tmp_path: Path) -> None:

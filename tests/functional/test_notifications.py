@@ -71,6 +71,7 @@ def receiver(fail: int = 0) -> Iterator[tuple[Receiver, str]]:
 def with_webhook(op: Operator, url: str, attempts: int = 4) -> Operator:
     op.config.write_text(op.config.read_text() + f"[notify]\nwebhook_url = {url}\n"
                          f"secret = {SECRET}\nbackoff = 0.05\nattempts = {attempts}\n")
+    op.config.chmod(0o600)                   # it holds a secret: refused if others may read it
     return op
 
 

@@ -79,7 +79,7 @@ def test_plan_command_review_approve_cancel(tmp_path: Path, bundled_scenario: Pa
                           db_url=db_url).out)["status"] == "superseded"
     assert run("plan", "cancel", again["id"], db_url=db_url).code == 0
     refused = run("plan", "approve", again["id"], db_url=db_url)
-    assert refused.code == 1 and "was cancelled: it cannot become approved" in refused.err
+    assert refused.code == 2 and "was cancelled: it cannot become approved" in refused.err
     assert len(refused.err.strip().splitlines()) == 1
 
 
@@ -92,6 +92,6 @@ def test_plan_usage_errors(tmp_path: Path, bundled_scenario: Path) -> None:
     bad_rank = run("plan", "-r", "nope", "--scenario", str(bundled_scenario), db_url=db_url)
     assert bad_rank.code == 2 and "choose one of" in bad_rank.err and "xbalance" in bad_rank.err
     missing = run("plan", "show", "feedbeef", db_url=db_url)
-    assert missing.code == 1 and "plan 'feedbeef' does not exist" in missing.err
+    assert missing.code == 2 and "plan 'feedbeef' does not exist" in missing.err
     listing = run("algorithms")
     assert listing.code == 0 and "004" in listing.out and "RANKING" in listing.out

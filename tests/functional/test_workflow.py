@@ -27,7 +27,7 @@ def test_a_running_plan_cannot_be_cancelled(tmp_path: Path) -> None:
     set_status(engine, plan["id"], "approved")
     set_status(engine, plan["id"], "running")
     cancelled = run("plan", "cancel", plan["id"], db_url=db_url)
-    assert cancelled.code == 1
+    assert cancelled.code == 2          # the plan's state does not allow it: a usage error
     assert "is running: it cannot become cancelled" in cancelled.err
     assert f"apply --resume {plan['id']}" in cancelled.err
 

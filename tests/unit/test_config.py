@@ -54,7 +54,7 @@ def test_reference_matches_the_schema() -> None:
 
 def test_sample_config_is_valid_and_lists_every_option() -> None:
     from consolidator.app.config import OPTIONS
-    sample = ROOT / "etc" / "consolidator" / "consolidator.conf.sample"
+    sample = ROOT / "consolidator" / "deploy" / "consolidator.conf.sample"
     config = load_config(sample, required=True)
     for option in OPTIONS:
         assert (option.section, option.name) in config.values, option

@@ -35,6 +35,55 @@ def test_value_and_csv_print_the_chosen_columns_as_the_openstack_client_does() -
                                 '"a1","alpha, the first","5 -> 11"']
 
 
+AWKWARD = [
+    {"id": "q1", "name": 'say "hi", then \\ go', "lower_bound": 0, "before": 1.5, "after": True,
+     "reason": "two\nlines", "source": None},
+    {"id": "q2", "name": "", "lower_bound": -3, "before": 10**12, "after": False,
+     "reason": "tab\there", "source": ["a", "b"]},
+]
+PLAIN = (Column("ID", ("id",)), Column("NAME", ("name",)), Column("LOWER BOUND", ("lower_bound",)),
+         Column("BEFORE", ("before",)), Column("AFTER", ("after",)), Column("REASON", ("reason",)),
+         Column("SOURCE", ("source",)))
+
+
+def _cliff_listing(fmt: str, records: list[dict], *, many: bool = True) -> str:
+    """What the openstack client's own formatters (cliff's) print for the same values."""
+    import argparse
+    import io
+
+    from cliff.formatters.commaseparated import CSVLister
+    from cliff.formatters.value import ValueFormatter
+
+    def plain(value: object) -> object:
+        return "" if value is None else json.dumps(value) if isinstance(value, list) else value
+
+    headers = [c.header for c in PLAIN]
+    rows = [[plain(r[c.keys[0]]) for c in PLAIN] for r in records]
+    stream, args = io.StringIO(), argparse.Namespace(quote_mode="nonnumeric")
+    if fmt == "csv":
+        CSVLister().emit_list(headers, rows, stream, args)
+    elif many:
+        ValueFormatter().emit_list(headers, rows, stream, args)
+    else:
+        ValueFormatter().emit_one(headers, rows[0], stream, args)
+    return stream.getvalue().replace("\r\n", "\n").rstrip("\n")
+
+
+@pytest.mark.parametrize("fmt", ["value", "csv"])
+def test_value_and_csv_are_byte_for_byte_cliffs(fmt: str) -> None:
+    """render/listing.py imported cliff for these two, which a plain 'pip install .' lacks
+    (issue 34): its own writer must print exactly what cliff prints, quotes, backslashes,
+    newlines, numbers and booleans included."""
+    assert listing(AWKWARD, PLAIN, Output(fmt=fmt)) == _cliff_listing(fmt, AWKWARD)
+    assert listing([], PLAIN, Output(fmt=fmt)) == _cliff_listing(fmt, [])
+
+
+def test_a_show_in_value_format_is_cliffs_one_value_a_line() -> None:
+    shown = show(AWKWARD[0], PLAIN, Output(fmt="value", columns=tuple(c.header for c in PLAIN)),
+                 lambda: "")
+    assert shown == _cliff_listing("value", AWKWARD[:1], many=False)
+
+
 def test_json_and_yaml_keep_the_records_keys_and_restrict_them_with_c() -> None:
     assert json.loads(listing(RECORDS, COLUMNS, Output(fmt="json"))) == RECORDS
     assert yaml.safe_load(listing(RECORDS, COLUMNS, Output(fmt="yaml", columns=("hosts",)))) \

@@ -29,16 +29,16 @@ def test_a_fresh_registry_shows_every_series_at_zero() -> None:
 def test_observed_cycles_set_gauges_and_add_to_counters() -> None:
     metrics = Metrics()
     metrics.observe_cycle(12.5, hosts_active=5, hosts_spare=2, hosts_off=4, watts_saved=1080.0,
-                          migrations_ok=7, migrations_failed=1, at=1_700_000_000.0)
+                          migrations_ok=7, migrations_failed=1, off_holding_work=1)
     metrics.observe_cycle(3.0, hosts_active=6, hosts_spare=1, hosts_off=4, watts_saved=1080.0,
-                          migrations_ok=2, migrations_failed=0, at=1_700_003_600.0)
+                          migrations_ok=2, migrations_failed=0)
     got = samples(metrics)
     assert got[("consolidator_hosts", (("state", "active"),))] == 6
     assert got[("consolidator_hosts", (("state", "spare"),))] == 1
     assert got[("consolidator_hosts", (("state", "powered_off"),))] == 4
     assert got[("consolidator_cycle_duration_seconds", ())] == 3.0
     assert got[("consolidator_watts_saved", ())] == 1080.0
-    assert got[("consolidator_last_cycle_timestamp_seconds", ())] == 1_700_003_600.0
+    assert got[("consolidator_hosts_off_holding_work", ())] == 0
     assert got[("consolidator_migrations_total", (("result", "succeeded"),))] == 9
     assert got[("consolidator_migrations_total", (("result", "failed"),))] == 1
 
@@ -98,27 +98,56 @@ def test_power_readings_are_exported_per_host_and_in_all() -> None:
     assert got[("consolidator_power_hosts_measured", ())] == 1
 
 
-def test_runs_migrations_and_their_durations_come_from_the_database_at_each_scrape() -> None:
-    """Metrics existed only for the daemon's own cycles: an apply from the CLI was not
-    counted, and migration durations had no histogram."""
+def test_stored_totals_and_runs_in_progress_come_from_the_database_at_each_scrape() -> None:
+    """Counters are totals the database keeps (every command adds to them); runs under way
+    are a gauge, so that no counter falls when a run ends."""
     from consolidator.telemetry.exporter import StoredStats
 
-    stats = [StoredStats(runs={("plan", "succeeded"): 2, ("rollback", "failed"): 1},
-                         migrations={"succeeded": 3, "failed": 1}, durations=[0.5, 4.0, 70.0])]
+    totals = {("runs_total", (("kind", "plan"), ("result", "succeeded"))): 2.0,
+              ("runs_total", (("kind", "rollback"), ("result", "failed"))): 1.0,
+              ("runs_started_total", (("kind", "plan"),)): 3.0,
+              ("journal_migrations_total", (("result", "failed"),)): 1.0,
+              ("migration_duration_seconds_bucket", (("le", "1.0"),)): 1.0,
+              ("migration_duration_seconds_bucket", (("le", "5.0"),)): 2.0,
+              ("migration_duration_seconds_bucket", (("le", "+Inf"),)): 3.0,
+              ("migration_duration_seconds_sum", ()): 74.5,
+              ("notifications_dropped_total", (("reason", "deadline"),)): 4.0,
+              ("leases_lost_total", (("lease", "daemon"),)): 1.0,
+              ("last_cycle_timestamp_seconds", ()): 1_700_003_600.0}
+    stats = [StoredStats(totals=totals, running={"plan": 1})]
     metrics = Metrics(stored=lambda: stats[-1])
     got = samples(metrics)
-    assert got[("consolidator_runs_total", (("kind", "plan"), ("status", "succeeded")))] == 2
-    assert got[("consolidator_runs_total", (("kind", "rollback"), ("status", "failed")))] == 1
-    assert got[("consolidator_runs_total", (("kind", "plan"), ("status", "failed")))] == 0
+    assert got[("consolidator_runs_total", (("kind", "plan"), ("result", "succeeded")))] == 2
+    assert got[("consolidator_runs_total", (("kind", "rollback"), ("result", "failed")))] == 1
+    assert got[("consolidator_runs_total", (("kind", "plan"), ("result", "failed")))] == 0
+    assert got[("consolidator_runs_started_total", (("kind", "plan"),))] == 3
+    assert got[("consolidator_runs_in_progress", (("kind", "plan"),))] == 1
+    assert got[("consolidator_runs_in_progress", (("kind", "rollback"),))] == 0
     assert got[("consolidator_journal_migrations_total", (("result", "failed"),))] == 1
+    assert got[("consolidator_journal_migrations_total", (("result", "succeeded"),))] == 0
     histogram = "consolidator_migration_duration_seconds"
     assert got[(f"{histogram}_bucket", (("le", "1.0"),))] == 1
     assert got[(f"{histogram}_bucket", (("le", "5.0"),))] == 2
     assert got[(f"{histogram}_bucket", (("le", "+Inf"),))] == 3
     assert got[(f"{histogram}_count", ())] == 3 and got[(f"{histogram}_sum", ())] == 74.5
-    stats.append(StoredStats(runs={("plan", "succeeded"): 3}, migrations={}, durations=[]))
-    assert samples(metrics)[("consolidator_runs_total",
-                             (("kind", "plan"), ("status", "succeeded")))] == 3
+    assert got[("consolidator_notifications_dropped_total", (("reason", "deadline"),))] == 4
+    assert got[("consolidator_notifications_dropped_total", (("reason", "queue_full"),))] == 0
+    assert got[("consolidator_leases_lost_total", (("lease", "daemon"),))] == 1
+    assert got[("consolidator_leases_lost_total", (("lease", "executor"),))] == 0
+    assert got[("consolidator_last_cycle_timestamp_seconds", ())] == 1_700_003_600.0
+    stats.append(StoredStats(totals={}, running={}))
+    assert ("consolidator_last_cycle_timestamp_seconds", ()) not in samples(metrics)
+
+
+def test_build_info_and_the_leader_gauge() -> None:
+    metrics = Metrics()
+    got = samples(metrics)
+    info = [labels for name, labels in got if name == "consolidator_build_info"]
+    assert len(info) == 1 and dict(info[0])["version"] and dict(info[0])["python"]
+    assert got[("consolidator_build_info", info[0])] == 1
+    assert got[("consolidator_leader", ())] == 0
+    metrics.set_leader(True)
+    assert samples(metrics)[("consolidator_leader", ())] == 1
 
 
 def test_hosts_and_watts_saved_can_be_set_from_what_the_database_holds() -> None:
@@ -139,7 +168,8 @@ def test_the_grafana_dashboard_reads_only_series_the_exporter_serves() -> None:
 
     board = json.loads((Path(__file__).resolve().parents[2] / "etc" / "grafana" /
                         "consolidator-dashboard.json").read_text())
-    metrics = Metrics(stored=lambda: StoredStats(runs={}, migrations={}, durations=[1.0]))
+    metrics = Metrics(stored=lambda: StoredStats(
+        totals={("last_cycle_timestamp_seconds", ()): 1.0}, running={}))
     served = {name for name, _ in samples(metrics)}
     used = {name for p in board["panels"] for t in p["targets"]
             for name in re.findall(r"consolidator_[a-z_]+", t["expr"])}

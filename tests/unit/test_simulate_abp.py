@@ -1,6 +1,6 @@
 """Reproduction of 000 section IV: the workload, and the qualitative outcome of tables II and VIII.
 
-Measured over 100 seeds (docs/reproductions.md), per 4-seed block: SPREAD rejects over
+Measured over 100 seeds (docs/reproductions.rst), per 4-seed block: SPREAD rejects over
 3x any other policy, ABP rejects no more than XBAL, and ABP's gamma_sys is the closest to
 gamma_dem, in every block. ABP against PACK is within noise (+0.03 +- 0.01 points over 100
 seeds), so the test only bounds their gap instead of asserting the paper's order.

@@ -109,7 +109,8 @@ class KeepSetSearch:
         spare = p.capacity[on].sum(axis=0) - p.demand.sum(axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(spare > EPS, p.capacity / np.maximum(spare, EPS), 0.0)
-        return share.max(axis=1)
+        result: np.ndarray = share.max(axis=1)
+        return result
 
     def affordable(self, order: np.ndarray) -> int:
         """How many hosts of the order, as a prefix, the budget pays for."""

@@ -67,7 +67,8 @@ def candidates(state: PackingState, zone: int) -> list[int]:
     rows = rows[p.emptiable[rows]]
     own = np.bincount(p.placement[state.host_of == p.placement], minlength=p.n_hosts)[rows]
     load = ((p.capacity[rows] - state.free[rows]) / np.maximum(p.capacity[rows], EPS)).max(axis=1)
-    return rows[np.lexsort((rows, load, own))].tolist()
+    result: list[int] = rows[np.lexsort((rows, load, own))].tolist()
+    return result
 
 
 def repack(state: PackingState, zone: int, host: int, scale: np.ndarray) -> bool:

@@ -1,11 +1,15 @@
 """-a exact: the fewest hosts CP-SAT finds within a time limit, and how far from the optimum.
 
 The model is exact_model.PlacementModel. The search is seeded with a heuristic's plan (hvp's
-METAHVPLIGHT run, or the plan the budget search chose, given as the ``seed_target`` option),
-so it never returns worse than the heuristic. Two phases share the time limit: the fewest
-hosts in use (most of the time), then the fewest migrations for that many hosts. The
+METAHVP run, the plan of ``-a hvp``, or the plan the budget search chose, given as the
+``seed_target`` option), and never returns worse than that seed. Two phases share the time
+limit: the fewest hosts in use (most of the time), then the fewest migrations for that many
+hosts. The
 packing's first note states the result as proven: "58 hosts in use, optimal" or "61 hosts in
-use, at most 3 above the optimum". The planner orders the waves as for any algorithm.
+use, at most 3 above the optimum". Whatever the time limit, the answer is the better of
+CP-SAT's and the seed (fewer hosts in use, then fewer migrations); when the seed wins, the
+note says so: "exact: hvp's METAHVP plan kept, ...; CP-SAT found no solution within the
+time limit". The planner orders the waves as for any algorithm.
 
 Options: ``time_limit`` (seconds, default 20), ``workers`` (default 2), and the budgets
 ``max_migrations``, ``max_moved_gib``, ``target_hosts`` (the budget search passes its own).
@@ -129,26 +133,52 @@ def solve(problem: Problem, budgets: Limits, seed: np.ndarray | None,
 
 
 def seed_plan(problem: Problem) -> np.ndarray:
-    """The heuristic's plan that seeds the search: hvp's METAHVPLIGHT run."""
+    """The heuristic's plan that seeds the search: hvp's METAHVP run (-a hvp's plan, so that
+    exact is never worse than it)."""
     from consolidator.core.algorithms.hvp import hvp
 
-    return hvp(replace(problem, options={"light": True}, ranking=None)).target
+    return hvp(replace(problem, options={}, ranking=None)).target
 
 
 def exact(problem: Problem) -> Packing:
-    """The placement CP-SAT finds within the time limit, seeded with a heuristic's plan."""
+    """The better of CP-SAT's placement within the time limit and the heuristic plan that
+    seeds it (fewer hosts in use, then fewer migrations), with a note saying which."""
     options = problem.options
-    seed = options.get("seed_target")
-    seed = np.asarray(seed, dtype=np.int64) if seed is not None else seed_plan(problem)
+    given = options.get("seed_target")
+    seed = np.asarray(given, dtype=np.int64) if given is not None else seed_plan(problem)
+    seed_name = "the budget search's plan" if given is not None else "hvp's METAHVP plan"
     budgets = budgets_of(options)
     result = solve(problem, budgets, seed,
                    float(options.get("time_limit", DEFAULT_TIME_LIMIT)),
                    int(options.get("workers", 2)))
-    if result is None:
+    seed_fits = fits(problem, seed, budgets)
+    if result is not None and (not seed_fits or _cost(problem, result.target, budgets) <=
+                               _cost(problem, seed, budgets)):
+        return _packing(problem, result.target, (f"exact (CP-SAT): {result.describe()}",),
+                        result.bound)
+    if not seed_fits:
         return Packing(target=problem.placement.copy(), emptied=(),
-                       notes=("exact (CP-SAT): no solution within the time limit; no move",))
+                       notes=("exact (CP-SAT): no solution within the time limit, and the "
+                              "seed plan exceeds the budget; no move",))
+    hosts, moves = busy_hosts(problem, seed), moved(problem, seed)
+    found = "no solution within the time limit" if result is None else \
+        f"its best within the time limit is worse ({result.describe()})"
+    return _packing(problem, seed, (
+        f"exact: {seed_name} kept, {plural(hosts, 'host')} in use and "
+        f"{plural(moves, 'migration')}; CP-SAT found {found}",),
+        None if result is None else result.bound)
+
+
+def _cost(problem: Problem, target: np.ndarray, budgets: Limits) -> tuple[int, int]:
+    """What ranks two placements: hosts in use (as few as the target allows counting as
+    the target), then migrations."""
+    return (max(busy_hosts(problem, target), budgets.target_hosts or 0),
+            moved(problem, target))
+
+
+def _packing(problem: Problem, target: np.ndarray, notes: tuple[str, ...],
+             bound: int | None) -> Packing:
     before = np.bincount(problem.placement, minlength=problem.n_hosts)
-    after = np.bincount(result.target, minlength=problem.n_hosts)
+    after = np.bincount(target, minlength=problem.n_hosts)
     emptied = tuple(int(h) for h in np.flatnonzero((before > 0) & (after == 0)))
-    return Packing(target=result.target, emptied=emptied,
-                   notes=(f"exact (CP-SAT): {result.describe()}",), proven_bound=result.bound)
+    return Packing(target=target, emptied=emptied, notes=notes, proven_bound=bound)

@@ -172,13 +172,13 @@ class PlacementModel:
             own[here].append(bs[here])
             own_count[here] += 1
             self.moved_memory_terms.append(int(round(float(memory[i]))) * (1 - bs[here]))
-        for rows in problem.anti_affinity:
-            members = [int(m) for m in rows.tolist() if int(m) in self.b]
-            if not members or len(rows) < 2:    # a pinned member counts as much as a moving one
+        for group in problem.anti_affinity:
+            members = [int(m) for m in group.tolist() if int(m) in self.b]
+            if not members or len(group) < 2:    # a pinned member counts as much as a moving one
                 continue
             for h in range(n_hosts):
                 on = [self.b[m][h] for m in members if h in self.b[m]]
-                fixed_members = sum(1 for m in rows.tolist()
+                fixed_members = sum(1 for m in group.tolist()
                                     if int(m) not in self.b and problem.placement[m] == h)
                 if len(on) + fixed_members > 1:
                     self.model.Add(sum(on) <= 1 - min(fixed_members, 1))
@@ -240,4 +240,5 @@ class PlacementModel:
                 target[i] = h
         for i, bs in self.b.items():
             target[i] = next(h for h, var in bs.items() if solver.Value(var))
-        return target
+        result: np.ndarray = target
+        return result

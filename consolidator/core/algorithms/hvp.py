@@ -49,7 +49,8 @@ from consolidator.core.algorithms.bounds import (
 )
 from consolidator.core.algorithms.chance import with_chance_column
 from consolidator.core.algorithms.drain import drain_more
-from consolidator.core.algorithms.hvp_pack import MARGIN, Strategy, VPInstance, meta_hvp, strategies
+from consolidator.core.algorithms.hvp_fast import MARGIN
+from consolidator.core.algorithms.hvp_pack import Strategy, VPInstance, meta_hvp, strategies
 from consolidator.core.algorithms.state import PackingState
 from consolidator.core.errors import UsageError
 from consolidator.core.wording import plural
@@ -264,9 +265,7 @@ def hvp(problem: Problem) -> Packing:
     for known, _problem, packing in _RECENT:
         if known == key:
             return packing
-    packing = _light_at_the_bound(problem)
-    if packing is None:
-        packing = _hvp(problem)
+    packing = _light_at_the_bound(problem) or _hvp(problem)
     _RECENT.insert(0, (key, problem, packing))
     del _RECENT[RECENT_SIZE:]
     return packing

@@ -75,15 +75,19 @@ def strategies(light: bool) -> list[Strategy]:
 
 def scalar(vectors: np.ndarray, metric: str) -> np.ndarray:
     """The 3.5 mapping of each (scaled) vector to a scalar."""
-    top, low = vectors.max(axis=1), vectors.min(axis=1)
+    top: np.ndarray = vectors.max(axis=1)
+    low: np.ndarray = vectors.min(axis=1)
     if metric == "MAX":
         return top
     if metric == "SUM":
-        return vectors.sum(axis=1)
+        total: np.ndarray = vectors.sum(axis=1)
+        return total
     if metric == "MAXRATIO":
-        return top / np.maximum(low, 1e-12)
+        ratio: np.ndarray = top / np.maximum(low, 1e-12)
+        return ratio
     if metric == "MAXDIFFERENCE":
-        return top - low
+        spread: np.ndarray = top - low
+        return spread
     raise ValueError(f"unknown metric {metric}")
 
 
@@ -111,7 +115,8 @@ def permutation_keys(bin_vector: np.ndarray, item_orders: np.ndarray, window: in
     smallest is the best match, (0, 1, ..., D-1) a perfect one."""
     position = np.empty(len(bin_vector), dtype=np.int64)
     position[dimension_order(bin_vector)] = np.arange(len(bin_vector))
-    return position[item_orders[:, :window]]
+    result: np.ndarray = position[item_orders[:, :window]]
+    return result
 
 
 #: From this many runs of identical items on, item_fit works on Python floats (hvp_fast):
@@ -164,7 +169,8 @@ def fit_counts(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.where(demand > 0, (free + MARGIN) / np.where(demand > 0, demand, 1.0),
                         np.where(free >= -MARGIN, np.inf, 0.0))
-    return np.floor(np.clip(room.min(axis=-1), 0.0, 1e9)).astype(np.int64)
+    result: np.ndarray = np.floor(np.clip(room.min(axis=-1), 0.0, 1e9)).astype(np.int64)
+    return result
 
 
 class _Run:

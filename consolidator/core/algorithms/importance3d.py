@@ -87,7 +87,7 @@ def read_options(problem: Problem) -> tuple[Shape, bool, tuple[str, ...]]:
     if heuristic not in ("best", *HEURISTICS):
         raise UsageError(f"importance-3d: heuristic must be best, h1 or h2, got {heuristic!r}")
     chosen = tuple(HEURISTICS) if heuristic == "best" else (heuristic,)
-    return shape, bool(opts.get("assign", True)), chosen  # type: ignore[return-value]
+    return (shape[0], shape[1], shape[2]), bool(opts.get("assign", True)), chosen
 
 
 def footprints(problem: Problem) -> np.ndarray:
@@ -114,7 +114,7 @@ def boxes_for(problem: Problem, footprint: np.ndarray, shape: Shape, groups: lis
 def zones(problem: Problem) -> list[Zone]:
     """The problem split by availability zone, with kept hosts and host classes."""
     cluster = problem.cluster
-    zone_names = {}
+    zone_names: dict[str, int] = {}
     for host in cluster.hosts:
         zone_names.setdefault(host.availability_zone, len(zone_names))
     names = {v: k for k, v in zone_names.items()}

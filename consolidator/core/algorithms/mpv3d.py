@@ -149,17 +149,17 @@ class Pool:
 
     def __init__(self, boxes: Boxes, items: Sequence[int]) -> None:
         self.boxes = boxes
-        items = np.asarray(items, dtype=np.int64)
+        order = np.asarray(items, dtype=np.int64)
         self.batches: list[list[int]] = []
         self.keys: list[tuple[int, int, int, float]] = []
-        if items.size:
-            items = items[np.lexsort((items, boxes.rank[items]))]
-            typed = np.array([not boxes.groups[i] for i in items.tolist()], dtype=bool)
-            signature = np.hstack([boxes.dims[items], boxes.demand[items]])
+        if order.size:
+            order = order[np.lexsort((order, boxes.rank[order]))]
+            typed = np.array([not boxes.groups[i] for i in order.tolist()], dtype=np.bool_)
+            signature = np.hstack([boxes.dims[order], boxes.demand[order]])
             _, kind = np.unique(signature, axis=0, return_inverse=True)
             kind = np.where(typed, kind.ravel(), -1)
             by_kind: dict[int, list[int]] = {}
-            for item, k in zip(items.tolist(), kind.tolist(), strict=True):
+            for item, k in zip(order.tolist(), kind.tolist(), strict=True):
                 if k < 0:
                     self._add_batch([item])
                 else:

@@ -72,7 +72,9 @@ class PackingState:
         """(stop,) hosts whose UCaC stays within cpu_limit with the item added (003, eq. 5)."""
         mu = self.usage_mu[:stop] + self.usage_mean[item]
         var = self.usage_var[:stop] + self.usage_var_item[item]
-        return mu + self._z * np.sqrt(var) <= self.cpu_limit[:stop] + EPS
+        assert self.cpu_limit is not None, "chance_ok is asked only under a CPU limit"
+        result: np.ndarray = mu + self._z * np.sqrt(var) <= self.cpu_limit[:stop] + EPS
+        return result
 
     # -- queries ---------------------------------------------------------------------
 
@@ -95,7 +97,8 @@ class PackingState:
                 mask &= free[:, r] >= need[r]
         if self.cpu_limit is not None:
             mask &= self.chance_ok(item, stop)
-        return mask
+        result: np.ndarray = mask
+        return result
 
     def feasible(self, item: int, stop: int | None = None) -> np.ndarray:
         """(H,) hosts the instance may move to now: open, same zone, room, hard groups.

@@ -9,7 +9,7 @@ ABP places an instance on the feasible host n that minimises (gamma_sys(n) - gam
   on n changes only row n, so every candidate is scored at once by a rank-one update of one
   mean and covariance: O(N R^2) per placement, never a whole recomputation per candidate.
 
-Choices where the paper is silent (see docs/reproductions.md):
+Choices where the paper is silent (see docs/reproductions.rst):
 
 * The smoothed second moment is kept and the covariance derived from it (III.C step c read
   as Sigma = M - nu nu'; subtracting in place would corrupt the next step b).

@@ -128,7 +128,8 @@ def _best_fit(mu: np.ndarray, var: np.ndarray, d: float, capacity: float,
     floor_m, floor_v = (float(mu.min()), float(var.min())) if len(mu) else (0.0, 0.0)
 
     def live(rows: np.ndarray) -> np.ndarray:
-        return rows[c[rows] + floor_m + d * np.sqrt(b[rows] + floor_v) <= limit]
+        result: np.ndarray = rows[c[rows] + floor_m + d * np.sqrt(b[rows] + floor_v) <= limit]
+        return result
 
     alive = live(np.arange(len(c0)))
     n_rows = len(c0)

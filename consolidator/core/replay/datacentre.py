@@ -89,17 +89,20 @@ class DataCentre:
     @cached_property
     def capacity(self) -> np.ndarray:
         """(H,) MIPS of each host."""
-        return np.array([m.capacity for m in self.models])[self.model_index]
+        result: np.ndarray = np.array([m.capacity for m in self.models])[self.model_index]
+        return result
 
     @cached_property
     def core_mips(self) -> np.ndarray:
         """(H,) MIPS of one core of each host."""
-        return np.array([m.mips for m in self.models])[self.model_index]
+        result: np.ndarray = np.array([m.mips for m in self.models])[self.model_index]
+        return result
 
     @cached_property
     def tables(self) -> np.ndarray:
         """(H, 11) each host's power table."""
-        return np.array([m.watts for m in self.models], dtype=float)[self.model_index]
+        result: np.ndarray = np.array([m.watts for m in self.models], dtype=float)[self.model_index]
+        return result
 
     @property
     def hosts(self) -> int:
@@ -119,7 +122,8 @@ class DataCentre:
         low = np.minimum(u.astype(np.int64), 9)
         table = self.model_tables
         base = table[model, low]
-        return base + (table[model, low + 1] - base) * (u - low)
+        result: np.ndarray = base + (table[model, low + 1] - base) * (u - low)
+        return result
 
     @cached_property
     def best_joules_per_mip(self) -> float:

@@ -70,7 +70,9 @@ def _unserved(start: np.ndarray, end: np.ndarray, cap: np.ndarray) -> np.ndarray
     above_s, above_e = np.maximum(start - cap, 0), np.maximum(end - cap, 0)
     both = (above_s > 0) & (above_e > 0)
     share = _time_over(start, end, cap)
-    return np.where(both, (above_s + above_e) / 2, share * np.maximum(above_s, above_e) / 2)
+    result: np.ndarray = np.where(both, (above_s + above_e) / 2,
+                                  share * np.maximum(above_s, above_e) / 2)
+    return result
 
 
 def _time_over(start: np.ndarray, end: np.ndarray, cap: np.ndarray) -> np.ndarray:

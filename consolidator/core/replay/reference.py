@@ -59,7 +59,8 @@ def _lr_coefficients(n: int = WINDOW, ahead: int = 1) -> np.ndarray:
     x = np.arange(1, n + 1, dtype=float)
     xc = x - x.mean()
     coef = 1.0 / n + xc * (n + ahead - x.mean()) / (xc @ xc)
-    return coef[::-1]           # newest first
+    result: np.ndarray = coef[::-1]           # newest first
+    return result
 
 
 @dataclass
@@ -110,7 +111,7 @@ class Reference:
         rows = self.placement[placed]
         self.host_load = np.bincount(rows, demand[placed], minlength=h)
         self.vm_q = self.mips * (self.history[:, :WINDOW] @ self._coef)
-        self.vm_long = self.history[:, WINDOW - 1:].any(axis=1)
+        self.vm_long = np.asarray(self.history[:, WINDOW - 1:].any(axis=1))
         self.host_q = np.bincount(rows, self.vm_q[placed], minlength=h)
         self.host_long = np.bincount(rows, self.vm_long[placed], minlength=h)
         self.host_pop = np.bincount(rows, minlength=h)
@@ -140,10 +141,13 @@ class Reference:
               cap: np.ndarray) -> np.ndarray:
         """Whether hosts with these sums are overloaded, by the policy's detector."""
         util = np.minimum(load / cap, 1.0)
+        result: np.ndarray
         if self.detector == "thr":
-            return util > self.parameter
-        predicted = q / cap * self.parameter
-        return np.where(long > 0, predicted >= 1.0, util > LR_FALLBACK)
+            result = util > self.parameter
+        else:
+            predicted = q / cap * self.parameter
+            result = np.where(long > 0, predicted >= 1.0, util > LR_FALLBACK)
+        return result
 
     def _host_over(self, h: int) -> bool:
         return bool(self._over(self.host_load[h:h + 1], self.host_q[h:h + 1],
@@ -215,8 +219,8 @@ class Reference:
         overloaded = self._over(self.host_load, self.host_q, self.host_long, cap)
         overloaded &= self.host_pop > 0
         leaving: list[int] = []
-        for h in np.flatnonzero(overloaded):
-            here = list(np.flatnonzero(self.placement == h))
+        for h in np.flatnonzero(overloaded).tolist():
+            here: list[int] = np.flatnonzero(self.placement == h).tolist()
             while here:
                 v = min(here, key=lambda i: (self.ram[i], self.arrived[i], i))
                 here.remove(v)
@@ -249,7 +253,7 @@ class Reference:
             if not np.isfinite(util[h]) or util[h] <= 0:
                 break
             skip[h] = excluded[h] = True
-            vms = list(np.flatnonzero(self.placement == h))
+            vms: list[int] = np.flatnonzero(self.placement == h).tolist()
             if not vms:
                 continue
             among = np.flatnonzero(~excluded)

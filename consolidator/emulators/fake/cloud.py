@@ -24,6 +24,7 @@ from consolidator.emulators.fake.microversion import parse_version
 from consolidator.emulators.fake.nova import Nova, NovaSettings
 from consolidator.emulators.fake.nova_admin import NovaAdmin
 from consolidator.emulators.fake.nova_flavors import Flavors
+from consolidator.emulators.fake.nova_totals import NovaTotals
 from consolidator.emulators.fake.nova_usage import NovaUsage
 from consolidator.emulators.fake.placement import Placement
 from consolidator.emulators.fake.placement_catalog import PlacementCatalog
@@ -145,6 +146,7 @@ class FakeCloud:
             queue_seconds=float(self.settings["migration_queue_seconds"])))
         nova.register(router)
         admin = NovaAdmin(nova)
+        NovaTotals(nova, admin.hypervisor_view).register(router)
         admin.register(router)
         NovaUsage(nova, admin.hypervisor_view).register(router)
         Projects(self.state, self.keystone.project_id, self.keystone.project).register(router)

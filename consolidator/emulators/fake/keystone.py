@@ -90,7 +90,8 @@ class Keystone:
             raise HTTPError(401, "The request you have made requires authentication.")
         scope = (auth.get("scope") or {}).get("project")
         scoped = scope is not None
-        if scoped and scope.get("name") != self.project and scope.get("id") != self.project_id:
+        if scope is not None and scope.get("name") != self.project \
+                and scope.get("id") != self.project_id:
             raise HTTPError(401, f"User {self.user_id} has no access to project "
                                  f"{scope.get('name') or scope.get('id')}")
         token = uuid.uuid4().hex

@@ -7,7 +7,7 @@ that host: ``libvirt_domain_info_cpu_time_seconds_total{domain}`` (a counter),
 and ``libvirt_domain_openstack_info{domain, instance_id, instance_name, project_id,
 flavor_name, ...} 1``. A real Prometheus scrapes it
 (one target per host, ``__metrics_path__`` set per target), and the recording rules of
-``etc/consolidator/prometheus/`` turn the counters into the usage the telemetry reads.
+``consolidator/deploy/prometheus/`` turn the counters into the usage the telemetry reads.
 
 Each server's counter grows at its scenario usage ``cpu_mean`` (vCPUs), plus a Gaussian
 wobble of ``cpu_std`` per scrape (seeded by the server id, so runs repeat), and never falls.

@@ -53,7 +53,8 @@ def live_migrate(state: CloudState, server_id: str, host: str | None, *, force: 
         effect = fault(server)
         duration = server.flavor.ram / bandwidth_mb_s if bandwidth_mb_s > 0 else 0.0
         if effect and effect.startswith("slow "):
-            effect, duration = None, float(effect.split()[1])
+            duration = float(effect.split()[1])
+            effect = None
         mig = MigrationRecord(
             id=len(state.migrations) + 1,
             uuid=_migration_uuid(server.id, len(state.migrations) + 1),
@@ -161,10 +162,11 @@ def destination_problem(state: CloudState, server: ServerRecord, dest: HostRecor
         return (f"No valid host was found. Host {dest.compute_host} "
                 f"{'lacks trait ' + missing[0] if missing else 'has trait ' + present[0]}.")
     for group in state.groups_of.get(server.id, ()):
-        others = {state.servers[m].host for m in group.members if m != server.id}
+        others = {host for m in group.members if m != server.id
+                  and (host := state.servers[m].host) is not None}
         others |= {m.dest for m in state.migrations
                    if m.status == "running" and m.server_id in group.members
-                   and m.server_id != server.id}
+                   and m.server_id != server.id and m.dest is not None}
         if group.policy == "anti-affinity" and dest.name in others:
             return (f"No valid host was found. Host {dest.compute_host} violates the "
                     f"anti-affinity policy of server group {group.id}.")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from consolidator.core.model import stable_uuid
@@ -93,6 +95,7 @@ class Nova:
         with state.locked() as now:
             all_tenants = "all_tenants" in req.query and is_true(req.arg("all_tenants"))
             host_arg = req.arg("host")
+            items: Sequence[ServerRecord]
             if host_arg is not None:
                 rec = state.by_compute_host.get(host_arg)
                 items = sorted((state.servers[i] for i in rec.servers),
@@ -126,15 +129,27 @@ class Nova:
 
     @staticmethod
     def _filter(req: Request, items: Sequence[ServerRecord]) -> Sequence[ServerRecord]:
+        """Nova's filters: status exactly; name and node as regular expressions (Nova's
+        REGEXP, Python's re.search on SQLite); changes-since and, from 2.66,
+        changes-before on the time each server was last updated."""
         status = req.arg("status")
-        name = req.arg("name")
-        node = req.arg("node")
+        name = _regex(req, "name")
+        node = _regex(req, "node")
+        since = _stamp(req, "changes-since")
+        before = _stamp(req, "changes-before") if req.microversion >= (2, 66) else None
+        if since is not None and before is not None and before < since:
+            raise HTTPError(400, "The value of changes-since must be less than or equal to "
+                                 "changes-before.")
         if status:
             items = [s for s in items if s.status == status.upper()]
         if name:
-            items = [s for s in items if name in s.name]
+            items = [s for s in items if name.search(s.name)]
         if node:
-            items = [s for s in items if s.host == node]
+            items = [s for s in items if node.search(s.host)]
+        if since is not None:
+            items = [s for s in items if _updated(s) >= since]
+        if before is not None:
+            items = [s for s in items if _updated(s) <= before]
         return items
 
     def list_servers(self, req: Request) -> Response:
@@ -338,3 +353,38 @@ class Nova:
                 raise HTTPError(409, f"Migration {mig.id} is not running.")
             migration.force_complete(self.state, mig)
         return Response(202, None)
+
+
+def _regex(req: Request, key: str) -> re.Pattern[str] | None:
+    """A query parameter Nova matches as a regular expression (400 if it is not one)."""
+    value = req.arg(key)
+    if not value:
+        return None
+    try:
+        return re.compile(value)
+    except re.error:
+        raise HTTPError(400, f"Invalid input for query parameters {key}. Value: {value}. "
+                             f"'{value}' is not a 'regex'") from None
+
+
+def _stamp(req: Request, key: str) -> datetime | None:
+    """A date-time query parameter as naive UTC (400 if it is not an ISO 8601 time)."""
+    value = req.arg(key)
+    if value is None:
+        return None
+    try:
+        return _naive_utc(datetime.fromisoformat(value))
+    except ValueError:
+        raise HTTPError(400, f"Invalid input for query parameters {key}. Value: {value}. "
+                             f"'{value}' is not a 'date-time'") from None
+
+
+def _updated(server: ServerRecord) -> datetime:
+    """When a server was last updated, as naive UTC."""
+    return _naive_utc(datetime.fromisoformat(server.updated))
+
+
+def _naive_utc(stamp: datetime) -> datetime:
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone(timezone.utc).replace(tzinfo=None)
+    return stamp

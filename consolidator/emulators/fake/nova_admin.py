@@ -10,7 +10,7 @@ from consolidator.emulators.fake.aggregates import Aggregate, cloud_aggregates
 from consolidator.emulators.fake.nova import Nova
 from consolidator.emulators.fake.nova_common import host_ip, is_true, page
 from consolidator.emulators.fake.server import HTTPError, Request, Response, Router
-from consolidator.emulators.fake.state import CREATED, HostRecord, MigrationRecord, utc_now
+from consolidator.emulators.fake.state import HostRecord, MigrationRecord, utc_now
 
 #: The control-plane services every Nova lists besides nova-compute.
 CONTROL_SERVICES = ("nova-scheduler", "nova-conductor")
@@ -155,11 +155,13 @@ class NovaAdmin:
         return view
 
     def _control_views(self, req: Request) -> list[dict[str, Any]]:
+        """The scheduler and conductor: always up, each heartbeat updating its record (every
+        report_interval in Nova), so their updated_at is now."""
         views = []
         for i, binary in enumerate(CONTROL_SERVICES):
             view = {"id": stable_uuid("service", binary) if req.microversion >= (2, 53)
                     else i + 1, "binary": binary, "host": CONTROLLER, "zone": "internal",
-                    "status": "enabled", "state": "up", "updated_at": CREATED,
+                    "status": "enabled", "state": "up", "updated_at": utc_now(),
                     "disabled_reason": None}
             if req.microversion >= (2, 11):
                 view["forced_down"] = False
@@ -331,7 +333,7 @@ class NovaAdmin:
     def list_zones_detail(self, req: Request) -> Response:
         """GET /os-availability-zone/detail: zones with their hosts and services."""
         zones: dict[str, dict[str, Any]] = {"internal": {CONTROLLER: {
-            b: {"available": True, "active": True, "updated_at": CREATED}
+            b: {"available": True, "active": True, "updated_at": utc_now()}
             for b in CONTROL_SERVICES}}}
         with self.state.locked() as now:
             for rec in self.state.hosts.values():

@@ -77,7 +77,7 @@ class NovaUsage:
         start, stop = _window(req)
         launched = datetime.fromisoformat(LAUNCHED)
         hours = max((stop - max(start, launched)).total_seconds(), 0) / 3600
-        rows = [{"hours": hours, "flavor": s.flavor.name, "instance_id": s.id,
+        rows: list[dict[str, Any]] = [{"hours": hours, "flavor": s.flavor.name, "instance_id": s.id,
                  "name": s.name, "tenant_id": project, "memory_mb": s.flavor.ram,
                  "local_gb": s.flavor.disk, "vcpus": s.flavor.vcpus,
                  "started_at": LAUNCHED, "ended_at": None, "state": s.vm_state,
@@ -201,10 +201,10 @@ def _window(req: Request) -> tuple[datetime, datetime]:
     from datetime import timedelta, timezone
 
     now = datetime.now(timezone.utc).replace(tzinfo=None)
+    start_arg, end_arg = req.arg("start"), req.arg("end")
     try:
-        start = datetime.fromisoformat(req.arg("start")) if req.arg("start") else \
-            now - timedelta(days=1)
-        end = datetime.fromisoformat(req.arg("end")) if req.arg("end") else now
+        start = datetime.fromisoformat(start_arg) if start_arg else now - timedelta(days=1)
+        end = datetime.fromisoformat(end_arg) if end_arg else now
     except ValueError:
         raise HTTPError(400, "Invalid start time or end time") from None
     return start.replace(tzinfo=None), min(end.replace(tzinfo=None), now)

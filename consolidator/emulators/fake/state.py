@@ -216,16 +216,17 @@ class CloudState:
             flavor = self._flavor_for(inst)
             status = inst.status.upper()
             vm_state, power_state = VM_STATES.get(status, ("active", 1))
-            rec = ServerRecord(model=inst, position=position, host=inst.host, status=status,
-                               vm_state=vm_state, task_state=None, power_state=power_state,
-                               flavor=flavor, project_id=inst.project_id or self.project_id,
-                               user_id=self.user_id, classes=self.classes)
-            self.servers[inst.id] = rec
-            self.server_list.append(rec)
-            self.by_name.setdefault(inst.name, rec)
-            host_rec = self.hosts[inst.host]
-            host_rec.servers[inst.id] = None
-            host_rec.allocate(inst.id, rec.resources)
+            server = ServerRecord(model=inst, position=position, host=inst.host,
+                                  status=status, vm_state=vm_state, task_state=None,
+                                  power_state=power_state, flavor=flavor,
+                                  project_id=inst.project_id or self.project_id,
+                                  user_id=self.user_id, classes=self.classes)
+            self.servers[inst.id] = server
+            self.server_list.append(server)
+            self.by_name.setdefault(inst.name, server)
+            placed = self.hosts[inst.host]
+            placed.servers[inst.id] = None
+            placed.allocate(inst.id, server.resources)
         for host_rec in self.hosts.values():
             host_rec.generation = 1
         for group in self.groups:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from consolidator.core.model import CLASSIC_CLASSES, Cluster, Instance
@@ -180,8 +181,10 @@ class Booter:
             server_id = ids[inst.name]
             self.api.post_server_action(server_id, action)
             wanted = inst.status.upper()
-            _wait(f"{inst.name} to become {wanted}",
-                  lambda sid=server_id, w=wanted: self.api.get_server(sid)["status"] == w)
+            _wait(f"{inst.name} to become {wanted}", partial(self._has_status, server_id, wanted))
+
+    def _has_status(self, server_id: str, wanted: str) -> bool:
+        return bool(self.api.get_server(server_id)["status"] == wanted)
 
     def services(self) -> None:
         """Disable the nova-compute services the scenario says are disabled."""

@@ -49,4 +49,9 @@ class QuietWarnings(fixtures.Fixture):
         for category in (DeprecationWarning, PendingDeprecationWarning,
                          sqla_exc.SADeprecationWarning):
             warnings.simplefilter("ignore", category)
-        self.addCleanup(lambda: warnings.filters.__setitem__(slice(None), saved))
+        self.addCleanup(_restore_filters, saved)
+
+
+def _restore_filters(saved: list[Any]) -> None:
+    """Put back the warning filters as they were."""
+    warnings.filters[:] = saved  # type: ignore[index]

@@ -71,10 +71,10 @@ def placement_identity(app: WsgiApp) -> WsgiApp:
     return wrapped
 
 
-class _Headers(dict):
+class _Headers(dict[str, Any]):
     """Request headers, looked up case-insensitively like http.server's."""
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         """The header's value."""
         return super().get(key.lower(), default)
 
