@@ -26,17 +26,17 @@ class MissingFileError(UsageError):
 class ConfigError(ConsolidatorError):
     """The INI config file is malformed or holds an invalid value."""
 
-
-class MissingConfigFile(ConfigError, MissingFileError):
-    """The config file --config names does not exist; exit code 2."""
-
-    exit_code = 2
-
     @classmethod
     def not_utf8(cls, path: object, exc: UnicodeDecodeError) -> ConfigError:
         """One line naming the file, the first bad byte and the fix."""
         return cls(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
                    f"{exc.start}): save it as UTF-8")
+
+
+class MissingConfigFile(ConfigError, MissingFileError):
+    """The config file --config names does not exist; exit code 2."""
+
+    exit_code = 2
 
 
 class ModelError(ConsolidatorError):
