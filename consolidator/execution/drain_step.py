@@ -9,12 +9,12 @@ from sqlalchemy import Engine
 
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Host
-from consolidator.openstack.nova import Nova
+from consolidator.execution.nova_port import NovaPort
 from consolidator.store import journal
 from consolidator.store.leases import Guard
 
 
-def disable_for_drain(engine: Engine, nova: Nova, cloud: str, guard: Guard | None,
+def disable_for_drain(engine: Engine, nova: NovaPort, cloud: str, guard: Guard | None,
                       plan_id: str, host: Host, reason: str,
                       report: Callable[[str], None]) -> str | None:
     """Disable one host's nova-compute with the drain's reason; None when done, else why

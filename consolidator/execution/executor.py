@@ -41,6 +41,7 @@ from consolidator.execution.migration_step import NOT_STARTED, MigrationStep
 from consolidator.execution.move_checks import MoveChecks, demand_of
 from consolidator.execution.move_queue import MoveQueue
 from consolidator.execution.move_runner import MoveCallbacks, run_moves
+from consolidator.execution.nova_port import NovaPort
 from consolidator.execution.power_steps import HostSteps
 from consolidator.execution.progress import ProgressListener
 from consolidator.execution.resume import reconcile
@@ -50,7 +51,6 @@ from consolidator.execution.run_terms import (  # re-exported: callers import th
     PowerLookup,
     Reporter,
 )
-from consolidator.openstack.nova import Nova
 from consolidator.store import journal
 from consolidator.store.leases import Guard, LeaseLostError
 from consolidator.store.plans import set_status
@@ -61,7 +61,7 @@ __all__ = ["Executor", "ExecutorSettings", "Outcome", "PowerLookup", "Reporter",
 class Executor:
     """Runs one stored plan against one cloud."""
 
-    def __init__(self, engine: Engine, nova: Nova, cloud: str, cluster: Cluster,
+    def __init__(self, engine: Engine, nova: NovaPort, cloud: str, cluster: Cluster,
                  settings: ExecutorSettings, power: PowerLookup,
                  report: Reporter = lambda _line: None, rules: Rules | None = None) -> None:
         self.engine, self.nova, self.cloud = engine, nova, cloud

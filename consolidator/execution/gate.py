@@ -27,7 +27,8 @@ from consolidator.power.driver import read_power
 from consolidator.store import host_states
 
 if TYPE_CHECKING:
-    from consolidator.openstack.nova import Nova, ServerState
+    from consolidator.execution.nova_port import NovaPort
+    from consolidator.openstack.nova import ServerState
     from consolidator.power.driver import PowerDriver
 
 Reporter = Callable[[str], None]
@@ -52,7 +53,7 @@ class Gate:
     """One actor's gate over the hosts of one cloud."""
 
     engine: Engine
-    nova: Nova
+    nova: NovaPort
     cloud: str
     power: PowerLookup
     actor: str

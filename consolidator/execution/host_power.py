@@ -35,7 +35,8 @@ from consolidator.core.errors import ConsolidatorError
 from consolidator.core.model import Host
 from consolidator.core.wording import agree, plural
 from consolidator.execution.compute_watch import reporting, silent_after_power_off
-from consolidator.openstack.nova import Nova, up_after
+from consolidator.execution.nova_port import NovaPort
+from consolidator.openstack.nova import up_after
 from consolidator.power.driver import ForceWithheld, read_power, wait_for_state
 from consolidator.store import host_states, journal
 from consolidator.store.leases import LeaseLostError
@@ -60,7 +61,7 @@ class GuardedPower:
     """Powers hosts off and on for one actor (a plan, or an operator's command)."""
 
     engine: Engine
-    nova: Nova
+    nova: NovaPort
     cloud: str
     report: Reporter
     timeout: float
@@ -452,7 +453,7 @@ class GuardedPower:
         return result
 
 
-def await_service_up(nova: Nova, compute_host: str, seen: str | None, timeout: float,
+def await_service_up(nova: NovaPort, compute_host: str, seen: str | None, timeout: float,
                      poll: float) -> None:
     """Wait for nova-compute to report up in a service record updated after ``seen`` (its
     updated_at when the wait began: the next heartbeat; None: any record that reads up). A

@@ -10,11 +10,12 @@ from sqlalchemy import Engine
 from consolidator.core.model import Host
 from consolidator.core.plan import StoredPlan
 from consolidator.core.wording import plural
-from consolidator.openstack.nova import Nova, ServerState
+from consolidator.execution.nova_port import NovaPort
+from consolidator.openstack.nova import ServerState
 from consolidator.store import journal
 
 
-def settle(nova: Nova, server_id: str, *, timeout: float, poll: float,
+def settle(nova: NovaPort, server_id: str, *, timeout: float, poll: float,
            report: Callable[[str], None]) -> ServerState | None:
     """The server once a migration that outlived its executor has ended (or timed out)."""
     deadline = time.monotonic() + timeout
@@ -29,7 +30,7 @@ def settle(nova: Nova, server_id: str, *, timeout: float, poll: float,
     return server
 
 
-def reconcile(engine: Engine, nova: Nova, hosts: Mapping[str, Host], plan: StoredPlan, *,
+def reconcile(engine: Engine, nova: NovaPort, hosts: Mapping[str, Host], plan: StoredPlan, *,
               timeout: float, poll: float, report: Callable[[str], None]) -> set[str]:
     """Finish every journal row the interrupted run left running, from the live state;
     return the instances already where the plan wants them."""

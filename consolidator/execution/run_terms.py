@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from consolidator.core.model import Cluster, Host
     from consolidator.execution.gate import Gate
     from consolidator.execution.host_power import GuardedPower
+    from consolidator.execution.nova_port import NovaPort
     from consolidator.execution.progress import ProgressListener
-    from consolidator.openstack.nova import Nova
     from consolidator.power.driver import PowerDriver
     from consolidator.store.leases import Guard, LeaseLostError
 
@@ -74,7 +74,7 @@ class Run(Protocol):
     gate and guarded power path, the lease, and the run's stop and bookkeeping."""
 
     engine: Engine
-    nova: Nova
+    nova: NovaPort
     cloud: str
     cluster: Cluster
     settings: ExecutorSettings
