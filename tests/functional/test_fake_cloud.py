@@ -473,3 +473,25 @@ def test_fake_cloud_serve_rejects_a_bad_scenario_in_one_line(tmp_path: Path) -> 
                           timeout=30, cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stderr.strip().count("\n") == 0 and "hosts" in proc.stderr
+
+
+def test_a_graceful_shutdown_held_by_a_fault_ends_once_it_is_cleared() -> None:
+    """bmc_shutdown_held keeps a host on through its graceful shutdown, for as long as a test
+    needs to look at it; cleared, the host powers off. A power-on ends the shutdown."""
+    from tests.functional.waits import wait_until
+
+    doc = {"hosts": [{"name": h, "vcpus": 4, "memory_mb": 4096, "disk_gb": 40,
+                      "bmc": {"driver": "redfish"}} for h in ("c1", "c2")], "instances": []}
+    with make_cloud(doc, bmc=True, bmc_graceful_delay_s=0.05) as cloud:
+        assert cloud.bmcs is not None
+        power = cloud.bmcs.power
+        for host in ("c1", "c2"):
+            cloud.add_fault({"type": "bmc_shutdown_held", "host": host})
+            power.graceful_off(host)
+        time.sleep(0.5)                  # ten times the delay: held, not merely slow
+        assert (cloud.power("c1"), cloud.power("c2")) == ("on", "on")
+        power.on("c2")                   # ends c2's shutdown
+        cloud.clear_faults()
+        wait_until(lambda: cloud.power("c1") == "off", "c1's shutdown to finish")
+        time.sleep(0.5)
+        assert cloud.power("c2") == "on"
