@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.functional.cli import Result, run
+from tests.functional.waits import COMMAND_TIMEOUT_S
 from tests.realnova.served import ServedCloud
 
 CONFIG = """\
@@ -44,7 +45,7 @@ class Operator:
         return {"OS_CLIENT_CONFIG_FILE": str(self.served.clouds_yaml),
                 "CONSOLIDATOR_BMC_FILE": str(self.served.bmc_yaml)}
 
-    def __call__(self, *args: str, timeout: float = 600) -> Result:
+    def __call__(self, *args: str, timeout: float = COMMAND_TIMEOUT_S) -> Result:
         return run("--config", str(self.config), "--cloud", self.served.cloud_name, *args,
                    db_url=self.db_url, env=self.env, timeout=timeout)
 
