@@ -4,7 +4,6 @@ served fake cloud: they follow the host's load and configured watts, and fall ba
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +12,7 @@ from consolidator.power.bmc_file import load_bmc_file
 from consolidator.power.catalog import driver_for
 from consolidator.power.driver import BmcConfig, read_watts
 from tests.functional.served import ServedCloud, served_cloud
+from tests.functional.waits import wait_until
 
 IDLE, PEAK = 100.0, 300.0
 HOST = {"vcpus": 8, "memory_mb": 16384, "disk_gb": 100, "idle_watts": IDLE,
@@ -72,10 +72,8 @@ def test_reading_rises_when_load_arrives(served: ServedCloud,
     try:
         server = conn.compute.find_server("vm-ipmi-busy", ignore_missing=False)
         conn.compute.live_migrate_server(server, host="ipmi-idle", block_migration="auto")
-        for _ in range(100):
-            if conn.compute.get_server(server.id).compute_host == "ipmi-idle":
-                break
-            time.sleep(0.1)
+        wait_until(lambda: conn.compute.get_server(server.id).compute_host == "ipmi-idle",
+                   "the server to land on ipmi-idle")
     finally:
         conn.close()
     assert before == pytest.approx(IDLE, abs=1)

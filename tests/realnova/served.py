@@ -95,6 +95,15 @@ class NovaView:
         """host -> 'on' | 'off', from the BMCs' side (the served process)."""
         return {h: s["power"] for h, s in self.served.state()["hosts"].items()}
 
+    def force_complete(self, server_id: str) -> None:
+        """Force-complete the server's running live migration, as an operator would, and wait
+        until Nova says it completed."""
+        record = self.migrations(server_id)[0]
+        self.conn.compute.post(f"/servers/{server_id}/migrations/{record.id}/action",
+                               json={"force_complete": None}, microversion="2.22")
+        self.wait(lambda: self.migrations(server_id)[0].status == "completed",
+                  "the forced migration to complete")
+
     def wait(self, predicate: Any, what: str, timeout: float = PATIENCE_S) -> None:
         """Poll until predicate() holds (Nova's view is read afresh each time)."""
         wait_until(predicate, what, timeout, interval=0.5)

@@ -217,11 +217,7 @@ def test_no_destructive_call_without_the_current_lease(story: Story) -> None:
         procs.append(ahead)
         out_b, err_b = ahead.communicate(timeout=PATIENCE_S)
         nova.served.clear_faults()
-        record = nova.migrations(moving)[0]
-        nova.conn.compute.post(f"/servers/{moving}/migrations/{record.id}/action",
-                               json={"force_complete": None}, microversion="2.22")
-        nova.wait(lambda: nova.migrations(moving)[0].status == "completed",
-                  "A's first migration to complete")
+        nova.force_complete(moving)
         expire_lease(story.engine, "executor:realnova")
         taker = lease_actor(story, plan["id"], "--ttl", "60",
                             after=("--resume", "--wait", str(PATIENCE_S), "--max-parallel",
