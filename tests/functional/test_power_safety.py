@@ -173,9 +173,9 @@ def test_work_landing_while_a_graceful_shutdown_completes_is_rescued(tmp_path: P
     with fake_bed(tmp_path, bmc_graceful_delay_s=0.5) as bed:
         engine, cloud = bed.engine, bed.cloud
         plan = bed.plan()
-        landing = build_during_grace(bed, "c5", "vm-1-0")
-        outcome = bed.executor(bmc={"grace": 30}).run(plan)   # never forced: graceful only
-        landing.join(timeout=10)
+        landing = build_during_grace(bed, "c5", "vm-1-0", hold_shutdown=True)
+        outcome = bed.executor(bmc={"grace": PATIENCE_S}).run(plan)   # never forced
+        landing.join(timeout=PATIENCE_S)
         assert "c5" not in outcome.powered_off
         assert "work landed on it during its shutdown" in outcome.left_on["c5"]
         assert "powered on again and enabled" in outcome.left_on["c5"]
