@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.functional.waits import COMMAND_TIMEOUT_S
+
 
 @dataclass
 class Result:
@@ -19,8 +21,10 @@ class Result:
 
 
 def run(*args: str, db_url: str | None = None, cwd: Path | None = None,
-        env: dict[str, str] | None = None, timeout: float = 120) -> Result:
-    """Run `python -m consolidator ARGS` with a clean environment for clouds and config."""
+        env: dict[str, str] | None = None,
+        timeout: float = COMMAND_TIMEOUT_S) -> Result:
+    """Run `python -m consolidator ARGS` with a clean environment for clouds and config; the
+    timeout only bounds a hung command (a loaded machine runs each one many times slower)."""
     full_env = {k: v for k, v in os.environ.items()
                 if not k.startswith("OS_") and k != "CONSOLIDATOR_DB_URL"}
     if db_url:

@@ -17,6 +17,39 @@ import time
 from contextlib import ExitStack
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
+
+
+def expire_lease(engine: Any, name: str) -> None:
+    """Expire a lease now by the database's clock, as its TTL passing would: a test ends the
+    lease of a holder it killed (or froze) explicitly before the next actor starts, rather
+    than sleeping through the TTL and hoping a loaded machine kept up."""
+    from sqlalchemy import update
+
+    from consolidator.store.leases import db_now
+    from consolidator.store.tables import leases
+
+    with engine.begin() as conn:
+        conn.execute(update(leases).where(leases.c.name == name).values(
+            expires_at=db_now(engine.dialect.name, -1.0)))
+
+
+def wait_for_renewal(engine: Any, name: str, ttl: float) -> Any:
+    """Wait until the lease, still with its first holder, has been renewed to an expiry a
+    whole TTL (seconds) beyond the one it had when first read: it would have lapsed by now had
+    nothing renewed it. Returns the lease as first read."""
+    from consolidator.store.leases import current
+    from tests.functional.waits import wait_until
+
+    first = wait_until(lambda: current(engine, name), f"someone to hold the lease {name!r}")
+
+    def renewed() -> bool:
+        now = current(engine, name)
+        assert now is not None and now.holder == first.holder, f"{name!r} changed hands: {now}"
+        return bool(now.expires_at >= first.expires_at + timedelta(seconds=ttl))
+
+    wait_until(renewed, f"the lease {name!r} to be renewed past its first expiry")
+    return first
 
 
 def _acquire(args: argparse.Namespace) -> int:
@@ -50,7 +83,7 @@ def _execute(args: argparse.Namespace) -> int:
     configs = load_bmc_file(args.bmc_yaml)
     executor = Executor(engine, Nova(conn), snap.info.cloud, snap.cluster,
                         ExecutorSettings(poll_interval=0.05, max_parallel=args.max_parallel,
-                                         power_timeout=20, lease_ttl=args.ttl),
+                                         power_timeout=300, lease_ttl=args.ttl),
                         lambda h: driver_for(configs[h]) if h in configs else None,
                         report=lambda line: print(line, file=sys.stderr, flush=True))
     deadline = time.monotonic() + args.wait

@@ -10,15 +10,28 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 import yaml
 
 from consolidator.app.shipped import DEPLOY
 from consolidator.emulators.fake.cloud import FakeCloud
 from consolidator.emulators.fake.libvirt_exporter import scrape_configs
+from tests.functional.waits import PATIENCE_S
 
 RULES = DEPLOY / "prometheus" / "recording-rules.yml"
-BINARY = shutil.which("prometheus") or "/usr/bin/prometheus"
+#: What a test that needs the server says when it is not installed: never a silent skip.
+MISSING = ("prometheus is not installed: run tools/run-tests (README's test command), which "
+           "installs Debian's prometheus, or 'sudo apt-get install prometheus'")
+
+
+def prometheus_binary() -> str:
+    """The path of Debian's prometheus server; fails the test in one line if it is absent."""
+    found = shutil.which("prometheus") or (
+        "/usr/bin/prometheus" if Path("/usr/bin/prometheus").exists() else None)
+    if found is None:
+        pytest.fail(MISSING, pytrace=False)
+    return found
 
 
 def free_port() -> int:
@@ -55,10 +68,11 @@ class PrometheusServer:
         path.write_text(yaml.safe_dump(config))
         log = (self.workdir / "prometheus.log").open("wb")
         self.process = subprocess.Popen(
-            [BINARY, f"--config.file={path}", f"--storage.tsdb.path={self.workdir / 'data'}",
+            [prometheus_binary(), f"--config.file={path}",
+             f"--storage.tsdb.path={self.workdir / 'data'}",
              f"--web.listen-address=127.0.0.1:{self.port}"],
             stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + PATIENCE_S
         while time.monotonic() < deadline:
             try:
                 if requests.get(f"{self.url}/-/ready", timeout=1).status_code == 200:
@@ -93,7 +107,8 @@ class PrometheusServer:
                             timeout=5).json()
         return body["data"]["result"]
 
-    def wait_for(self, expr: str, count: int, timeout: float = 30) -> list[dict[str, Any]]:
+    def wait_for(self, expr: str, count: int, timeout: float = PATIENCE_S
+                 ) -> list[dict[str, Any]]:
         """Poll an instant query until it returns at least `count` series."""
         deadline = time.monotonic() + timeout
         result: list[dict[str, Any]] = []

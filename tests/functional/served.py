@@ -16,8 +16,11 @@ from typing import Any
 import yaml
 
 from consolidator.emulators.fake.process import stop_child
+from tests.functional.waits import PATIENCE_S
 
-START_TIMEOUT_S = 30.0
+#: A deadline for the served cloud's start, generous for a loaded machine (it ends as soon as
+#: the cloud has written its files).
+START_TIMEOUT_S = PATIENCE_S
 
 
 @dataclass
@@ -34,7 +37,7 @@ class ServedCloud:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.control_url + path, data=data, method=method,
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=PATIENCE_S) as resp:
             raw = resp.read()
         return json.loads(raw) if raw else None
 

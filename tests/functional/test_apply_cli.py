@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,12 @@ from consolidator.store import journal
 from consolidator.store.db import make_engine
 from consolidator.store.leases import current
 from tests.functional.cli import Result, run
+from tests.functional.lease_actor import expire_lease
 from tests.functional.served import ServedCloud, served_cloud
+from tests.functional.waits import COMMAND_TIMEOUT_S, PATIENCE_S, stop_process, wait_until
+
+#: The executor lease of these tests' config.
+LEASE_TTL_S = 120.0
 
 
 def scenario(bandwidth: float) -> dict:
@@ -45,7 +49,7 @@ class Operator:
         env = {"OS_CLIENT_CONFIG_FILE": str(self.served.clouds_yaml),
                "CONSOLIDATOR_BMC_FILE": str(self.served.bmc_yaml)}
         return run("--config", str(self.config), "--cloud", self.served.cloud_name, *args,
-                   db_url=self.db_url, env=env, timeout=240)
+                   db_url=self.db_url, env=env)
 
     def popen(self, *args: str) -> subprocess.Popen:
         env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(self.served.clouds_yaml),
@@ -73,9 +77,10 @@ class Operator:
 
 def operator_for(served: ServedCloud, tmp_path: Path) -> Operator:
     config = tmp_path / "consolidator.conf"
-    # A tight packing (no host kept for N+1): these tests are about running plans.
-    config.write_text("[executor]\npoll_interval = 0.05\npower_timeout = 60\nlease_ttl = 5\n"
-                      "[planner]\nn_plus_one = false\n")
+    # A tight packing (no host kept for N+1): these tests are about running plans. The lease
+    # outlives any pause a loaded machine makes; a test that needs it gone expires it.
+    config.write_text(f"[executor]\npoll_interval = 0.05\npower_timeout = {PATIENCE_S:g}\n"
+                      f"lease_ttl = {LEASE_TTL_S:g}\n[planner]\nn_plus_one = false\n")
     db_url = f"sqlite:///{tmp_path / 'c.db'}"
     op = Operator(served=served, db_url=db_url, config=config)
     assert op("db", "upgrade").code == 0
@@ -131,35 +136,30 @@ def slow(tmp_path: Path) -> Iterator[Operator]:
         yield operator_for(served, tmp_path)
 
 
-def wait_for(predicate, timeout: float = 60.0) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.1)
-
-
 def apply_until_one_migrated(op: Operator) -> tuple[dict, object, subprocess.Popen]:
     """Start apply on a new approved plan in the background; return once one migration is
     done: (plan, engine, process)."""
     plan = op.plan()
     engine = make_engine(op.db_url)
     proc = op.popen("apply", plan["id"], "--max-parallel", "1")
-    wait_for(lambda: any(e.state == journal.SUCCEEDED
-                         for e in journal.entries(engine, plan_id=plan["id"])))
+    wait_until(lambda: any(e.state == journal.SUCCEEDED
+                           for e in journal.entries(engine, plan_id=plan["id"])),
+               "the first migration to succeed")
     return plan, engine, proc
 
 
 def test_kill_9_then_resume(slow: Operator) -> None:
     plan, engine, proc = apply_until_one_migrated(slow)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    proc.wait(timeout=PATIENCE_S)
     assert any(e.state == journal.RUNNING for e in journal.entries(engine, plan_id=plan["id"])) \
         or len(journal.entries(engine, plan_id=plan["id"])) < len(plan["migrations"])
     # The killed holder keeps its lease until it expires (holders are random tokens, judged
     # only by the lease's expiry on the database's clock): a resume is refused until then.
     early = slow("apply", plan["id"], "--resume")
     assert early.code == 1 and "already running" in early.err, early.out + early.err
-    wait_for(lambda: current(engine, "executor:fake") is None, timeout=30)
+    assert current(engine, "executor:fake") is not None
+    expire_lease(engine, "executor:fake")              # as its TTL passing would
     resumed = slow("apply", plan["id"], "--resume")
     assert resumed.code == 0, resumed.out + resumed.err
     assert "resume:" in resumed.err
@@ -176,7 +176,7 @@ def test_kill_9_then_resume(slow: Operator) -> None:
 def test_sigterm_stops_cleanly_then_resume_finishes(slow: Operator) -> None:
     plan, engine, proc = apply_until_one_migrated(slow)
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=COMMAND_TIMEOUT_S)
     assert proc.returncode == 1, out + err
     assert "SIGTERM: starting nothing new" in err and "migrated" in out
     rows = journal.entries(engine, plan_id=plan["id"])
@@ -190,48 +190,66 @@ def test_sigterm_stops_cleanly_then_resume_finishes(slow: Operator) -> None:
     assert slow.where()["power:c4"] == "off"
 
 
-@pytest.fixture
-def slower(tmp_path: Path) -> Iterator[Operator]:
-    # 1024 MB at 128 MB/s: each migration takes about 8 s, so the first apply is surely still
-    # running while the second plan is made and applied, even on a loaded machine.
-    with served_cloud(scenario(bandwidth=128.0), tmp_path) as served:
-        yield operator_for(served, tmp_path)
+def running_migrations(op: Operator) -> list[dict]:
+    """The live migrations the fake cloud runs now."""
+    return [m for m in op.served.state()["migrations"] if m["status"] == "running"]
 
 
-def test_two_applies_at_once(slower: Operator) -> None:
-    slow = slower
+def force_complete_running(op: Operator) -> None:
+    """Force-complete every live migration the fake cloud runs (as an operator would), after
+    clearing the faults that hung them."""
+    op.served.clear_faults()
+    conn = op.served.connect()
+    for mig in running_migrations(op):
+        conn.compute.post(f"/servers/{mig['server_id']}/migrations/{mig['id']}/action",
+                          json={"force_complete": None}, microversion="2.22")
+
+
+def test_two_applies_at_once(slow: Operator) -> None:
+    """The first apply's first migration hangs until the second apply has been refused."""
     first = slow.plan()
+    slow.served.add_fault([{"type": "migration_hangs", "instance": m["instance_name"],
+                            "count": 1} for m in first["migrations"]])
     engine = make_engine(slow.db_url)
     proc = slow.popen("apply", first["id"], "--max-parallel", "1")
     try:
-        wait_for(lambda: bool(journal.entries(engine, plan_id=first["id"])))
+        wait_until(lambda: journal.entries(engine, plan_id=first["id"]),
+                   "the first apply to start")
         second = slow.plan()
         refused = slow("apply", second["id"])
         assert refused.code == 1
         assert "already running" in refused.err and "holds lease" in refused.err
+        wait_until(lambda: running_migrations(slow), "the first migration to run")
+        force_complete_running(slow)
+        out, err = proc.communicate(timeout=COMMAND_TIMEOUT_S)
     finally:
-        out, err = proc.communicate(timeout=120)
+        stop_process(proc)
     assert proc.returncode == 0, out + err
 
 
 def test_a_rollback_plan_shows_running_while_it_runs(slow: Operator) -> None:
     """Issue 15: a rollback plan reads 'running' in 'plans list' while it moves instances
-    back, and 'succeeded' once it is done, like any plan."""
+    back, and 'succeeded' once it is done, like any plan. Its first migration hangs in the
+    fake cloud until 'plans list' has been read, then is force-completed, as an operator
+    would."""
     snap = slow("snapshot").out.strip()
     plan = slow.plan()
     assert slow("apply", plan["id"]).code == 0
-    engine = make_engine(slow.db_url)
+    slow.served.add_fault([{"type": "migration_hangs", "instance": m["instance_name"],
+                            "count": 1} for m in plan["migrations"]])
     proc = slow.popen("rollback", snap, "--yes", "--max-parallel", "1")
 
     def rollback_plan() -> dict | None:
         listed = json.loads(slow("plans", "list", "--format", "json").out)
         return next((p for p in listed if p["algorithm"] == "rollback"), None)
 
-    wait_for(lambda: (found := rollback_plan()) is not None and any(
-        e.state == journal.SUCCEEDED for e in journal.entries(engine, plan_id=found["id"])
-        if e.action == "migrate"))
-    during = rollback_plan()
-    out, err = proc.communicate(timeout=180)
+    try:
+        wait_until(lambda: running_migrations(slow), "the rollback's first migration to run")
+        during = rollback_plan()
+        force_complete_running(slow)
+        out, err = proc.communicate(timeout=COMMAND_TIMEOUT_S)
+    finally:
+        stop_process(proc)
     assert proc.returncode == 0, out + err
     assert during is not None and during["status"] == "running", during
     assert rollback_plan()["status"] == "succeeded"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.functional.cli import run
+from tests.functional.waits import PATIENCE_S
 
 
 def plan_of(db_url: str, scenario: Path) -> str:
@@ -24,7 +25,7 @@ def test_a_full_disk_on_standard_output_is_one_line_naming_it(db_url: str,
     with open("/dev/full", "w") as full:
         proc = subprocess.run([sys.executable, "-m", "consolidator", "--db-url", db_url,
                                "plan", "show", plan, "--format", "json"], stdout=full,
-                              stderr=subprocess.PIPE, text=True, timeout=60)
+                              stderr=subprocess.PIPE, text=True, timeout=PATIENCE_S)
     assert proc.returncode == 1
     assert proc.stderr.strip() == ("consolidator: error: cannot write standard output "
                                    "(/dev/full): No space left on device")
@@ -34,7 +35,7 @@ def test_serve_refuses_an_unwritable_clouds_yaml_before_printing_anything(
         tmp_path: Path, bundled_scenario: Path) -> None:
     """It printed the credentials, then 'unexpected error: FileNotFoundError'."""
     served = run("fake-cloud", "serve", "--scenario", str(bundled_scenario),
-                 "--write-clouds-yaml", "/nonexistent/dir/c.yaml", timeout=60)
+                 "--write-clouds-yaml", "/nonexistent/dir/c.yaml")
     assert served.code == 1 and served.out == ""
     assert served.err.strip() == ("consolidator: error: cannot write /nonexistent/dir/c.yaml: "
                                   "directory /nonexistent/dir does not exist")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from tests.functional.test_daemon import (  # noqa: F401 - bed is the fixture
     scenario,
 )
 from tests.functional.test_rollback_intent import Dies, Killed, assert_as_recorded
+from tests.functional.waits import PATIENCE_S, wait_until
 
 LOGGER = "consolidator.daemon"
 
@@ -148,13 +148,10 @@ def test_a_cycle_waits_for_the_capacity_watch_instead_of_vanishing(
     with time_machine.travel(NIGHT, tick=True):
         watch = threading.Thread(target=daemon.capacity_watch)
         watch.start()
-        deadline = time.monotonic() + 10
-        while not daemon.busy.locked():
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_until(daemon.busy.locked, "the capacity watch to start", interval=0.01)
         with caplog.at_level(logging.INFO, logger=LOGGER):
             result = daemon.cycle()
-        watch.join(timeout=30)
+        watch.join(timeout=PATIENCE_S)
     assert not result.skipped, result.skipped
     assert result.plan_id
     assert any("capacity watch" in r.getMessage() and "wait" in r.getMessage()

@@ -20,6 +20,7 @@ from openstack import exceptions as sdk_exc
 
 from consolidator.emulators.fake.cloud import FakeCloud
 from consolidator.scenario.files import Scenario, parse_scenario
+from tests.functional.waits import PATIENCE_S, wait_until
 
 #: openstacksdk warns about its own internals; that is not what these tests check.
 pytestmark = pytest.mark.filterwarnings("ignore:::openstack.*")
@@ -70,15 +71,9 @@ def conn(cloud: FakeCloud) -> Any:
     return cloud.connect()
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
-    """Poll until predicate() is truthy; fail after timeout."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout} s")
+def wait_for(predicate: Callable[[], Any], timeout: float = PATIENCE_S) -> Any:
+    """Poll until predicate() is truthy, and return it; fail after timeout."""
+    return wait_until(predicate, "the fake cloud's state", timeout, interval=0.02)
 
 
 def by_name(conn: Any) -> dict[str, Any]:
@@ -355,7 +350,7 @@ def test_a_hanging_migration_stays_running(cloud: FakeCloud, conn: Any) -> None:
     cloud.add_fault({"type": "migration_hangs", "instance": "db-1"})
     server = by_name(conn)["db-1"]
     conn.compute.live_migrate_server(server, host="c2", block_migration="auto")
-    time.sleep(0.2)
+    wait_for(lambda: [m.status for m in conn.compute.server_migrations(server)] == ["running"])
     assert conn.compute.get_server(server.id).status == "MIGRATING"
     (running,) = conn.compute.server_migrations(server)
     assert running.status == "running" and running.dest_compute == "c2"
@@ -442,7 +437,7 @@ def test_fake_cloud_serve_writes_clouds_yaml_and_stops_on_sigterm(tmp_path: Path
          str(scenario), "--write-clouds-yaml", str(clouds), "--cloud-name", "demo"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     try:
-        wait_for(clouds.exists, timeout=20)
+        wait_for(clouds.exists)
         env_sdk = {"OS_CLIENT_CONFIG_FILE": str(clouds)}
         old = {k: os.environ.get(k) for k in env_sdk}
         os.environ.update(env_sdk)
@@ -456,11 +451,11 @@ def test_fake_cloud_serve_writes_clouds_yaml_and_stops_on_sigterm(tmp_path: Path
                 else:
                     os.environ[k] = v
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=10)
+        out, err = proc.communicate(timeout=PATIENCE_S)
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate(timeout=5)
+            proc.communicate(timeout=PATIENCE_S)
     assert proc.returncode == 0, err
     assert "auth URL http://127.0.0.1:" in out and "demo:" in out
 
@@ -470,6 +465,26 @@ def test_fake_cloud_serve_rejects_a_bad_scenario_in_one_line(tmp_path: Path) -> 
     bad.write_text("hosts: 3\n")
     proc = subprocess.run([sys.executable, "-m", "consolidator", "fake-cloud", "serve",
                            "--scenario", str(bad)], capture_output=True, text=True,
-                          timeout=30, cwd=tmp_path)
+                          timeout=PATIENCE_S, cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stderr.strip().count("\n") == 0 and "hosts" in proc.stderr
+
+
+def test_a_graceful_shutdown_held_by_a_fault_ends_once_it_is_cleared() -> None:
+    """bmc_shutdown_held keeps a host on through its graceful shutdown, for as long as a test
+    needs to look at it; cleared, the host powers off. A power-on ends the shutdown."""
+    doc = {"hosts": [{"name": h, "vcpus": 4, "memory_mb": 4096, "disk_gb": 40,
+                      "bmc": {"driver": "redfish"}} for h in ("c1", "c2")], "instances": []}
+    with make_cloud(doc, bmc=True, bmc_graceful_delay_s=0.05) as cloud:
+        assert cloud.bmcs is not None
+        power = cloud.bmcs.power
+        for host in ("c1", "c2"):
+            cloud.add_fault({"type": "bmc_shutdown_held", "host": host})
+            power.graceful_off(host)
+        time.sleep(0.5)                  # ten times the delay: held, not merely slow
+        assert (cloud.power("c1"), cloud.power("c2")) == ("on", "on")
+        power.on("c2")                   # ends c2's shutdown
+        cloud.clear_faults()
+        wait_until(lambda: cloud.power("c1") == "off", "c1's shutdown to finish")
+        time.sleep(0.5)
+        assert cloud.power("c2") == "on"

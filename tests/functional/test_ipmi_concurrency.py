@@ -25,6 +25,7 @@ from consolidator.power.bmc_file import load_bmc_file
 from consolidator.power.catalog import driver_for
 from consolidator.power.driver import BmcConfig, PowerError
 from tests.functional.served import ServedCloud, served_cloud
+from tests.functional.waits import PATIENCE_S
 
 HOSTS = [f"ipmi-{i:02d}" for i in range(1, 13)]
 SCENARIO = {
@@ -112,7 +113,7 @@ def test_a_power_request_whose_login_got_no_answer_is_sent_on_a_fresh_login(
         assert served.state()["faults"] == []  # the first login used every dropped request
     finally:
         served.clear_faults()
-        driver.power_on(timeout=30)
+        driver.power_on(timeout=PATIENCE_S)
 
 
 def test_a_power_request_is_not_retried_without_attempts_left(served: ServedCloud) -> None:

@@ -30,11 +30,12 @@ from consolidator.store.leases import (
     release,
 )
 from tests.conftest import migrated
+from tests.functional.waits import PATIENCE_S, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def actor(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def actor(*args: str, timeout: float = PATIENCE_S) -> subprocess.CompletedProcess[str]:
     """Run tests.functional.lease_actor in a new process (its own clock and engine)."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     done = subprocess.run([sys.executable, "-m", "tests.functional.lease_actor", *args],
@@ -80,8 +81,8 @@ def test_generations_guards_and_the_database_clock(db_url: str) -> None:
         assert acquire(engine, name, "host-b:2:bbbb", 60) is None   # B's clock is not used
     assert current(engine, name).generation == 1
     assert a.renew(0.3)
-    time.sleep(0.6)                                          # expired by the database clock
-    assert current(engine, name) is None
+    wait_until(lambda: current(engine, name) is None, "the lease to expire by the database's "
+               "clock", interval=0.05)
     with pytest.raises(LeaseLostError):
         journal.begin(engine, cloud="alto", plan_id=None, action="migrate", target="i-2",
                       guard=Guard(engine, name, "host-a:1:aaaa", 1))

@@ -4,7 +4,6 @@ Ctrl-C aborts the running migrations through Nova; apply shows an ETA."""
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from consolidator.store import journal
 from consolidator.store.db import make_engine
 from tests.functional.served import served_cloud
 from tests.functional.test_apply_cli import Operator, operator_for, scenario
+from tests.functional.waits import COMMAND_TIMEOUT_S, wait_until
 
 
 @pytest.fixture
@@ -30,11 +30,12 @@ def test_ctrl_c_is_acknowledged_and_a_second_aborts_the_running_migrations(
     engine = make_engine(op.db_url)
     before = op.where()
     proc = op.popen("apply", plan["id"], "--max-parallel", "2")
-    deadline = time.monotonic() + 60
-    while sum(e.action == "migrate" and e.state == journal.RUNNING
-              for e in journal.entries(engine, plan_id=plan["id"])) < 2:
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.1)
+    def two_running() -> bool:
+        assert proc.poll() is None, proc.communicate()
+        return sum(e.action == "migrate" and e.state == journal.RUNNING
+                   for e in journal.entries(engine, plan_id=plan["id"])) >= 2
+
+    wait_until(two_running, "two migrations to run")
     assert proc.stderr is not None
     proc.send_signal(signal.SIGINT)
     seen = []
@@ -44,7 +45,7 @@ def test_ctrl_c_is_acknowledged_and_a_second_aborts_the_running_migrations(
     assert seen[-1].strip() == ("SIGINT: starting nothing new; waiting for 2 running "
                                 "migrations; Ctrl-C again to abort them")
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=COMMAND_TIMEOUT_S)
     err = "".join(seen) + err
     assert proc.returncode == 1, out + err
     assert "SIGINT again: aborting 2 running migrations through Nova" in err

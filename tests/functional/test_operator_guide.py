@@ -37,13 +37,14 @@ import pytest
 import yaml
 
 from consolidator.emulators.fake.process import stop_child
+from tests.functional.waits import PATIENCE_S
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "operator-guide.rst"
 SECTION = "Trying things on a fake cloud"
 BLOCK = ".. code-block:: console"
 SERVE_MARK = ".. walk: serve"
-START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = PATIENCE_S
 COMMAND_TIMEOUT_S = 900.0
 #: Settings the walk gives the served scenario (its copy): emulated migrations take RAM /
 #: bandwidth seconds, 1-16 s each at the default 1 GiB/s. Nothing the guide shows depends

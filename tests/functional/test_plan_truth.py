@@ -8,12 +8,12 @@ max_drift, and --replan plans again from a fresh snapshot.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from tests.functional.cli import Result, run
 from tests.functional.served import ServedCloud, served_cloud
 from tests.functional.test_apply_cli import operator_for, scenario
+from tests.functional.waits import wait_until
 
 
 def test_without_a_bmc_file_the_plan_is_migrate_only_and_its_dry_run_succeeds(
@@ -49,13 +49,11 @@ def migrate(served: ServedCloud, names: list[str], host: str) -> None:
     for name in names:
         conn.compute.post(f"/servers/{servers[name]['id']}/action", microversion="2.30",
                           json={"os-migrateLive": {"host": host, "block_migration": "auto"}})
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def there() -> bool:
         where = served.state()["servers"]
-        if all(where[n]["host"] == host and where[n]["status"] == "ACTIVE" for n in names):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not migrated: {names}")
+        return all(where[n]["host"] == host and where[n]["status"] == "ACTIVE" for n in names)
+
+    wait_until(there, f"{', '.join(names)} to be on {host}")
 
 
 def test_apply_states_the_age_and_refuses_a_drifted_plan_or_replans(tmp_path: Path) -> None:

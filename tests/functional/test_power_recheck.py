@@ -28,9 +28,15 @@ def slow_bed(tmp_path: Path) -> Iterator[Bed]:
         yield Bed(cloud=cloud, engine=engine, tmp=tmp_path)
 
 
-def build_during_grace(bed: Bed, host: str, name: str) -> threading.Thread:
+def build_during_grace(bed: Bed, host: str, name: str, *,
+                       hold_shutdown: bool = False) -> threading.Thread:
     """Once the power-off of `host` is journaled (its graceful request follows), a server
-    lands on it, as a build the scheduler placed there would."""
+    lands on it, as a build the scheduler placed there would. With hold_shutdown, the host's
+    graceful shutdown does not finish before the server has landed (a bmc_shutdown_held
+    fault, cleared then), however slow the machine."""
+    if hold_shutdown:
+        bed.cloud.add_fault({"type": "bmc_shutdown_held", "host": host})
+
     def land() -> None:
         while not any(e.action == "power_off" and e.target == host
                       and e.state == journal.RUNNING for e in journal.entries(bed.engine)):
@@ -43,6 +49,8 @@ def build_during_grace(bed: Bed, host: str, name: str) -> threading.Thread:
             state.hosts[host].servers[server.id] = None
             state.hosts[host].allocate(server.id, resources)
             server.host = host
+        if hold_shutdown:
+            bed.cloud.clear_faults()
     thread = threading.Thread(target=land, daemon=True)
     thread.start()
     return thread

@@ -12,7 +12,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,12 +22,14 @@ import yaml
 from consolidator.store import journal
 from consolidator.store.db import make_engine
 from consolidator.store.leases import LeaseHeldError, acquire, acquire_or_raise, make_holder
+from tests.functional.lease_actor import wait_for_renewal
 from tests.functional.served import served_cloud
 from tests.functional.test_apply_cli import Operator
 from tests.functional.test_apply_cli import fast as fast  # the fixture
 from tests.functional.test_executor import Bed, fake_bed
 from tests.functional.test_executor import bed as bed  # the fixture
 from tests.functional.test_power_recheck import build_during_grace
+from tests.functional.waits import PATIENCE_S, stop_process, wait_for_row
 
 #: The journal actions that precede a call changing the cloud.
 DESTRUCTIVE = {"migrate", "disable", "enable", "power_on", "power_off", "force_down",
@@ -92,8 +93,14 @@ def test_holders_are_random_tokens() -> None:
 # -- point 1: 'hosts power off --force' keeps its lease for the whole shutdown ---------------
 
 
+#: The short executor lease: far shorter than a graceful shutdown held by the tests, long
+#: enough that its renewals (every third of it) keep it on a loaded machine.
+SHORT_TTL_S = 5.0
+
+
 def lease_scenario() -> dict:
-    """c1 holds two servers, c2 one, c3 none; each shutdown takes 8 s."""
+    """c1 holds two servers, c2 one, c3 none; each shutdown takes 8 s (or as long as a test
+    holds it with a bmc_shutdown_held fault)."""
     hosts = [{"name": f"c{n}", "vcpus": 16, "memory_mb": 65536, "disk_gb": 1000,
               "bmc": {"driver": "redfish"}} for n in (1, 2, 3)]
     instances = [{"name": f"vm-{k}", "host": "c1" if k < 2 else "c2", "vcpus": 2,
@@ -103,10 +110,10 @@ def lease_scenario() -> dict:
 
 
 def short_lease_operator(served: object, tmp_path: Path) -> Operator:
-    """An operator whose executor lease lasts 1 s: far shorter than a graceful shutdown."""
+    """An operator whose executor lease is shorter than a graceful shutdown."""
     config = tmp_path / "consolidator.conf"
-    config.write_text("[executor]\npoll_interval = 0.05\npower_timeout = 60\nlease_ttl = 1\n"
-                      "[planner]\nn_plus_one = false\n")
+    config.write_text(f"[executor]\npoll_interval = 0.05\npower_timeout = {PATIENCE_S:g}\n"
+                      f"lease_ttl = {SHORT_TTL_S:g}\n[planner]\nn_plus_one = false\n")
     op = Operator(served=served, db_url=f"sqlite:///{tmp_path / 'c.db'}", config=config)
     assert op("db", "upgrade").code == 0
     return op
@@ -125,34 +132,27 @@ def running(op: Operator, *args: str) -> Iterator[subprocess.Popen]:
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
-def wait_for_row(engine: object, action: str, target: str, state: str = journal.RUNNING,
-                 timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not any(e.action == action and e.target == target and e.state == state
-                  for e in journal.entries(engine)):
-        assert time.monotonic() < deadline, f"no {action} {target} {state} row"
-        time.sleep(0.05)
+        stop_process(proc)
 
 
 def test_hosts_power_off_keeps_the_lease_through_a_long_graceful_shutdown(
         short_lease: Operator) -> None:
     """Point 1: the guard of 'hosts power off --force' was thrown away; nothing renewed the
     lease (TTL shorter than the graceful wait), so a rollback took it and moved instances
-    onto the host being shut down. The lease is now held, and renewed, until it is off."""
+    onto the host being shut down. The lease is now held, and renewed, until it is off. The
+    shutdown is held (a fault) until the lease has outlived its first expiry and the
+    intruder has been refused."""
     op = short_lease
     engine = make_engine(op.db_url)
+    op.served.add_fault({"type": "bmc_shutdown_held", "host": "c3"})
     with running(op, "hosts", "power", "off", "c3", "--force", "--yes") as proc:
         wait_for_row(engine, "power_off", "c3")
-        time.sleep(2.0)                          # twice the TTL, inside the graceful wait
+        wait_for_renewal(engine, "executor:fake", SHORT_TTL_S)
         assert acquire(engine, "executor:fake", "an-intruder", 60) is None
         intruder = op("hosts", "power", "on", "c3")
         assert intruder.code == 1 and "already running" in intruder.err, intruder.err
-        out, err = proc.communicate(timeout=60)
+        op.served.clear_faults()
+        out, err = proc.communicate(timeout=PATIENCE_S)
     assert proc.returncode == 0, out + err
     state = op.served.state()
     assert state["hosts"]["c3"]["power"] == "off"
@@ -173,9 +173,9 @@ def test_work_landing_while_a_graceful_shutdown_completes_is_rescued(tmp_path: P
     with fake_bed(tmp_path, bmc_graceful_delay_s=0.5) as bed:
         engine, cloud = bed.engine, bed.cloud
         plan = bed.plan()
-        landing = build_during_grace(bed, "c5", "vm-1-0")
-        outcome = bed.executor(bmc={"grace": 30}).run(plan)   # never forced: graceful only
-        landing.join(timeout=10)
+        landing = build_during_grace(bed, "c5", "vm-1-0", hold_shutdown=True)
+        outcome = bed.executor(bmc={"grace": PATIENCE_S}).run(plan)   # never forced
+        landing.join(timeout=PATIENCE_S)
         assert "c5" not in outcome.powered_off
         assert "work landed on it during its shutdown" in outcome.left_on["c5"]
         assert "powered on again and enabled" in outcome.left_on["c5"]
@@ -198,17 +198,20 @@ def test_hosts_power_on_is_refused_while_an_apply_shuts_a_host_down(
         short_lease: Operator) -> None:
     """Point 2: 'hosts power on' took no lease and wrote no journal row: during an apply's
     graceful shutdown of c2 it re-enabled c2, and a live migration landed there. It now
-    needs the executor lease, which the apply holds."""
+    needs the executor lease, which the apply holds (c2's shutdown is held by a fault until
+    the command has been refused)."""
     op = short_lease
     assert op("snapshot").code == 0
     plan = op.plan()
     assert plan["power_off"] == ["c2", "c3"] or sorted(plan["power_off"]) == ["c2", "c3"]
     engine = make_engine(op.db_url)
+    op.served.add_fault({"type": "bmc_shutdown_held", "host": "c2"})
     with running(op, "apply", plan["id"]) as proc:
         wait_for_row(engine, "power_off", "c2")
         refused = op("hosts", "power", "on", "c2")
         assert refused.code == 1 and "already running" in refused.err, refused.err
-        out, err = proc.communicate(timeout=120)
+        op.served.clear_faults()
+        out, err = proc.communicate(timeout=PATIENCE_S)
     assert proc.returncode == 0, out + err
     state = op.served.state()
     assert state["hosts"]["c2"]["power"] == "off" and state["hosts"]["c2"]["status"] == \

@@ -15,6 +15,7 @@ from consolidator.emulators.fake.cloud import FakeCloud
 from consolidator.scenario.files import parse_scenario
 from consolidator.telemetry.prometheus import PrometheusSource, fetch_usage, query_range
 from tests.functional.prometheus_server import PrometheusServer
+from tests.functional.waits import wait_until
 
 RECORDED = "consolidator:instance_cpu_usage:vcpus"
 USAGE = {"vm-a": 1.5, "vm-b": 0.25, "vm-c": 3.0}
@@ -76,11 +77,8 @@ def test_an_instance_whose_exporter_stopped_answering_counts_as_unmeasured(bed: 
 
     requests.post(f"{cloud.base_url}/_fake/exporter-down/c2", timeout=5)
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if len(prom.query("libvirt_domain_openstack_info")) == 2:
-                break
-            time.sleep(0.25)
+        wait_until(lambda: len(prom.query("libvirt_domain_openstack_info")) == 2,
+                   "Prometheus to see c2's exporter down", interval=0.25)
         stale = by_name(cloud, fetch_usage(source(prom)))
         assert "vm-c" in stale                      # its last values are still averaged
         current = by_name(cloud, fetch_usage(source(prom, fresh_query=fresh)))

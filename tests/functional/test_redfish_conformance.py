@@ -16,10 +16,11 @@ import pytest
 from consolidator.emulators.fake.process import stop_child
 from consolidator.power.catalog import driver_for
 from consolidator.power.driver import BmcConfig, PowerError
+from tests.functional.waits import PATIENCE_S
 
 SYSTEM_UUID = "27946b59-9e44-4fa7-8e91-f3527a1ef094"
 USERNAME, PASSWORD = "admin", "redfish-secret"
-START_TIMEOUT_S = 20.0
+START_TIMEOUT_S = PATIENCE_S
 #: sushy-tools applies a power change after a random 1-11 s.
 CHANGE_TIMEOUT_S = 30.0
 

@@ -6,12 +6,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.functional.cli import Result, run
-from tests.realnova.served import ServedCloud
+from tests.functional.waits import COMMAND_TIMEOUT_S, wait_until
+from tests.realnova.served import NovaView, ServedCloud
 
 CONFIG = """\
 [executor]
@@ -44,7 +47,7 @@ class Operator:
         return {"OS_CLIENT_CONFIG_FILE": str(self.served.clouds_yaml),
                 "CONSOLIDATOR_BMC_FILE": str(self.served.bmc_yaml)}
 
-    def __call__(self, *args: str, timeout: float = 600) -> Result:
+    def __call__(self, *args: str, timeout: float = COMMAND_TIMEOUT_S) -> Result:
         return run("--config", str(self.config), "--cloud", self.served.cloud_name, *args,
                    db_url=self.db_url, env=self.env, timeout=timeout)
 
@@ -78,3 +81,33 @@ def operator_for(served: ServedCloud, tmp_path: Path, *, auto_apply: bool = Fals
     op = Operator(served=served, db_url=f"sqlite:///{tmp_path / 'c.db'}", config=config)
     op.ok("db", "upgrade")
     return op
+
+
+def cloud_state(nova: NovaView) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Where each server is, each host's power, and each nova-compute's status."""
+    return (nova.where(), nova.power(),
+            {host: service.status for host, service in nova.services().items()})
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The cloud as a module's tests start from it: a snapshot, and its state."""
+
+    snapshot: str
+    state: tuple[dict[str, str], dict[str, str], dict[str, str]]
+
+
+def baseline(op: Operator, nova: NovaView) -> Baseline:
+    """Record the cloud as it is now."""
+    return Baseline(snapshot=op.ok("snapshot").out.strip(), state=cloud_state(nova))
+
+
+@contextmanager
+def restored(op: Operator, nova: NovaView, start: Baseline) -> Iterator[None]:
+    """After the block, put the cloud back as it was at start if the block changed it (a
+    rollback to its snapshot): tests sharing one cloud then need no order among them."""
+    assert cloud_state(nova) == start.state, "the cloud is not as its tests start from it"
+    yield
+    if cloud_state(nova) != start.state:
+        op.ok("rollback", start.snapshot, "--yes")
+        wait_until(lambda: cloud_state(nova) == start.state, "the cloud to be as it was")

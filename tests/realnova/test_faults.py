@@ -18,6 +18,7 @@ import pytest
 
 from consolidator.store import journal
 from consolidator.store.db import make_engine
+from tests.functional.waits import PATIENCE_S
 from tests.realnova.operator import Operator, operator_for
 from tests.realnova.served import NovaView, served_nova
 
@@ -67,17 +68,21 @@ def first_migration_copying(nova: NovaView, engine: Any, plan_id: str) -> str:
 
 def refused_later_in_the_wave(op: Operator, nova: NovaView,
                               interfere: Callable[[], None]) -> dict[str, Any]:
-    """Apply b0, b1 -> a1 one at a time; once the first migration runs, interfere, so that
-    Nova (the pre-checks having passed) refuses the second. Returns what happened."""
-    driver(nova, migration_seconds=4.0)
+    """Apply b0, b1 -> a1 one at a time; once the first migration runs (it hangs until then),
+    interfere, so that Nova (the pre-checks having passed) refuses the second. Returns what
+    happened."""
     plan = op.plan()
     assert sorted(m["instance_name"] for m in plan["migrations"]) == ["b0", "b1"]
     assert plan["power_off"] == ["a2"]
+    nova.served.add_fault([{"type": "migration_hangs", "instance": name, "count": 1}
+                           for name in ("b0", "b1")])
     engine = make_engine(op.db_url)
     proc = op.popen("apply", plan["id"], "--max-parallel", "1")
     first = first_migration_copying(nova, engine, plan["id"])
     interfere()
-    out, err = proc.communicate(timeout=300)
+    nova.served.clear_faults()
+    nova.force_complete(first)
+    out, err = proc.communicate(timeout=PATIENCE_S)
     servers = nova.servers()
     second = next(n for n, s in servers.items() if n in ("b0", "b1") and s.id != first)
     return {"code": proc.returncode, "out": out + err, "second": servers[second],
@@ -157,7 +162,7 @@ def test_anti_affinity_member_already_on_the_destination(tmp_path: Path) -> None
             name="intruder", flavor_id=flavor_of(nova, template),
             image_id=template.image["id"], networks="none", host="a1",
             scheduler_hints={"group": group.id})
-        nova.conn.compute.wait_for_server(intruder, wait=120)
+        nova.conn.compute.wait_for_server(intruder, wait=PATIENCE_S)
         applied = op("apply", plan["id"])
         assert applied.code == 1, applied.out + applied.err
         b0 = nova.servers()["b0"]
@@ -195,10 +200,10 @@ def test_instance_deleted_while_the_plan_runs(tmp_path: Path) -> None:
             victim = next(s for n, s in nova.servers().items()
                           if n in ("b0", "b1") and s.id != first)
             nova.conn.compute.delete_server(victim)
-            nova.conn.compute.wait_for_delete(victim, wait=120)
+            nova.conn.compute.wait_for_delete(victim, wait=PATIENCE_S)
             nova.conn.compute.force_complete_server_migration(
                 nova.migrations(first)[0].id, first)
-            out, err = proc.communicate(timeout=300)
+            out, err = proc.communicate(timeout=PATIENCE_S)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -244,7 +249,7 @@ def test_server_built_on_the_host_just_before_power_off(tmp_path: Path) -> None:
         assert applied.code == 1, applied.out + applied.err
         servers = nova.servers()
         assert servers["b0"].compute_host == "a1"
-        nova.conn.compute.wait_for_server(late, wait=120)
+        nova.conn.compute.wait_for_server(late, wait=PATIENCE_S)
         assert nova.servers()["late"].compute_host == "a2"
         assert nova.power()["a2"] == "on" and nova.services()["a2"].status == "enabled"
 
@@ -267,7 +272,7 @@ def test_server_resized_onto_the_host_just_before_power_off(tmp_path: Path) -> N
         assert nova.power()["a2"] == "on" and nova.services()["a2"].status == "enabled"
         driver(nova, resize_seconds=0.0)
         nova.wait(lambda: nova.servers()["a0"].status == "VERIFY_RESIZE",
-                  "a0's resize to finish", timeout=90)
+                  "a0's resize to finish")
         assert nova.servers()["a0"].compute_host == "a2"
         assert json.loads(op.ok("plan", "show", plan["id"], "--format", "json").out)[
             "status"] == "failed"

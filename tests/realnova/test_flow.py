@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.realnova.operator import Operator, operator_for
+from tests.realnova.operator import Baseline, Operator, baseline, operator_for, restored
 from tests.realnova.served import NovaView, served_nova
 
 #: Hosts c1..c5, alternately IPMI and Redfish; populations 5, 4, 3, 2, 1.
@@ -30,7 +30,9 @@ def scenario() -> dict:
 
 
 @pytest.fixture(scope="module")
-def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Operator, NovaView]]:
+def served_flow(tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[tuple[Operator, NovaView, Baseline]]:
+    """One cloud for the module (fifteen servers take a while to boot)."""
     tmp = tmp_path_factory.mktemp("realnova-flow")
     with served_nova(scenario(), tmp) as served:
         op = operator_for(served, tmp, auto_apply=True)
@@ -38,7 +40,17 @@ def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Operator, 
         # cool-down, or it would keep the hosts the rollback powered on.
         with op.config.open("a") as config:
             config.write("\n[power]\nmin_on_time = 0\n")
-        yield op, NovaView(served)
+        nova = NovaView(served)
+        yield op, nova, baseline(op, nova)
+
+
+@pytest.fixture
+def cloud(served_flow: tuple[Operator, NovaView, Baseline]
+          ) -> Iterator[tuple[Operator, NovaView]]:
+    """The module's cloud, put back as it was after each test: any order works."""
+    op, nova, start = served_flow
+    with restored(op, nova, start):
+        yield op, nova
 
 
 def test_snapshot_equals_nova_and_placement(cloud: tuple[Operator, NovaView]) -> None:

@@ -1,13 +1,14 @@
 """Issue 23, the power half, on the real Nova and Placement: the faults that exist there.
 
-One cloud serves the module, and its tests run in order: c1 holds a0-a2, c2 holds b0, c3 is
-empty; every BMC's graceful shutdown takes 8 s, far longer than the 1 s executor lease some
-tests use. Nova's computes report every 2 s and are reported down 10 s after they stop.
+Each test serves a cloud of its own, so that pytest-xdist may run them in any order, on any
+worker: c1 holds a0-a2, c2 holds b0, c3 is empty; every BMC's graceful shutdown takes 8 s,
+longer than the 5 s executor lease one test uses (that test holds the shutdown until it has
+seen what it needs). Nova's computes report every 2 s and are reported down 10 s after they
+stop.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +20,16 @@ import yaml
 from consolidator.store import journal
 from consolidator.store.db import make_engine
 from consolidator.store.leases import acquire
+from tests.functional.lease_actor import wait_for_renewal
 from tests.functional.test_power_safety import assert_guarded
+from tests.functional.waits import PATIENCE_S, stop_process, wait_for_row
 from tests.realnova.operator import CONFIG, Operator, operator_for
 from tests.realnova.served import NovaView, served_nova
 
 GRACEFUL_S = 8.0
+#: The short executor lease: shorter than a graceful shutdown, long enough that its renewals
+#: (every third of it) keep it on a loaded machine.
+SHORT_TTL_S = 5.0
 
 
 def scenario() -> dict[str, Any]:
@@ -41,7 +47,7 @@ def scenario() -> dict[str, Any]:
 
 @dataclass
 class Cloud:
-    """The served cloud, an operator with the usual lease, and one with a 1 s lease."""
+    """The served cloud, an operator with the usual lease, and one with a short lease."""
 
     op: Operator
     short: Operator
@@ -57,25 +63,18 @@ class Cloud:
                 assert host not in where.values(), host
 
 
-@pytest.fixture(scope="module")
-def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cloud]:
-    tmp = tmp_path_factory.mktemp("realnova-power-safety")
+@pytest.fixture
+def cloud(tmp_path: Path) -> Iterator[Cloud]:
+    """A cloud of its own for each test."""
+    tmp = tmp_path
     with served_nova(scenario(), tmp, service_down_time=10) as served:
         op = operator_for(served, tmp)
         short_config = tmp / "short.conf"
         short_config.write_text(CONFIG.format(auto_apply="false").replace(
-            "lease_ttl = 30", "lease_ttl = 1"))
+            "lease_ttl = 30", f"lease_ttl = {SHORT_TTL_S:g}"))
         short = Operator(served=served, db_url=op.db_url, config=short_config)
         yield Cloud(op=op, short=short, nova=NovaView(served),
                     bmc_yaml=Path(served.bmc_yaml).read_text())
-
-
-def wait_for_row(engine: Any, action: str, target: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not any(e.action == action and e.target == target and e.state == journal.RUNNING
-                  for e in journal.entries(engine)):
-        assert time.monotonic() < deadline, f"no running {action} row for {target}"
-        time.sleep(0.1)
 
 
 def test_a_power_off_that_silences_another_compute_is_undone(cloud: Cloud) -> None:
@@ -127,21 +126,23 @@ def test_a_miswired_entry_with_its_identity_powers_nothing(cloud: Cloud) -> None
 
 def test_hosts_power_off_keeps_its_lease_through_a_long_graceful_shutdown(cloud: Cloud
                                                                          ) -> None:
-    """Point 1: with a 1 s lease and an 8 s graceful shutdown, the lease of 'hosts power off
-    --force' lapsed and a rollback moved servers onto c3 while it shut down. It is renewed
-    now: nothing else takes it until c3 is off."""
+    """Point 1: with a lease shorter than the graceful shutdown, the lease of 'hosts power
+    off --force' lapsed and a rollback moved servers onto c3 while it shut down. It is
+    renewed now: nothing else takes it until c3 is off. c3's shutdown is held (a fault) until
+    the lease has outlived its first expiry and the intruder has been refused."""
     engine = make_engine(cloud.op.db_url)
+    cloud.nova.served.add_fault({"type": "bmc_shutdown_held", "host": "c3"})
     proc = cloud.short.popen("hosts", "power", "off", "c3", "--force", "--yes")
     try:
         wait_for_row(engine, "power_off", "c3")
-        time.sleep(2.5)
+        wait_for_renewal(engine, "executor:realnova", SHORT_TTL_S)
         assert acquire(engine, "executor:realnova", "an-intruder", 60) is None
         intruder = cloud.op("hosts", "power", "on", "c3")
         assert intruder.code == 1 and "already running" in intruder.err, intruder.err
-        out, err = proc.communicate(timeout=300)
+        cloud.nova.served.clear_faults()
+        out, err = proc.communicate(timeout=PATIENCE_S)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        stop_process(proc)
     assert proc.returncode == 0, out + err
     assert cloud.nova.power()["c3"] == "off"
     assert "c3" not in cloud.nova.where().values()
@@ -161,11 +162,12 @@ def test_a_forced_live_migration_during_the_graceful_shutdown_is_rescued(cloud: 
     """Point 2: an admin's forced live migration (2.30 force) onto c2 while the apply shut
     it down gracefully landed, the shutdown completed, and the apply said "succeeded" with
     c2 off holding a server. Now c2 is re-checked once off: powered on again, enabled, and
-    the apply fails loudly."""
+    the apply fails loudly. c2's shutdown is held (a fault) until a0 has landed."""
     op, nova = cloud.op, cloud.nova
     plan = op.plan()
     assert "c2" in plan["power_off"], plan
     engine = make_engine(cloud.op.db_url)
+    nova.served.add_fault({"type": "bmc_shutdown_held", "host": "c2"})
     proc = op.popen("apply", plan["id"])
     try:
         wait_for_row(engine, "power_off", "c2")
@@ -174,10 +176,10 @@ def test_a_forced_live_migration_during_the_graceful_shutdown_is_rescued(cloud: 
                                               block_migration="auto")
         nova.wait(lambda: nova.where()["a0"] == "c2" and
                   nova.statuses()["a0"] == "ACTIVE", "a0 to land on c2")
-        out, err = proc.communicate(timeout=300)
+        nova.served.clear_faults()
+        out, err = proc.communicate(timeout=PATIENCE_S)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        stop_process(proc)
     assert proc.returncode == 1, out + err
     assert "work landed on it during its shutdown" in out + err
     assert nova.power()["c2"] == "on"

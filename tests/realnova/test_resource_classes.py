@@ -22,7 +22,7 @@ from consolidator.core.plan import Move, PlanDraft
 from consolidator.store import journal
 from consolidator.store.db import make_engine
 from consolidator.store.plans import save_plan, set_status
-from tests.realnova.operator import Operator, operator_for
+from tests.realnova.operator import Baseline, Operator, baseline, operator_for, restored
 from tests.realnova.served import NovaView, served_nova
 
 Cloud = tuple[Operator, NovaView]
@@ -58,10 +58,21 @@ def scenario() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cloud]:
+def served_classes(tmp_path_factory: pytest.TempPathFactory
+                   ) -> Iterator[tuple[Operator, NovaView, Baseline]]:
+    """One cloud for the module."""
     tmp = tmp_path_factory.mktemp("realnova-classes")
     with served_nova(scenario(), tmp) as served:
-        yield operator_for(served, tmp), NovaView(served)
+        op, nova = operator_for(served, tmp), NovaView(served)
+        yield op, nova, baseline(op, nova)
+
+
+@pytest.fixture
+def cloud(served_classes: tuple[Operator, NovaView, Baseline]) -> Iterator[Cloud]:
+    """The module's cloud, put back as it was after each test: any order works."""
+    op, nova, start = served_classes
+    with restored(op, nova, start):
+        yield op, nova
 
 
 def placement_view(nova: NovaView) -> dict[str, dict[str, Any]]:

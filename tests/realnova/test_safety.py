@@ -1,11 +1,12 @@
 """The safety defects of issues 14 and 17, replayed on the real Nova and Placement.
 
-One cloud serves the whole module, and its tests run in order, each starting from the state
-the one before left: hypervisors c1.example.org, c2.example.org and c3.example.org (the fake
-driver's node names) whose nova-compute services are c1, c2 and c3, as in many clouds. a0-a2
-live on c1, b0 on c2 and d0 on c3, so a plan empties c2 and c3 into c1. Nova notices a
-stopped nova-compute only after 120 s (service_down_time), so a powered-off host whose
-service is not forced down still reads "up", as in the first minute of a real power cut.
+Each test serves a cloud of its own and sets up the state it needs, so that pytest-xdist may
+run them in any order, on any worker: hypervisors c1.example.org, c2.example.org and
+c3.example.org (the fake driver's node names) whose nova-compute services are c1, c2 and c3,
+as in many clouds. a0-a2 live on c1, b0 on c2 and d0 on c3, so a plan empties c2 and c3 into
+c1. Nova notices a stopped nova-compute only after an hour here (service_down_time), so a
+powered-off host whose service is not forced down still reads "up", as in the first minute of
+a real power cut, however slowly a loaded machine runs the test.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from consolidator.openstack.nova import Nova
 from consolidator.store import journal
 from consolidator.store.db import make_engine
 from tests.functional.cli import run
+from tests.functional.lease_actor import expire_lease
+from tests.functional.waits import PATIENCE_S, stop_process
 from tests.realnova.operator import Operator, operator_for
 from tests.realnova.served import NovaView, served_nova
 
@@ -36,6 +39,8 @@ HOSTS = {"c1": "c1.example.org", "c2": "c2.example.org", "c3": "c3.example.org"}
 #: The destructive journal actions (each precedes a call that changes the cloud).
 DESTRUCTIVE = {"migrate", "disable", "enable", "power_on", "power_off", "force_down",
                "abort", "force_complete"}
+#: Longer than any test: Nova reports a stopped nova-compute up until it is forced down.
+SERVICE_DOWN_TIME_S = 3600
 
 
 def scenario() -> dict[str, Any]:
@@ -76,12 +81,23 @@ class Story:
         Nova(self.nova.conn).force_down(host, False)
 
 
-@pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
-    tmp = tmp_path_factory.mktemp("realnova-safety")
-    with served_nova(scenario(), tmp, service_down_time=120) as served:
-        op = operator_for(served, tmp)
-        yield Story(op=op, nova=NovaView(served), tmp=tmp, first=op.ok("snapshot").out.strip())
+    def consolidate(self) -> dict[str, Any]:
+        """Plan and apply: b0 and d0 move to c1, and c2 and c3 are powered off."""
+        plan = self.op.plan()
+        assert sorted(plan["power_off"]) == ["c2.example.org", "c3.example.org"], plan
+        self.op.ok("apply", plan["id"])
+        assert self.nova.power() == {"c1.example.org": "on", "c2.example.org": "off",
+                                     "c3.example.org": "off"}
+        return plan
+
+
+@pytest.fixture
+def story(tmp_path: Path) -> Iterator[Story]:
+    """A cloud of its own for each test, and the snapshot taken before anything moved."""
+    with served_nova(scenario(), tmp_path, service_down_time=SERVICE_DOWN_TIME_S) as served:
+        op = operator_for(served, tmp_path)
+        yield Story(op=op, nova=NovaView(served), tmp=tmp_path,
+                    first=op.ok("snapshot").out.strip())
 
 
 def rows_of(story: Story, plan_id: str) -> list[tuple[str, str, str]]:
@@ -137,11 +153,14 @@ def test_rollback_powers_on_through_the_bmc_while_nova_reports_up(story: Story) 
     nova-compute up. Rollback must power it on through the BMC, wait for a heartbeat after
     that, enable it, move b0 back, and count only the power-on it made and verified."""
     op, nova = story.op, story.nova
+    story.consolidate()
+    op.ok("hosts", "power", "on", "c3")            # c3 on, enabled and empty: d0 goes back
+    assert nova.power()["c3.example.org"] == "on"
     story.fence_lifted("c2")
     assert nova.power()["c2.example.org"] == "off"
     assert nova.services()["c2"].state == "up"
     # 10-15 s when it works; without the fix it sends b0 to a stopped compute and never ends.
-    back = op("rollback", story.first, "--yes", timeout=180)
+    back = op("rollback", story.first, "--yes")
     assert back.code == 0, back.out + back.err
     assert re.search(r"^powered on +1$", back.out, re.M), back.out     # verified, counted once
     plans = json.loads(op.ok("plans", "list", "--format", "json").out)
@@ -172,45 +191,46 @@ def lease_actor(story: Story, plan_id: str, *args: str, after: tuple[str, ...] =
 
 
 def test_no_destructive_call_without_the_current_lease(story: Story) -> None:
-    """Issue 14, defect 3, two ways. A runs the plan (a 3 s lease, renewed every second).
-    B, whose clock runs 90 s ahead, tries meanwhile: it once took the held lease; now it is
-    refused and makes no call. Then A freezes (SIGSTOP, as a VM pause or a long GC) past
-    its lease's expiry by the database's clock; C takes the lease, resumes and finishes the
-    plan; A, thawed, must make no further call. Every destructive call Nova saw has its
-    journal row, under the lease generation current when it was written."""
-    from consolidator.store.leases import current
-    from tests.realnova.test_faults import driver
+    """Issue 14, defect 3, two ways. A runs the plan; its first live migration hangs in
+    Nova. A freezes there (SIGSTOP, as a VM pause or a long GC) while its lease is still
+    held, and B, whose clock runs two minutes ahead, tries: it once took the held lease; now
+    it is refused and makes no call. The migration completes, and A's lease expires by the
+    database's clock (the test expires it rather than sleeping through the TTL); C takes the
+    lease, resumes and finishes the plan; A, thawed, must make no further call. Every
+    destructive call Nova saw has its journal row, under the lease generation current when
+    it was written."""
+    from tests.realnova.test_faults import first_migration_copying
 
     op, nova = story.op, story.nova
-    driver(nova, migration_seconds=6.0)
     plan = op.plan()
     ids = {n: s.id for n, s in nova.servers().items()}
     seen = {m.id for n in ids for m in nova.migrations(ids[n])}
-    first = lease_actor(story, plan["id"], "--ttl", "3", after=("--max-parallel", "1"))
+    nova.served.add_fault([{"type": "migration_hangs", "instance": m["instance_name"],
+                            "count": 1} for m in plan["migrations"]])
+    # A's lease (60 s, renewed) is held whenever B tries, however slowly B starts.
+    first = lease_actor(story, plan["id"], "--ttl", "60", after=("--max-parallel", "1"))
     procs = [first]
     try:
-        nova.wait(lambda: any(e.state == journal.RUNNING
-                              for e in journal.entries(story.engine, plan_id=plan["id"])),
-                  "A's first migration to start")
-        ahead = lease_actor(story, plan["id"], "--skew", "90", "--ttl", "3")
-        procs.append(ahead)
-        out_b, err_b = ahead.communicate(timeout=120)
+        moving = first_migration_copying(nova, story.engine, plan["id"])
         first.send_signal(signal.SIGSTOP)
-        nova.wait(lambda: current(story.engine, "executor:realnova") is None,
-                  "A's lease to expire by the database's clock", timeout=30)
-        taker = lease_actor(story, plan["id"], "--ttl", "30",
-                            after=("--resume", "--wait", "30", "--max-parallel", "1"))
+        ahead = lease_actor(story, plan["id"], "--skew", "120", "--ttl", "60")
+        procs.append(ahead)
+        out_b, err_b = ahead.communicate(timeout=PATIENCE_S)
+        nova.served.clear_faults()
+        nova.force_complete(moving)
+        expire_lease(story.engine, "executor:realnova")
+        taker = lease_actor(story, plan["id"], "--ttl", "60",
+                            after=("--resume", "--wait", str(PATIENCE_S), "--max-parallel",
+                                   "1"))
         procs.append(taker)
-        out_c, err_c = taker.communicate(timeout=300)
+        out_c, err_c = taker.communicate(timeout=PATIENCE_S)
         first.send_signal(signal.SIGCONT)
-        out_a, err_a = first.communicate(timeout=120)
+        out_a, err_a = first.communicate(timeout=PATIENCE_S)
     finally:
-        driver(nova, migration_seconds=1.0)
         for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
-                proc.kill()
-                proc.wait(timeout=30)
+            stop_process(proc)
     assert ahead.returncode != 0 and out_b == "", out_b + err_b
     assert "LeaseHeldError" in err_b, err_b
     assert first.returncode == 0 and taker.returncode == 0, err_a + err_c
@@ -240,7 +260,7 @@ def test_rollback_leaves_a_host_the_operator_disabled_alone(story: Story) -> Non
     """Issue 14, defect 4: a host consolidator powered off, then disabled by an operator for
     "DIMM errors", was powered on, enabled and given instances back by rollback."""
     op, nova = story.op, story.nova
-    assert nova.power()["c3.example.org"] == "off"
+    story.consolidate()
     Nova(nova.conn).set_service("c3", enabled=False, reason="DIMM errors")
     back = op("rollback", story.first, "--yes")
     assert back.code == 0, back.out + back.err

@@ -11,6 +11,9 @@ from consolidator.core.model import stable_uuid
 from consolidator.emulators.fake.faults import Faults
 from consolidator.emulators.fake.state import CloudState
 
+#: How often a graceful shutdown held by a bmc_shutdown_held fault looks whether it may end.
+HELD_POLL_S = 0.1
+
 
 class BmcPower:
     """Power actions of the emulated BMCs, driving the fake cloud's hosts."""
@@ -71,23 +74,32 @@ class BmcPower:
         self._set_power(host, False)
 
     def graceful_off(self, host: str) -> None:
-        """An ACPI shutdown: the host powers off after graceful_delay_s."""
+        """An ACPI shutdown: the host powers off after graceful_delay_s, or, while a
+        bmc_shutdown_held fault names it, once the fault is cleared."""
         if self.power(host) == "off":
             return
-        if self.graceful_delay_s <= 0:
+        if self.graceful_delay_s <= 0 and not self.shutdown_held(host):
             self.force_off(host)
             return
-        timer = threading.Timer(self.graceful_delay_s, self._finish_graceful, (host,))
-        timer.daemon = True
         with self._lock:
-            if host in self._timers:
-                return
-            self._timers[host] = timer
+            if host not in self._timers:
+                self._start_timer(host, max(self.graceful_delay_s, 0.0))
+
+    def _start_timer(self, host: str, delay: float) -> None:
+        """Finish host's graceful shutdown after delay seconds (the caller holds the lock)."""
+        timer = threading.Timer(delay, lambda: self._finish_graceful(host, timer))
+        timer.daemon = True
+        self._timers[host] = timer
         timer.start()
 
-    def _finish_graceful(self, host: str) -> None:
+    def _finish_graceful(self, host: str, timer: threading.Timer) -> None:
         with self._lock:
-            self._timers.pop(host, None)
+            if self._timers.get(host) is not timer:
+                return                        # cancelled: powered on or off meanwhile
+            if self.shutdown_held(host):
+                self._start_timer(host, HELD_POLL_S)
+                return
+            del self._timers[host]
         self._set_power(host, False)
 
     def restart(self, host: str) -> None:
@@ -109,6 +121,10 @@ class BmcPower:
     def unreachable(self, host: str) -> bool:
         """Whether a bmc_unreachable fault names this host."""
         return self.faults.bmc_fault("bmc_unreachable", host)
+
+    def shutdown_held(self, host: str) -> bool:
+        """Whether a bmc_shutdown_held fault names this host (its graceful shutdown waits)."""
+        return self.faults.bmc_fault("bmc_shutdown_held", host)
 
     def busy(self, host: str) -> bool:
         """Whether a bmc_busy fault names this host (a power read it answers uses one shot)."""
