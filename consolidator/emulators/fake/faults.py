@@ -22,6 +22,7 @@ FAULT_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "bmc_busy": (frozenset({"host"}), frozenset({"count"})),
     "bmc_drops_logins": (frozenset({"host", "count"}), frozenset()),
     "bmc_no_power_reading": (frozenset({"host"}), frozenset()),
+    "bmc_vanishes_after_off": (frozenset({"host"}), frozenset()),
 }
 
 

@@ -1,0 +1,219 @@
+"""Unsafe paths of issue 33, each an explicit sequence of steps on the safety test's world
+(tests/functional/safety_world.py), checked with the same invariants
+(tests/functional/safety_invariants.py) after every step.
+
+Each test names the issue's case and the invariant it breaks on main before the gate of
+issue 33; none may break once the gate is in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.functional.safety_invariants import Violation
+from tests.functional.safety_world import LEASE_TTL, World
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    with World(tmp_path / "world") as started:
+        yield started
+
+
+def wait_for(what: str, test: Callable[[], object], timeout: float = 60.0) -> None:
+    """Wait until test() is true (a condition, not a time); fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while not test():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
+def journal_has(world: World, action: str, target: str, state: str | None = None) -> bool:
+    """Whether the journal holds an action on a target (in that state)."""
+    return any(r.action == action and r.target == target and state in (None, r.state)
+               for r in world.facts().journal)
+
+
+def step(world: World) -> list[Violation]:
+    """Check the invariants after a step; every violation seen so far."""
+    world.observe()
+    return world.violations
+
+
+def settled(world: World) -> list[Violation]:
+    """Wait for everything to end, check, and return every violation seen."""
+    world.observe(settle=True)
+    return world.violations
+
+
+def overload_all(world: World) -> None:
+    """Usage above the cores on every host consolidator may use."""
+    for host in ("c1", "c2", "c3", "c4"):
+        world.overload(host)
+
+
+# -- case 1: a drained host is powered on by relief and by the capacity watch -------------
+
+def test_relief_does_not_power_on_a_drained_host(world: World) -> None:
+    """Issue 33 case 1 (plan --relieve + apply); invariant protected_host_touched."""
+    assert world.drain("c3", power_off=True).code == 0
+    assert step(world) == []
+    overload_all(world)
+    world.relieve("c1")
+    assert settled(world) == []
+
+
+def test_capacity_watch_does_not_power_on_a_drained_host(world: World) -> None:
+    """Issue 33 case 1 (the capacity watch alone); invariant protected_host_touched."""
+    assert world.drain("c3", power_off=True).code == 0
+    assert step(world) == []
+    overload_all(world)
+    world.capacity_watch()
+    assert settled(world) == []
+
+
+def test_daemon_once_does_not_power_on_a_drained_host(world: World) -> None:
+    """Issue 33 case 1 (daemon --once with auto_apply); invariant protected_host_touched."""
+    assert world.drain("c3", power_off=True).code == 0
+    assert step(world) == []
+    overload_all(world)
+    world.daemon_once()
+    assert settled(world) == []
+
+
+# -- case 2: kill -9 during a graceful shutdown, then rollback ---------------------------
+
+def test_rollback_after_kill_during_graceful_shutdown_leaves_no_off_host_with_servers(
+        world: World) -> None:
+    """Issue 33 case 2; invariant off_host_holds_server."""
+    assert world.cloud.bmcs is not None
+    world.slow_shutdowns(10.0)                   # the shutdown outlasts the 2 s lease
+    plan = world.plan()
+    assert plan is not None
+    world.apply_in_background(plan)
+    wait_for("a graceful shutdown under way",
+             lambda: world.cloud.bmcs.power.shutting_down())          # type: ignore
+    assert world.kill9()
+    time.sleep(LEASE_TTL + 0.5)                   # the killed apply's lease expires
+    world.rollback(0)
+    assert settled(world) == []
+
+
+# -- case 3: a paused apply sends its shutdown after losing the lease ---------------------
+
+def test_apply_paused_past_its_lease_sends_no_shutdown_after_a_rollback(
+        world: World) -> None:
+    """Issue 33 case 3 (SIGSTOP inside a power-off, a rollback meanwhile, SIGCONT);
+    invariants two_actors and off_host_holds_server."""
+    plan = world.plan()
+    assert plan is not None
+    world.bmc_delay("c3", 1.5)       # the identity and power reads of c3 answer late
+    proc = world.apply_in_background(plan)
+    wait_for("the power-off of c3 begun", lambda: journal_has(world, "power_off", "c3"))
+    proc.send_signal(signal.SIGSTOP)
+    world.stopped.append(proc)
+    world.paused_at = time.monotonic()
+    time.sleep(LEASE_TTL + 0.5)
+    world.clear_faults()
+    world.rollback(0)
+    assert step(world) == []
+    world.resume_paused()
+    assert settled(world) == []
+
+
+def test_database_lock_during_a_shutdown_with_a_forced_migration(world: World) -> None:
+    """Issue 33 case 3 (another writer holds the database past the lease during a
+    graceful shutdown while an admin's forced migration lands); invariant
+    off_host_holds_server."""
+    assert world.cloud.bmcs is not None
+    world.slow_shutdowns(3.0)
+    plan = world.plan()
+    assert plan is not None
+    world.apply_in_background(plan)
+    wait_for("a graceful shutdown under way",
+             lambda: world.cloud.bmcs.power.shutting_down())          # type: ignore
+    host = world.cloud.bmcs.power.shutting_down()[0]
+    world.db_lock(35.0)                  # past SQLite's 30 s busy timeout
+    world.admin_migrate("b0", host)
+    assert settled(world) == []
+
+
+# -- case 4: a BMC that accepts the shutdown and then stops answering ---------------------
+
+def test_bmc_vanishing_after_accepting_a_shutdown(world: World) -> None:
+    """Issue 33 case 4; invariant journal_unexplained (off and enabled, no reason)."""
+    world.slow_shutdowns(5.0)
+    world.bmc_vanish("c3")
+    plan = world.plan()
+    assert plan is not None
+    world.apply(plan)
+    assert step(world) == []
+    world.clear_faults()
+    assert settled(world) == []
+
+
+# -- case 5: rollback and the operator's hold taken while it waits at its prompt ----------
+
+def test_rollback_keeps_off_a_host_the_operator_held_at_its_prompt(world: World) -> None:
+    """Issue 33 case 5; invariant protected_host_touched."""
+    plan = world.plan()
+    assert plan is not None
+    assert world.apply(plan).code == 0
+    assert step(world) == []
+    off = sorted(h for h, rec in world.facts().hosts.items() if rec["power"] == "off")
+    assert off, "the plan powered nothing off"
+    world.rollback(0, at_prompt=lambda: world.operator_service(off[0], enable=False))
+    assert settled(world) == []
+
+
+# -- case 6: a slow webhook holds the executor lease --------------------------------------
+
+def test_a_slow_webhook_does_not_hold_an_apply_against_sigterm(world: World) -> None:
+    """Issue 33 case 6; the apply must end on SIGTERM while its webhook still trickles
+    (before the fix it ignores the signal and holds the lease: rollback is refused)."""
+    plan = world.plan()
+    assert plan is not None
+    assert world.approve(plan).code == 0        # its approval is heard at once
+    world.slow_webhook(90.0)                    # plan.started trickles in for 90 s
+    received = world.webhook.received
+    proc = world.apply_in_background(plan)
+    wait_for("the webhook called", lambda: world.webhook.received > received)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):     # still held by the webhook
+        proc.wait(timeout=20)
+    still_running = proc.poll() is None
+    world.slow_webhook(0.0)
+    assert not still_running, "apply ignored SIGTERM while its webhook trickled"
+    assert settled(world) == []
+
+
+# -- case 7: apply --resume of a plan the operator has since rolled back ------------------
+
+def test_resume_does_not_rerun_a_plan_rolled_back_since(world: World) -> None:
+    """Issue 33 case 7; invariant rollback_incomplete (the resume undoes the rollback)."""
+    plan = world.plan()
+    assert plan is not None
+    world.slow_shutdowns(3.0)
+    proc = world.apply_in_background(plan)
+    wait_for("a migration done", lambda: any(
+        r.action == "migrate" and r.state == "succeeded" for r in world.facts().journal))
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    world.clear_faults()
+    assert world.rollback(0).code == 0
+    assert settled(world) == []
+    placed = world.facts().where()
+    world.apply(plan, resume=True)
+    assert settled(world) == []
+    assert world.facts().where() == placed, "apply --resume re-ran a rolled-back plan"
