@@ -90,6 +90,7 @@ class Webhook:
 
     def __init__(self) -> None:
         self.slow_s = 0.0
+        self.stopping = False
         self.received = 0
         world = self
 
@@ -97,7 +98,7 @@ class Webhook:
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 world.received += 1
-                slow = world.slow_s
+                slow, world.slow_s = world.slow_s, 0.0      # one slow answer, then prompt
                 answer = (b"HTTP/1.1 200 OK\r\nX-Pad: " + b"x" * int(slow)
                           + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
                 step = 1 if slow else len(answer)
@@ -107,7 +108,7 @@ class Webhook:
                         self.wfile.flush()
                     except OSError:
                         return
-                    if world.slow_s:         # a byte at a time, for about slow_s in all
+                    if slow and not world.stopping:   # a byte at a time, ~slow s in all
                         time.sleep(slow / len(answer))
                 self.close_connection = True
 
@@ -234,7 +235,7 @@ backoff = 0
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        self.webhook.slow_s = 0
+        self.webhook.stopping = True
         for thread in self.locks:
             thread.join()
         self.webhook.stop()
@@ -617,8 +618,8 @@ backoff = 0
         self.faults["database lock"] += 1
 
     def slow_webhook(self, seconds: float) -> None:
-        """The webhook answers one byte at a time, for about this long in all (each byte
-        well within the [notify] timeout of 1 s)."""
+        """The webhook's next answer comes one byte at a time, for about this long in all
+        (each byte well within the [notify] timeout of 1 s)."""
         self.webhook.slow_s = seconds
         if seconds:
             self.faults["slow webhook"] += 1
