@@ -25,6 +25,7 @@ INVARIANTS = (
     "two_actors",                  # never two executors acting at once
     "journal_unexplained",         # every change of a host's service or power is journaled
     "rollback_incomplete",         # rollback restores what consolidator moved, may move
+    "pinned_moved",                # consolidator never migrates a pinned server
 )
 
 #: Journal actions that change a host's service or its power.
@@ -248,11 +249,19 @@ def rollback_incomplete(target: dict[str, str], now: Facts, known: Known,
     return out
 
 
+def pinned_moved(now: Facts, known: Known) -> list[Violation]:
+    """Consolidator started no migration of a pinned server (consolidator:exclude=true)."""
+    return [Violation("pinned_moved", f"journal row {r.id} migrates {r.params.get('instance')} "
+                                      f"({r.state})")
+            for r in now.journal if r.action == "migrate" and r.state != "skipped"
+            and r.params.get("instance") in known.pinned]
+
+
 def check_step(before: Facts, now: Facts, known: Known, *, settled: bool) -> list[Violation]:
     """Every invariant that one step can break (the settled ones only once settled)."""
     found = (off_host_holds_server(now) + instance_lost(now, known)
              + protected_host_touched(before, now, known) + two_actors(now)
-             + journal_unexplained(before, now, known))
+             + journal_unexplained(before, now, known) + pinned_moved(now, known))
     if settled:
         found += instance_stuck(now)
     return found
