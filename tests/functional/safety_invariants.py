@@ -232,14 +232,15 @@ def journal_unexplained(before: Facts, now: Facts, known: Known) -> list[Violati
 
 
 def rollback_incomplete(target: dict[str, str], now: Facts, known: Known,
-                        moved_by_others: set[str]) -> list[Violation]:
+                        left_alone: set[str]) -> list[Violation]:
     """After a rollback that reported success: every server of the snapshot that still
-    exists, that may move (not pinned, not moved by the admin), and whose snapshot host is
-    not protected, is on its snapshot host."""
+    exists, that may move (not pinned, not in left_alone: moved by the admin or a user, or
+    named by the rollback as left where it is), and whose snapshot host is not protected,
+    is on its snapshot host."""
     protected = known.protected()
     out = []
     for name, host in sorted(target.items()):
-        if (name not in now.servers or name in known.pinned or name in moved_by_others
+        if (name not in now.servers or name in known.pinned or name in left_alone
                 or host in protected):
             continue
         if now.servers[name]["host"] != host:

@@ -14,6 +14,7 @@ import http.server
 import io
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -169,8 +170,9 @@ class World:
         self.actions: Counter[str] = Counter()
         self.violations: list[inv.Violation] = []
         self._seen: set[str] = set()
-        self.snapshots: list[tuple[str, dict[str, str]]] = []
-        self.moved_by_others: set[str] = set()
+        #: Each recorded snapshot: its id, where each server was, and the servers the admin
+        #: or a user moved or created since (a rollback to it leaves those alone).
+        self.snapshots: list[tuple[str, dict[str, str], set[str]]] = []
         self.plans: list[str] = []
         self.created = 0
         self.paused_at = 0.0
@@ -310,8 +312,7 @@ backoff = 0
         if result.code != 0:
             return None
         snap = result.out.strip().split()[-1]
-        self.snapshots.append((snap, self.facts().where()))
-        self.moved_by_others = set()
+        self.snapshots.append((snap, self.facts().where(), set()))
         return snap
 
     def plan(self, *extra: str) -> str | None:
@@ -339,13 +340,14 @@ backoff = 0
     def rollback(self, index: int, *, at_prompt: Any = None, resume: bool = False) -> Result:
         """rollback --partial to a recorded snapshot (asked, answered yes after at_prompt);
         a rollback that says it finished is checked against the snapshot."""
-        snap, target = self.snapshots[index % len(self.snapshots)]
+        snap, target, others = self.snapshots[index % len(self.snapshots)]
         args = ["rollback", snap, "--partial"] + (["--resume"] if resume else [])
         result = self.cli(*args, at_prompt=at_prompt)
         if result.code == 0 and not self.running():
             self.settle()
             now = self.facts()
-            self.record(inv.rollback_incomplete(target, now, self.known, self.moved_by_others))
+            reported = others | reported_left(result, target)
+            self.record(inv.rollback_incomplete(target, now, self.known, reported))
         return result
 
     def daemon_once(self) -> Result:
@@ -425,6 +427,11 @@ backoff = 0
         extra = ["--yes", "--force"] if action == "off" else []
         return self.cli("hosts", "power", action, host, *extra)
 
+    def by_others(self, server: str) -> None:
+        """The admin or a user placed this server: no rollback is to move it back."""
+        for _, _, others in self.snapshots:
+            others.add(server)
+
     def _nova(self, method: str, path: str, body: Any, microversion: str = "2.53") -> int:
         import json
         import urllib.error
@@ -483,7 +490,7 @@ backoff = 0
         self.say(f"admin migrates {server} to {dest} -> {status}")
         if status == 202:
             self.known.placed_by_others[server] = dest
-            self.moved_by_others.add(server)
+            self.by_others(server)
         return status
 
     def create_server(self, host: str) -> bool:
@@ -506,7 +513,7 @@ backoff = 0
             return False
         self.known.servers.add(name)
         self.known.placed_by_others[name] = host
-        self.moved_by_others.add(name)
+        self.by_others(name)
         self.say(f"user creates {name} on {host}")
         return True
 
@@ -666,6 +673,15 @@ backoff = 0
             n: h for n, h in self.known.placed_by_others.items()
             if now.servers.get(n, {}).get("host") != h}
         return found
+
+
+def reported_left(result: Result, target: dict[str, str]) -> set[str]:
+    """The servers a rollback's output names as left where they are: in a note, or in
+    its summary's "NAME: why" lines (skipped or failed)."""
+    lines = [ln for ln in result.err.splitlines() if "note" in ln.lower()]
+    lines += [ln for ln in result.out.splitlines() if re.match(r"^\s{2}\S+: ", ln)]
+    return {name for name in target if any(re.search(rf"\b{re.escape(name)}\b", ln)
+                                           for ln in lines)}
 
 
 def free_port() -> int:
