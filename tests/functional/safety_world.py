@@ -177,6 +177,7 @@ class World:
         self.created = 0
         self.paused_at = 0.0
         self.overloaded = False
+        self.say("usage: every server at half a core")
         self.last: inv.Facts | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -367,6 +368,7 @@ backoff = 0
         import urllib.request
 
         self.overloaded = True
+        self.say(f"usage: {host}'s servers at 3 cores each")
         for name, where in self.facts().where().items():
             if where == host:
                 req = urllib.request.Request(
@@ -380,6 +382,7 @@ backoff = 0
         import urllib.request
 
         self.overloaded = False
+        self.say("usage: every server at half a core")
         for name in self.facts().servers:
             req = urllib.request.Request(
                 f"{self.cloud.base_url}/_fake/usage/{name}",
@@ -579,29 +582,34 @@ backoff = 0
         self.cloud.add_fault({"type": "slow", "path": f"/redfish/v1/Systems/{host}*",
                               "seconds": seconds, "count": 4})
         self.faults["BMC delay"] += 1
+        self.say(f"fault: {host}'s BMC answers {seconds} s late")
 
     def bmc_vanish(self, host: str) -> None:
         """The host's BMC accepts its next power-off, then stops answering."""
         self.cloud.add_fault({"type": "bmc_vanishes_after_off", "host": host})
         self.faults["BMC vanish"] += 1
+        self.say(f"fault: {host}'s BMC vanishes after its next power-off")
 
     def bmc_refuse(self, host: str) -> None:
         """The host's BMC refuses its next two power actions (HTTP 500)."""
         self.cloud.add_fault({"type": "http_error", "status": 500, "method": "POST",
                               "path": f"/redfish/v1/Systems/{host}/Actions/*", "count": 2})
         self.faults["BMC refusal"] += 1
+        self.say(f"fault: {host}'s BMC refuses its next 2 power actions")
 
     def slow_shutdowns(self, seconds: float) -> None:
         """Graceful shutdowns take this long from now on (past the lease when > ttl)."""
         assert self.cloud.bmcs is not None
         self.cloud.bmcs.power.graceful_delay_s = seconds
         self.faults["slow graceful shutdown"] += 1
+        self.say(f"fault: graceful shutdowns take {seconds} s")
 
     def clear_faults(self) -> None:
         """Every BMC and HTTP fault ends; shutdowns are fast again."""
         self.cloud.clear_faults()
         assert self.cloud.bmcs is not None
         self.cloud.bmcs.power.graceful_delay_s = 0.1
+        self.say("faults cleared")
 
     def db_lock(self, seconds: float = LEASE_TTL + 1.0) -> None:
         """Another writer holds the SQLite file (BEGIN EXCLUSIVE) for this long."""
@@ -623,6 +631,7 @@ backoff = 0
         ready.wait(60)
         self.locks.append(thread)
         self.faults["database lock"] += 1
+        self.say(f"fault: the database is locked for {seconds} s")
 
     def slow_webhook(self, seconds: float) -> None:
         """The webhook's next answer comes one byte at a time, for about this long in all
@@ -630,6 +639,7 @@ backoff = 0
         self.webhook.slow_s = seconds
         if seconds:
             self.faults["slow webhook"] += 1
+            self.say(f"fault: the webhook's next answer trickles for {seconds} s")
 
     # -- observing ---------------------------------------------------------------------
 
