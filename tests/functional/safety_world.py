@@ -177,7 +177,6 @@ class World:
         self.created = 0
         self.paused_at = 0.0
         self.overloaded = False
-        self.say("usage: every server at half a core")
         self.last: inv.Facts | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
