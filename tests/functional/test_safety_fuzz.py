@@ -12,11 +12,14 @@ from __future__ import annotations
 import os
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import run_state_machine_as_test
 
 from tests.functional.safety_machine import SafetyMachine
+
+pytestmark = pytest.mark.slow
 
 CI_SEED = 33
 CI_MIN_STEPS = 10
