@@ -68,30 +68,21 @@ def overload_all(world: World) -> None:
 
 # -- case 1: a drained host is powered on by relief and by the capacity watch -------------
 
-def test_relief_does_not_power_on_a_drained_host(world: World) -> None:
-    """Issue 33 case 1 (plan --relieve + apply); invariant protected_host_touched."""
+ACTORS: dict[str, Callable[[World], object]] = {
+    "relief": lambda world: world.relieve("c1"),              # plan --relieve + apply
+    "capacity watch": lambda world: world.capacity_watch(),
+    "daemon --once": lambda world: world.daemon_once(),       # auto_apply
+}
+
+
+@pytest.mark.parametrize("actor", list(ACTORS))
+def test_a_drained_host_is_not_powered_on(world: World, actor: str) -> None:
+    """Issue 33 case 1 (relief, the capacity watch, daemon --once); invariant
+    protected_host_touched."""
     assert world.drain("c3", power_off=True).code == 0
     step(world)
     overload_all(world)
-    world.relieve("c1")
-    settled(world)
-
-
-def test_capacity_watch_does_not_power_on_a_drained_host(world: World) -> None:
-    """Issue 33 case 1 (the capacity watch alone); invariant protected_host_touched."""
-    assert world.drain("c3", power_off=True).code == 0
-    step(world)
-    overload_all(world)
-    world.capacity_watch()
-    settled(world)
-
-
-def test_daemon_once_does_not_power_on_a_drained_host(world: World) -> None:
-    """Issue 33 case 1 (daemon --once with auto_apply); invariant protected_host_touched."""
-    assert world.drain("c3", power_off=True).code == 0
-    step(world)
-    overload_all(world)
-    world.daemon_once()
+    ACTORS[actor](world)
     settled(world)
 
 
