@@ -429,6 +429,14 @@ backoff = 0
         extra = ["--yes", "--force"] if action == "off" else []
         return self.cli("hosts", "power", action, host, *extra)
 
+    def migrating_to(self, host: str) -> list[str]:
+        """The servers with a live migration under way into this host."""
+        state = self.cloud.state.summary()
+        ids = {s["id"]: name for name, s in state["servers"].items()}
+        return [ids[m["server_id"]] for m in state["migrations"] if m["dest"] == host
+                and m["server_id"] in ids
+                and m["status"] in ("queued", "preparing", "running", "post-migrating")]
+
     def by_others(self, server: str) -> None:
         """The admin or a user placed this server: no rollback is to move it back."""
         for _, _, others in self.snapshots:
@@ -474,6 +482,9 @@ backoff = 0
         self.actions["operator enable" if enable else "operator disable"] += 1
         self.say(f"operator {'enables' if enable else 'disables'} {host} -> {status}")
         if status == 200:
+            if not enable:      # a migration already under way may still land there
+                for name in self.migrating_to(host):
+                    self.known.placed_by_others[name] = host
             self.known.operator_status[host] = ("enabled" if enable else "disabled", mark)
             if enable:
                 self.known.held.discard(host)
