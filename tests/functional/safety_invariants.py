@@ -118,6 +118,8 @@ class Known:
     operator_status: dict[str, tuple[str, int]] = field(default_factory=dict)
     #: Servers the admin moved or created since the last check, with their host.
     placed_by_others: dict[str, str] = field(default_factory=dict)
+    #: Hosts the operator asked to power on ('hosts power on HOST') since the last check.
+    asked_on: set[str] = field(default_factory=set)
 
     def protected(self) -> dict[str, str]:
         """Each host consolidator must not enable, power on or give work, and why."""
@@ -151,14 +153,20 @@ def instance_stuck(now: Facts) -> list[Violation]:
 
 def protected_host_touched(before: Facts, now: Facts, known: Known) -> list[Violation]:
     """No held, drained, out-of-scope or excluded host was enabled, powered on or given
-    work, except by the operator or the admin themselves."""
+    work, except by the operator or the admin themselves (the operator's 'hosts power on
+    HOST' may power that host on, not enable a drained or held one)."""
     out = []
     for host, why in sorted(known.protected().items()):
         was, rec = before.hosts[host], now.hosts[host]
         by_operator = known.operator_status.get(host, ("", -1))[0] == "enabled"
-        if was["status"] == "disabled" and rec["status"] == "enabled" and not by_operator:
+        # Outside the scope or excluded, a host consolidator itself disabled ('hosts power
+        # off') may be enabled again by it; a drained or held one may not.
+        ours = why in ("excluded", "out of scope") and \
+            (was.get("disabled_reason") or "").startswith("consolidator")
+        if was["status"] == "disabled" and rec["status"] == "enabled" and not (
+                by_operator or ours):
             out.append(Violation("protected_host_touched", f"{host} ({why}) was enabled"))
-        if was["power"] == "off" and rec["power"] == "on":
+        if was["power"] == "off" and rec["power"] == "on" and host not in known.asked_on:
             out.append(Violation("protected_host_touched", f"{host} ({why}) was powered on"))
         came = sorted(n for n, s in now.servers.items() if s["host"] == host
                       and before.servers.get(n, {}).get("host") not in (None, host)

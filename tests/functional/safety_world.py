@@ -427,6 +427,8 @@ backoff = 0
     def hosts_power(self, action: str, host: str) -> Result:
         """hosts power on|off HOST."""
         extra = ["--yes", "--force"] if action == "off" else []
+        if action == "on":
+            self.known.asked_on.add(host)
         return self.cli("hosts", "power", action, host, *extra)
 
     def migrating_to(self, host: str) -> list[str]:
@@ -689,6 +691,7 @@ backoff = 0
         assert self.last is not None
         found = self.record(inv.check_step(self.last, now, self.known, settled=settled))
         self.last = now
+        self.known.asked_on = set()
         self.known.placed_by_others = {
             n: h for n, h in self.known.placed_by_others.items()
             if now.servers.get(n, {}).get("host") != h}
