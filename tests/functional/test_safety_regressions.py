@@ -274,14 +274,17 @@ def test_found_relief_after_two_drains_powers_on_the_drained_host(world: World) 
     settled(world)
 
 
-def test_found_hosts_power_off_through_a_bmc_that_vanishes(world: World) -> None:
+def test_found_hosts_power_through_a_bmc_that_vanishes(world: World) -> None:
     """Found by the long run (tools/bench/safety_fuzz.py, seed 33, round 0), reduced by
-    hand to its three steps: issue 33 case 4 through 'hosts power off'; invariant
-    journal_unexplained (c6 went off; the journal says its power_off failed)."""
+    hand to its steps: issue 33 case 4 through 'hosts power'; invariant journal_unexplained
+    twice: c6 goes off while the journal says its power_off failed, then 'hosts power on'
+    (the BMC still silent) fails yet enables c6 while it is off."""
     assert world.admin_migrate("g0", "c1") == 202      # c6 is empty
     settled(world)
     world.bmc_vanish("c6")
     world.hosts_power("off", "c6")
-    step(world)
+    world.observe()
+    world.hosts_power("on", "c6")
+    world.observe()
     world.clear_faults()
     settled(world)
