@@ -12,6 +12,7 @@ violation is counted and the run goes on.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -62,6 +63,7 @@ class SafetyMachine(RuleBasedStateMachine):
             self.world.stop()
             STATS["faults"].update(self.world.faults)
             STATS["actions"].update(self.world.actions)
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
     def check(self, *, settle: bool = False) -> None:
         """The invariants; fail the example (the test) or count (the bench)."""

@@ -10,6 +10,7 @@ tests/functional/safety_invariants.py and returns what broke.
 
 from __future__ import annotations
 
+import atexit
 import http.server
 import io
 import logging
@@ -21,6 +22,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -135,16 +137,18 @@ class Webhook:
         self.server.server_close()
 
 
-def _template_db(tmp: Path) -> Path:
-    """A migrated database, made once per process and copied for each world."""
+def _template_db() -> Path:
+    """A migrated database, made once per process (removed at its exit) and copied for
+    each world."""
     if "db" not in _TEMPLATE:
         from consolidator.store.db import make_engine, upgrade
 
-        path = Path(tmp).parent / f"safety-template-{os.getpid()}.db"
-        if not path.exists():
-            engine = make_engine(f"sqlite:///{path}")
-            upgrade(engine)
-            engine.dispose()
+        folder = tempfile.mkdtemp(prefix="safety-template-")
+        atexit.register(shutil.rmtree, folder, True)
+        path = Path(folder) / "template.db"
+        engine = make_engine(f"sqlite:///{path}")
+        upgrade(engine)
+        engine.dispose()
         _TEMPLATE["db"] = path
     return _TEMPLATE["db"]
 
@@ -185,7 +189,7 @@ class World:
         """Serve the cloud and the webhook; write the files; take the first snapshot."""
         self.cloud.start()
         self.webhook.start()
-        shutil.copy(_template_db(self.tmp), self.db)
+        shutil.copy(_template_db(), self.db)
         clouds = self.cloud.write_clouds_yaml(self.tmp / "clouds.yaml")
         bmc = self.cloud.write_bmc_yaml(self.tmp / "bmc.yaml")
         doc = yaml.safe_load(bmc.read_text())
