@@ -288,3 +288,15 @@ def test_found_hosts_power_through_a_bmc_that_vanishes(world: World) -> None:
     world.observe()
     world.clear_faults()
     settled(world)
+
+
+@pytest.mark.parametrize("power_off", [False, True])
+def test_found_hosts_power_on_does_not_undo_a_drain(world: World, power_off: bool) -> None:
+    """Found by the long run (seed 33, round 2, twice): 'hosts power on' of a drained host
+    enables it and forgets the drain ('hosts undrain' then answers "not drained"), which
+    later lets a rollback move work onto it; invariant protected_host_touched (drained,
+    enabled). Powering it on is the operator's own ask; enabling it is undrain's job."""
+    assert world.drain("c3", power_off=power_off).code == 0
+    step(world)
+    world.hosts_power("on", "c3")
+    settled(world)
