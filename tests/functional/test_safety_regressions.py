@@ -300,3 +300,24 @@ def test_found_hosts_power_on_does_not_undo_a_drain(world: World, power_off: boo
     step(world)
     world.hosts_power("on", "c3")
     settled(world)
+
+
+def test_found_rollback_leaves_a_drained_host_drained(world: World) -> None:
+    """Found by the long run (seed 33, round 3), reduced by hand: a rollback to a snapshot
+    older than a drain powers the drained host on, enables it and moves its servers back;
+    invariant protected_host_touched (drained). Undoing a drain is undrain's job."""
+    assert world.drain("c1", power_off=True).code == 0
+    settled(world)
+    world.rollback(0)
+    settled(world)
+
+
+def test_found_rollback_leaves_the_admins_move_off_an_excluded_host_alone(
+        world: World) -> None:
+    """Found by the same run: the admin moved g0 off c6 (excluded) after the snapshot; the
+    rollback moves it back onto c6; invariant protected_host_touched (excluded, given g0).
+    Rollback touches only what consolidator did."""
+    assert world.admin_migrate("g0", "c3") == 202
+    settled(world)
+    world.rollback(0)
+    settled(world)
