@@ -11,14 +11,12 @@ tests/functional/safety_invariants.py and returns what broke.
 from __future__ import annotations
 
 import atexit
-import http.server
 import io
 import logging
 import os
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -38,6 +36,7 @@ from consolidator.emulators.fake.bmc import write_private_yaml
 from consolidator.emulators.fake.cloud import FakeCloud
 from consolidator.scenario.files import parse_scenario
 from tests.functional import safety_invariants as inv
+from tests.functional.safety_webhook import Webhook
 
 HOSTS = ("c1", "c2", "c3", "c4", "c5", "c6")
 OUT_OF_SCOPE = frozenset({"c5"})          # az east; the config's scope is az west
@@ -86,55 +85,6 @@ class _Answer(io.StringIO):
             hook, self.hook = self.hook, None
             hook()
         return super().readline(*args)
-
-
-class Webhook:
-    """A notification receiver on 127.0.0.1: prompt, or (slow) trickling its answer."""
-
-    def __init__(self) -> None:
-        self.slow_s = 0.0
-        self.stopping = False
-        self.received = 0
-        world = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                world.received += 1
-                slow, world.slow_s = world.slow_s, 0.0      # one slow answer, then prompt
-                answer = (b"HTTP/1.1 200 OK\r\nX-Pad: " + b"x" * int(slow)
-                          + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
-                step = 1 if slow else len(answer)
-                for i in range(0, len(answer), step):     # status line, headers, body
-                    try:
-                        self.wfile.write(answer[i:i + step])
-                        self.wfile.flush()
-                    except OSError:
-                        return
-                    if slow and not world.stopping:   # a byte at a time, ~slow s in all
-                        time.sleep(slow / len(answer))
-                self.close_connection = True
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        """Where it listens."""
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def start(self) -> None:
-        """Serve in a thread."""
-        self.thread.start()
-
-    def stop(self) -> None:
-        """Stop serving."""
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def _template_db() -> Path:
@@ -709,10 +659,3 @@ def reported_left(result: Result, target: dict[str, str]) -> set[str]:
     lines += [ln for ln in result.out.splitlines() if re.match(r"^\s{2}\S+: ", ln)]
     return {name for name in target if any(re.search(rf"\b{re.escape(name)}\b", ln)
                                            for ln in lines)}
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
