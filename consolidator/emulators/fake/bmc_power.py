@@ -71,13 +71,26 @@ class BmcPower:
     def force_off(self, host: str) -> None:
         """Power off at once (nova-compute goes down at once)."""
         self._cancel(host)
+        self._vanish_if_asked(host)
         self._set_power(host, False)
+
+    def _vanish_if_asked(self, host: str) -> None:
+        """A bmc_vanishes_after_off fault: the power-off is accepted, then the BMC stops
+        answering (a bmc_unreachable rule replaces it, until cleared)."""
+        if self.faults.bmc_shot("bmc_vanishes_after_off", host):
+            self.faults.add({"type": "bmc_unreachable", "host": host})
+
+    def shutting_down(self) -> list[str]:
+        """The hosts whose graceful shutdown was accepted and has not completed yet."""
+        with self._lock:
+            return sorted(self._timers)
 
     def graceful_off(self, host: str) -> None:
         """An ACPI shutdown: the host powers off after graceful_delay_s, or, while a
         bmc_shutdown_held fault names it, once the fault is cleared."""
         if self.power(host) == "off":
             return
+        self._vanish_if_asked(host)
         if self.graceful_delay_s <= 0 and not self.shutdown_held(host):
             self.force_off(host)
             return

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from consolidator.core.errors import ScenarioError
+from consolidator.core.errors import ModelError, ScenarioError
+from consolidator.core.model import Instance
 from consolidator.emulators.fake.faults import Faults
 from consolidator.emulators.fake.server import HTTPError, Request, Response, Router, Service
 from consolidator.emulators.fake.state import CloudState
@@ -33,7 +34,9 @@ class Control:
                 ("POST", "/_fake/faults", self.add_faults),
                 ("DELETE", "/_fake/faults", self.clear_faults),
                 ("GET", "/_fake/power/{host}", self.show_power),
-                ("POST", "/_fake/power/{host}", self.change_power)):
+                ("POST", "/_fake/power/{host}", self.change_power),
+                ("POST", "/_fake/servers", self.create_server),
+                ("DELETE", "/_fake/servers/{server}", self.delete_server)):
             router.add(method, path, handler, service="control", auth=False)
 
     def show_state(self, req: Request) -> Response:
@@ -78,3 +81,33 @@ class Control:
             raise HTTPError(400, 'expected {"on": true} or {"on": false}')
         self.set_power(name, body["on"])
         return Response(200, {"host": name, "power": self.state.hosts[name].power})
+
+    def create_server(self, req: Request) -> Response:
+        """POST /_fake/servers {"name", "host", "vcpus", "memory_mb", "disk_gb",
+        "metadata"}: a server ACTIVE on that host at once (a test hook, not Nova's API)."""
+        body = req.json()
+        if not isinstance(body, dict) or not isinstance(body.get("name"), str) \
+                or not isinstance(body.get("host"), str):
+            raise HTTPError(400, 'expected {"name": ..., "host": ..., "vcpus": ...}')
+        try:
+            inst = Instance(name=body["name"], host=body["host"],
+                            vcpus=int(body.get("vcpus", 1)),
+                            memory_mb=int(body.get("memory_mb", 512)),
+                            disk_gb=int(body.get("disk_gb", 1)),
+                            metadata={str(k): str(v)
+                                      for k, v in (body.get("metadata") or {}).items()},
+                            usage=body.get("usage"))
+            rec = self.state.add_server(inst)
+        except (KeyError, ModelError, TypeError, ValueError) as exc:
+            raise HTTPError(409, str(exc)) from None
+        return Response(201, {"server": {"id": rec.id, "name": rec.name, "host": rec.host}})
+
+    def delete_server(self, req: Request) -> Response:
+        """DELETE /_fake/servers/{server}: the server is gone at once (a test hook)."""
+        try:
+            self.state.remove_server(req.params["server"])
+        except KeyError as exc:
+            raise HTTPError(404, str(exc)) from None
+        except ValueError as exc:
+            raise HTTPError(409, str(exc)) from None
+        return Response(204)

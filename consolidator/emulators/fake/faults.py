@@ -23,6 +23,7 @@ FAULT_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "bmc_drops_logins": (frozenset({"host", "count"}), frozenset()),
     "bmc_no_power_reading": (frozenset({"host"}), frozenset()),
     "bmc_shutdown_held": (frozenset({"host"}), frozenset()),
+    "bmc_vanishes_after_off": (frozenset({"host"}), frozenset()),
 }
 
 

@@ -324,6 +324,42 @@ class CloudState:
                 rec.forced_down = forced_down
             rec.updated_at = utc_now()
 
+    def add_server(self, inst: Instance) -> ServerRecord:
+        """Boot a server on its host at once, ACTIVE (a test hook: no scheduler, no
+        capacity check beyond what the caller chose)."""
+        with self.locked():
+            if inst.id in self.servers or inst.name in self.by_name:
+                raise KeyError(f"server {inst.name!r} exists")
+            host_rec = self._host_or_raise(inst.host)
+            rec = ServerRecord(model=inst, position=len(self.server_list), host=host_rec.name,
+                               status="ACTIVE", vm_state="active", task_state=None,
+                               power_state=1, flavor=self._flavor_for(inst),
+                               project_id=inst.project_id or self.project_id,
+                               user_id=self.user_id, classes=self.classes, updated=utc_now())
+            self.servers[inst.id] = rec
+            self.server_list.append(rec)
+            self.by_name[inst.name] = rec
+            self._usage[inst.id] = inst.usage
+            host_rec.servers[inst.id] = None
+            host_rec.allocate(inst.id, rec.resources)
+            return rec
+
+    def remove_server(self, name_or_id: str) -> None:
+        """Delete a server at once with its allocation (refused while it migrates)."""
+        with self.locked():
+            rec = self.server(name_or_id)
+            if rec is None:
+                raise KeyError(f"unknown server {name_or_id!r}")
+            if any(m.server_id == rec.id and m.in_progress for m in self.migrations):
+                raise ValueError(f"server {rec.name!r} is migrating")
+            host_rec = self.hosts[rec.host]
+            host_rec.servers.pop(rec.id, None)
+            host_rec.release(rec.id)
+            del self.servers[rec.id]
+            self.server_list.remove(rec)
+            if self.by_name.get(rec.name) is rec:
+                del self.by_name[rec.name]
+
     def _host_or_raise(self, name: str) -> HostRecord:
         rec = self.host(name)
         if rec is None:

@@ -1,0 +1,48 @@
+"""The randomized stateful safety test (issue 33): every actor and fault interleaved at random
+on a small fake cloud, the invariants checked after every step.
+
+CI runs the ``ci`` profile: a few examples of at least ``CI_MIN_STEPS`` steps from a fixed
+seed (the same steps on every run), no example database, no shrinking (a failing example is
+printed step by step; shrink it locally with ``SAFETY_FUZZ_PROFILE=hunt`` and keep it in
+test_safety_regressions.py). The long run is tools/bench/safety_fuzz.py.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.stateful import run_state_machine_as_test
+
+from tests.functional.safety_machine import SafetyMachine
+
+pytestmark = pytest.mark.slow
+
+CI_SEED = 33
+CI_MIN_STEPS = 10
+_SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+settings.register_profile(
+    "ci", max_examples=4, stateful_step_count=14, deadline=None, database=None,
+    phases=[Phase.explicit, Phase.generate], suppress_health_check=_SLOW, print_blob=False)
+settings.register_profile(
+    "hunt", max_examples=int(os.environ.get("SAFETY_FUZZ_EXAMPLES", "20")),
+    stateful_step_count=int(os.environ.get("SAFETY_FUZZ_STEPS", "25")), deadline=None,
+    database=DirectoryBasedExampleDatabase(
+        os.environ.get("SAFETY_FUZZ_DB") or tempfile.mkdtemp(prefix="safety-fuzz-db-")),
+    suppress_health_check=_SLOW, print_blob=True)
+
+
+@seed(CI_SEED)
+class SeededSafetyMachine(SafetyMachine):
+    """The machine with CI's fixed seed (the hunt profile ignores it: see below)."""
+
+
+def test_every_actor_and_fault_keeps_the_invariants() -> None:
+    """A bounded random interleaving of every actor and fault breaks no invariant."""
+    profile = os.environ.get("SAFETY_FUZZ_PROFILE", "ci")
+    machine = SeededSafetyMachine if profile == "ci" else SafetyMachine
+    run_state_machine_as_test(machine, settings=settings.get_profile(profile),
+                              _min_steps=CI_MIN_STEPS)

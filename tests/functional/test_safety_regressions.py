@@ -1,0 +1,323 @@
+"""Unsafe paths of issue 33, each an explicit sequence of steps on the safety test's world
+(tests/functional/safety_world.py), checked with the same invariants
+(tests/functional/safety_invariants.py) after every step.
+
+Each test names the issue's case and the invariant it breaks on main before the gate of
+issue 33; none may break once the gate is in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.functional.safety_invariants import Violation
+from tests.functional.safety_world import LEASE_TTL, World
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    with World(tmp_path / "world") as started:
+        yield started
+
+
+def wait_for(what: str, test: Callable[[], object], timeout: float = 60.0) -> None:
+    """Wait until test() is true (a condition, not a time); fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while not test():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
+def journal_has(world: World, action: str, target: str, state: str | None = None) -> bool:
+    """Whether the journal holds an action on a target (in that state)."""
+    return any(r.action == action and r.target == target and state in (None, r.state)
+               for r in world.facts().journal)
+
+
+def _none(found: list[Violation]) -> None:
+    assert not found, "invariants broken:\n" + "\n".join(str(v) for v in found)
+
+
+def step(world: World) -> None:
+    """Check the invariants after a step: none broken so far."""
+    world.observe()
+    _none(world.violations)
+
+
+def settled(world: World) -> None:
+    """Wait for everything to end, then check the invariants: none broken so far."""
+    world.observe(settle=True)
+    _none(world.violations)
+
+
+def overload_all(world: World) -> None:
+    """Usage above the cores on every host consolidator may use."""
+    for host in ("c1", "c2", "c3", "c4"):
+        world.overload(host)
+
+
+# -- case 1: a drained host is powered on by relief and by the capacity watch -------------
+
+ACTORS: dict[str, Callable[[World], object]] = {
+    "relief": lambda world: world.relieve("c1"),              # plan --relieve + apply
+    "capacity watch": lambda world: world.capacity_watch(),
+    "daemon --once": lambda world: world.daemon_once(),       # auto_apply
+}
+
+
+@pytest.mark.parametrize("actor", list(ACTORS))
+def test_a_drained_host_is_not_powered_on(world: World, actor: str) -> None:
+    """Issue 33 case 1 (relief, the capacity watch, daemon --once); invariant
+    protected_host_touched."""
+    assert world.drain("c3", power_off=True).code == 0
+    step(world)
+    overload_all(world)
+    ACTORS[actor](world)
+    settled(world)
+
+
+# -- case 2: kill -9 during a graceful shutdown, then rollback ---------------------------
+
+def test_rollback_after_kill_during_graceful_shutdown_leaves_no_off_host_with_servers(
+        world: World) -> None:
+    """Issue 33 case 2; invariant off_host_holds_server."""
+    assert world.cloud.bmcs is not None
+    world.slow_shutdowns(10.0)                   # the shutdown outlasts the 2 s lease
+    plan = world.plan()
+    assert plan is not None
+    world.apply_in_background(plan)
+    wait_for("a graceful shutdown under way",
+             lambda: world.cloud.bmcs.power.shutting_down())          # type: ignore
+    assert world.kill9()
+    time.sleep(LEASE_TTL + 0.5)                   # the killed apply's lease expires
+    world.rollback(0)
+    settled(world)
+
+
+# -- case 3: a paused apply sends its shutdown after losing the lease ---------------------
+
+def test_apply_paused_past_its_lease_sends_no_shutdown_after_a_rollback(
+        world: World) -> None:
+    """Issue 33 case 3 (SIGSTOP inside a power-off, a rollback meanwhile, SIGCONT);
+    invariants two_actors and off_host_holds_server."""
+    plan = world.plan()
+    assert plan is not None
+    world.bmc_delay("c3", 1.5)       # the identity and power reads of c3 answer late
+    proc = world.apply_in_background(plan)
+    wait_for("the power-off of c3 begun", lambda: journal_has(world, "power_off", "c3"))
+    proc.send_signal(signal.SIGSTOP)
+    world.stopped.append(proc)
+    world.paused_at = time.monotonic()
+    time.sleep(LEASE_TTL + 0.5)
+    world.clear_faults()
+    world.rollback(0)
+    step(world)
+    world.resume_paused()
+    settled(world)
+
+
+def test_database_lock_during_a_shutdown_with_a_forced_migration(world: World) -> None:
+    """Issue 33 case 3 (another writer holds the database past the lease during a
+    graceful shutdown while an admin's forced migration lands); invariant
+    off_host_holds_server."""
+    assert world.cloud.bmcs is not None
+    world.slow_shutdowns(3.0)
+    plan = world.plan()
+    assert plan is not None
+    world.apply_in_background(plan)
+    wait_for("a graceful shutdown under way",
+             lambda: world.cloud.bmcs.power.shutting_down())          # type: ignore
+    host = world.cloud.bmcs.power.shutting_down()[0]
+    world.db_lock(35.0)                  # past SQLite's 30 s busy timeout
+    world.admin_migrate("b0", host)
+    settled(world)
+
+
+# -- case 4: a BMC that accepts the shutdown and then stops answering ---------------------
+
+def test_bmc_vanishing_after_accepting_a_shutdown(world: World) -> None:
+    """Issue 33 case 4; invariant journal_unexplained (off and enabled, no reason)."""
+    world.slow_shutdowns(5.0)
+    world.bmc_vanish("c3")
+    plan = world.plan()
+    assert plan is not None
+    world.apply(plan)
+    step(world)
+    world.clear_faults()
+    settled(world)
+
+
+# -- case 5: rollback and the operator's hold taken while it waits at its prompt ----------
+
+def test_rollback_keeps_off_a_host_the_operator_held_at_its_prompt(world: World) -> None:
+    """Issue 33 case 5; invariant protected_host_touched."""
+    plan = world.plan()
+    assert plan is not None
+    assert world.apply(plan).code == 0
+    step(world)
+    off = sorted(h for h, rec in world.facts().hosts.items() if rec["power"] == "off")
+    assert off, "the plan powered nothing off"
+    world.rollback(0, at_prompt=lambda: world.operator_service(off[0], enable=False))
+    settled(world)
+
+
+# -- case 6: a slow webhook holds the executor lease --------------------------------------
+
+def test_a_slow_webhook_does_not_hold_an_apply_against_sigterm(world: World) -> None:
+    """Issue 33 case 6; the apply must end on SIGTERM while its webhook still trickles
+    (before the fix it ignores the signal and holds the lease: rollback is refused)."""
+    plan = world.plan()
+    assert plan is not None
+    assert world.approve(plan).code == 0        # its approval is heard at once
+    world.slow_webhook(90.0)                    # plan.started trickles in for 90 s
+    received = world.webhook.received
+    proc = world.apply_in_background(plan)
+    wait_for("the webhook called", lambda: world.webhook.received > received)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):     # still held by the webhook
+        proc.wait(timeout=20)
+    still_running = proc.poll() is None
+    world.webhook.stopping = True
+    assert not still_running, "apply ignored SIGTERM while its webhook trickled"
+    settled(world)
+
+
+# -- case 7: apply --resume of a plan the operator has since rolled back ------------------
+
+def test_resume_does_not_rerun_a_plan_rolled_back_since(world: World) -> None:
+    """Issue 33 case 7; invariant rollback_incomplete (the resume undoes the rollback)."""
+    plan = world.plan()
+    assert plan is not None
+    world.slow_shutdowns(3.0)
+    proc = world.apply_in_background(plan)
+    wait_for("a migration done", lambda: any(
+        r.action == "migrate" and r.state == "succeeded" for r in world.facts().journal))
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    world.clear_faults()
+    assert world.rollback(0).code == 0
+    settled(world)
+    placed = world.facts().where()
+    world.apply(plan, resume=True)
+    settled(world)
+    assert world.facts().where() == placed, "apply --resume re-ran a rolled-back plan"
+
+
+# -- "wrong, not yet harmful" in issue 33 ----------------------------------------------
+
+def test_rollback_leaves_a_pinned_server_the_admin_moved_where_it_is(world: World) -> None:
+    """Issue 33, wrong not yet harmful 1; invariant pinned_moved."""
+    assert world.admin_migrate("p0", "c4") == 202
+    settled(world)
+    world.rollback(0)
+    settled(world)
+    assert world.facts().where()["p0"] == "c4"
+
+
+def test_the_usage_path_keeps_to_the_scope(world: World) -> None:
+    """Issue 33, wrong not yet harmful 2 (c5 is in az east, the scope az west): the
+    capacity watch, relief and the daemon must not power on c5, powered off by
+    consolidator's hosts power; invariant protected_host_touched."""
+    assert world.admin_migrate("f0", "c1") == 202
+    settled(world)
+    assert world.hosts_power("off", "c5").code == 0
+    settled(world)
+    overload_all(world)
+    world.capacity_watch()
+    step(world)
+    world.relieve("c1")
+    step(world)
+    world.daemon_once()
+    settled(world)
+
+
+def test_drain_and_undrain_keep_the_operators_hold(world: World) -> None:
+    """Issue 33, wrong not yet harmful 4 (draining a host the operator disabled replaces
+    the operator's reason; undrain then enables it); invariant protected_host_touched."""
+    assert world.operator_service("c4", enable=False) == 200
+    step(world)
+    world.drain("c4", power_off=False)
+    step(world)
+    world.undrain("c4")
+    settled(world)
+    assert world.facts().hosts["c4"]["disabled_reason"] == "DIMM errors: RMA, keep off"
+
+
+# -- found by the randomized test (tests/functional/test_safety_fuzz.py, CI seed) ---------
+
+def test_found_relief_after_two_drains_powers_on_the_drained_host(world: World) -> None:
+    """Found by the CI profile (seed 33, example 2), as Hypothesis printed it: issue 33
+    case 1 again; invariant protected_host_touched (c3 drained: powered on, enabled, given
+    work by relief)."""
+    world.drain("c3", power_off=True)
+    step(world)
+    world.slow_shutdowns(1.0)
+    step(world)
+    world.hosts_power("off", "c4")
+    step(world)
+    world.drain("c1", power_off=False)
+    step(world)
+    for host in ("c2", "c3", "c4"):
+        world.overload(host)
+    world.relieve("c1")
+    settled(world)
+
+
+def test_found_hosts_power_through_a_bmc_that_vanishes(world: World) -> None:
+    """Found by the long run (tools/bench/safety_fuzz.py, seed 33, round 0), reduced by
+    hand to its steps: issue 33 case 4 through 'hosts power'; invariant journal_unexplained
+    twice: c6 goes off while the journal says its power_off failed, then 'hosts power on'
+    (the BMC still silent) fails yet enables c6 while it is off."""
+    assert world.admin_migrate("g0", "c1") == 202      # c6 is empty
+    settled(world)
+    world.bmc_vanish("c6")
+    world.hosts_power("off", "c6")
+    world.observe()
+    world.hosts_power("on", "c6")
+    world.observe()
+    world.clear_faults()
+    settled(world)
+
+
+@pytest.mark.parametrize("power_off", [False, True])
+def test_found_hosts_power_on_does_not_undo_a_drain(world: World, power_off: bool) -> None:
+    """Found by the long run (seed 33, round 2, twice): 'hosts power on' of a drained host
+    enables it and forgets the drain ('hosts undrain' then answers "not drained"), which
+    later lets a rollback move work onto it; invariant protected_host_touched (drained,
+    enabled). Powering it on is the operator's own ask; enabling it is undrain's job."""
+    assert world.drain("c3", power_off=power_off).code == 0
+    step(world)
+    world.hosts_power("on", "c3")
+    settled(world)
+
+
+def test_found_rollback_leaves_a_drained_host_drained(world: World) -> None:
+    """Found by the long run (seed 33, round 3), reduced by hand: a rollback to a snapshot
+    older than a drain powers the drained host on, enables it and moves its servers back;
+    invariant protected_host_touched (drained). Undoing a drain is undrain's job."""
+    assert world.drain("c1", power_off=True).code == 0
+    settled(world)
+    world.rollback(0)
+    settled(world)
+
+
+def test_found_rollback_leaves_the_admins_move_off_an_excluded_host_alone(
+        world: World) -> None:
+    """Found by the same run: the admin moved g0 off c6 (excluded) after the snapshot; the
+    rollback moves it back onto c6; invariant protected_host_touched (excluded, given g0).
+    Rollback touches only what consolidator did."""
+    assert world.admin_migrate("g0", "c3") == 202
+    settled(world)
+    world.rollback(0)
+    settled(world)

@@ -1,0 +1,101 @@
+"""Long run of the randomized safety test (issue 33): at least --steps steps of every actor and
+fault interleaved at random on the fake cloud, every invariant checked after every step.
+
+Unlike the test, a violation does not stop the run: it is counted by invariant (the first of
+each kind is printed) and the example goes on. At the end it prints a table: steps, examples,
+faults injected by kind, actions by kind, violations by invariant (the target is 0 of each).
+
+    python tools/bench/safety_fuzz.py [--steps 5000] [--steps-per-example 40] [--seed N]
+        [--max-minutes M] [--log FILE]
+
+It stops early, after the round under way, once --max-minutes have passed (the table says
+how many steps it reached), and prints the table so far after every round to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from hypothesis import HealthCheck, Phase, settings  # noqa: E402
+from hypothesis import seed as fixed_seed  # noqa: E402
+from hypothesis.errors import Flaky  # noqa: E402
+from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
+
+from tests.functional import safety_machine  # noqa: E402
+from tests.functional.safety_invariants import INVARIANTS  # noqa: E402
+
+
+def table(rows: list[tuple[str, object]]) -> str:
+    """Two aligned columns."""
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=5000, help="run at least this many steps")
+    parser.add_argument("--steps-per-example", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=33)
+    parser.add_argument("--max-minutes", type=float, default=0.0,
+                        help="start no new round after this long (0: no limit)")
+    parser.add_argument("--log", help="write every step, command and violation here")
+    args = parser.parse_args()
+    log = open(args.log, "a", buffering=1) if args.log else None  # noqa: SIM115
+    if log is not None:
+        safety_machine.CONFIG["log"] = lambda line: print(f"{time.strftime('%H:%M:%S')} {line}",
+                                                          file=log)
+    safety_machine.CONFIG["stop_on_violation"] = False
+    logging.basicConfig(stream=log or sys.stderr, level=logging.WARNING, force=True)
+    stats = safety_machine.STATS
+    started = time.monotonic()
+    round_ = 0
+    while stats["steps"] < args.steps:
+        if args.max_minutes and time.monotonic() - started > 60 * args.max_minutes:
+            print("time budget spent: stopping before the step target", file=sys.stderr)
+            break
+        left = args.steps - stats["steps"]
+        examples = max(1, min(5, left // args.steps_per_example))
+        machine = fixed_seed(args.seed + round_)(
+            type("Machine", (safety_machine.SafetyMachine,), {}))
+        try:
+            run_state_machine_as_test(machine, settings=settings(
+                max_examples=examples, stateful_step_count=args.steps_per_example,
+                deadline=None, database=None, phases=[Phase.generate],
+                suppress_health_check=list(HealthCheck)),
+                _min_steps=args.steps_per_example // 2)
+        except (Exception, Flaky) as exc:      # a harness error ends the round, not the run
+            print(f"round {round_}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        round_ += 1
+        print(f"{time.strftime('%H:%M:%S')} {stats['steps']} steps, {stats['examples']} "
+              f"examples, {sum(stats['violations'].values())} violations", file=sys.stderr,
+              flush=True)
+        print(report(stats, time.monotonic() - started), file=sys.stderr, flush=True)
+    print(report(stats, time.monotonic() - started))
+    return 0
+
+
+def report(stats: dict, elapsed: float) -> str:
+    """The table: steps, examples, faults by kind, actions by kind, violations by
+    invariant, and the first violation of each kind."""
+    rows: list[tuple[str, object]] = [
+        ("steps", stats["steps"]), ("examples", stats["examples"]),
+        ("seconds", f"{elapsed:.0f}"),
+        ("seconds per step", f"{elapsed / max(1, stats['steps']):.2f}"),
+        ("faults injected", sum(stats["faults"].values()))]
+    rows += [(f"  {kind}", n) for kind, n in sorted(stats["faults"].items())]
+    rows += [("actions", sum(stats["actions"].values()))]
+    rows += [(f"  {kind}", n) for kind, n in sorted(stats["actions"].items())]
+    rows += [("invariant violations", sum(stats["violations"].values()))]
+    rows += [(f"  {name}", stats["violations"].get(name, 0)) for name in INVARIANTS]
+    return "\n".join([table(rows)] + [f"first {first}" for _, first in
+                                       sorted(stats["first"].items())])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
