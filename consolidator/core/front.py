@@ -164,15 +164,29 @@ def dominates(a: FrontPoint | Candidate, b: FrontPoint | Candidate) -> bool:
     return all(x <= y + 1e-9 for x, y in zip(ca, cb, strict=True)) and ca != cb
 
 
+def beats(a: FrontPoint | Candidate, b: FrontPoint | Candidate) -> bool:
+    """a leaves no more hosts on for no more migrations, and is better on one of them (or,
+    equal on both, moves less memory): what a --max-migrations plan compares."""
+    if a.hosts_after > b.hosts_after or a.migrations > b.migrations:
+        return False
+    return (a.hosts_after, a.migrations) != (b.hosts_after, b.migrations) \
+        or a.moved_gib < b.moved_gib - 1e-9
+
+
 def non_dominated(points: Iterable[Point]) -> list[Point]:
-    """The points no other point dominates, one per cost triple, fewest hosts first."""
+    """The points no other point beats on hosts and migrations (the least GiB moved among
+    equals), one per cost triple, fewest hosts first; no point of them is dominated on the
+    three axes either."""
     unique: dict[tuple[int, int, float], Point] = {}
     for point in points:
         key = (point.hosts_after, point.migrations, round(point.moved_gib, 6))
         unique.setdefault(key, point)
-    pool = list(unique.values())
-    kept = [p for p in pool if not any(dominates(q, p) for q in pool)]
-    return sorted(kept, key=lambda p: p.costs())
+    pool = sorted(unique.values(), key=lambda p: p.costs())
+    kept: list[Point] = []
+    for point in pool:             # by hosts, then migrations: a point is beaten only by
+        if not kept or point.migrations < kept[-1].migrations:    # an earlier one
+            kept.append(point)
+    return kept
 
 
 def pick(points: Iterable[Point], budget: Budget) -> Point | None:
@@ -276,6 +290,9 @@ class FrontBuilder:
         self.memo = MoveMemo(cluster, settings.rules)    # the points share most moves
         #: The last k largest_fewest_k packed, with its witnesses.
         self.fewest_found: tuple[int, list[Witness] | None] = (0, None)
+        #: The largest fewest-migrations packing fewest_candidates made (its prefixes are
+        #: the others), for the front's budgeted points.
+        self.fewest_largest: Packing | None = None
 
     def estimate(self, packing: Packing, algorithm: str, how: str) -> Candidate:
         """A packing's costs without drafting it: the hosts its plan leaves on (spares,
@@ -426,6 +443,7 @@ class FrontBuilder:
         best = self.largest_fewest_k(top)
         known = self.fewest_found[1] if self.fewest_found[0] == best else None
         largest = fewest_migrations_packing(self.problem, best, known) if best else None
+        self.fewest_largest = largest
         if largest is None:
             found = [self.fewest_candidate(k) for k in spaced(best, POINTS_PER_RUN)]
             return [c for c in found if c is not None]
@@ -442,18 +460,27 @@ class FrontBuilder:
 
 def front(builder: FrontBuilder, algorithms: Sequence[str],
           fast: bool = True) -> dict[str, list[FrontPoint]]:
-    """Per algorithm (and the fewest-migrations choice), its non-dominated points; fast runs
+    """The plans no other beats on hosts left on and migrations (front_budgets: with the
+    budgeted planner's own plans at the front's migration counts), by the algorithm or
+    search that made them, in the order of `algorithms` (then the budget search); fast runs
     hvp as LIGHT (FAST_OPTIONS), otherwise each algorithm runs with the builder's options."""
-    out: dict[str, list[FrontPoint]] = {}
+    from consolidator.core.front_budgets import at_counts
+
+    found: list[Candidate] = []
+    runs: dict[str, Packing] = {}
     for algorithm in algorithms:
         if algorithm == FEWEST:
-            found = builder.fewest_candidates(len(fewest_migrations_order(builder.problem)))
+            found += builder.fewest_candidates(len(fewest_migrations_order(builder.problem)))
         else:
-            found = builder.algorithm_candidates(
-                algorithm, builder.run(algorithm, FAST_OPTIONS.get(algorithm) if fast else None))
-        # Costs are estimated as the plans will have them: only the survivors are drafted.
-        out[algorithm] = [builder.draft(c) for c in non_dominated(found)]
-    return out
+            runs[algorithm] = builder.run(algorithm,
+                                          FAST_OPTIONS.get(algorithm) if fast else None)
+            found += builder.algorithm_candidates(algorithm, runs[algorithm])
+    found = at_counts(builder, found, runs)
+    # Costs are estimated as the plans will have them: only the survivors are drafted.
+    out: dict[str, list[FrontPoint]] = {name: [] for name in (*algorithms, BUDGET_SEARCH)}
+    for candidate in non_dominated(found):
+        out[candidate.algorithm].append(builder.draft(candidate))
+    return {name: points for name, points in out.items() if points}
 
 
 def best_within(builder: FrontBuilder, algorithms: Sequence[str], budget: Budget,
