@@ -1,19 +1,22 @@
 """One answer per question: the front's budgeted points, and no plan that the front beats.
 
-The front's budgeted points are what ``plan --max-migrations N`` finds, at the front's counts.
+A front of each run's prefixes and the fewest-migrations choice's spaced points undersold
+the budgeted planner: at a point's migration count N, ``plan --max-migrations N`` may empty
+more hosts (the budget-aware search, budget_search.py, or the fewest-migrations choice
+between two of its spaced points). So at the count N of each point of the front, the
+candidates ``best_within`` weighs for N are added (the fewest-migrations choice within N and
+the budget-aware search), the front is made again, and the counts of its new points are
+searched the same way, for up to ROUNDS rounds. (A run's prefix that N pays for empties no
+more hosts than the fewest-migrations choice within N, for as many migrations or more.)
 
-A front made of each run's prefixes and the fewest-migrations choice alone undersells the
-budgeted planner: at a point's migration count, the budget-aware search (budget_search.py)
-may empty more hosts, and the fewest-migrations choice may empty more than the nearest of its
-spaced points. So, for the migration count N of each point of the front, the candidates
-``best_within`` weighs for a budget of N are added (the fewest-migrations choice within N,
-each run's prefix that N pays for, the budget-aware search), and the front is made again;
-the counts of the new points are searched the same way, for up to ROUNDS rounds.
-
-The work is shared: the prefixes come from the packings the front already made (one replay
-per run, guided_prefixes), the budget-aware search is one KeepSetSearch whose probes are
+The work is shared: the fewest-migrations points are prefixes of the largest packing the
+front already made, the budget-aware search is one KeepSetSearch whose probes are
 remembered across budgets, and it only looks for sets of more hosts than the front already
 empties within N (an order that cannot beat that is dropped after one probe).
+
+An algorithm's own plan (plan_fewer_migrations) is the plan of as many hosts with the
+fewest migrations among the algorithm's run, -a auto's runs, the fewest-migrations choice
+and the budget-aware search.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
-from consolidator.core.algorithms.base import Packing, Ranker
+from consolidator.core.algorithms.base import Ranker
 from consolidator.core.algorithms.budget_search import KeepSetSearch, Limits
 from consolidator.core.algorithms.catalog import get_algorithm
 from consolidator.core.front import (
     BUDGET_SEARCH,
+    FAST_ALGORITHMS,
+    FAST_OPTIONS,
     FEWEST,
     MADE_BY,
     Budget,
@@ -48,8 +53,7 @@ from consolidator.core.wording import plural
 ROUNDS = 4
 
 
-def at_counts(builder: FrontBuilder, found: Sequence[Candidate],
-              runs: dict[str, Packing]) -> list[Candidate]:
+def at_counts(builder: FrontBuilder, found: Sequence[Candidate]) -> list[Candidate]:
     """The candidates and, at the migration count of each point of their front, the
     budgeted planner's candidates for that count."""
     out = list(found)
@@ -90,19 +94,6 @@ def fewest_at(builder: FrontBuilder, counts: Sequence[int]) -> list[Candidate]:
     return out
 
 
-def prefixes_at(builder: FrontBuilder, runs: dict[str, Packing],
-                counts: Sequence[int]) -> list[Candidate]:
-    """Each run's prefix that each count pays for (its hosts' own instances, once)."""
-    out = []
-    for algorithm, packing in runs.items():
-        emptied = list(packing.emptied)
-        lengths = sorted({builder.affordable(emptied, Budget(max_migrations=n))
-                          for n in counts} - {0, len(emptied)})
-        if lengths:
-            out += builder.algorithm_candidates(algorithm, packing, lengths)
-    return out
-
-
 def searched_at(builder: FrontBuilder, search: KeepSetSearch, count: int,
                 beyond: int) -> list[Candidate]:
     """The budget-aware search's plan within `count` migrations, if it empties more than
@@ -126,7 +117,7 @@ def plan_fewer_migrations(builder: FrontBuilder, algorithm: str) -> PlanDraft:
     name = get_algorithm(algorithm).name
     packing = builder.run(algorithm)
     own = builder.estimate(packing, name, "its whole run")
-    cheaper = [c for c in as_many_hosts(builder, own.hosts_after)
+    cheaper = [c for c in as_many_hosts(builder, own.hosts_after, name)
                if c.hosts_after <= own.hosts_after and c.migrations < own.migrations]
     if not cheaper:
         return builder.point(packing, name, own.how).draft
@@ -143,14 +134,15 @@ def plan_fewer_migrations(builder: FrontBuilder, algorithm: str) -> PlanDraft:
                    notes=(*chosen.draft.notes, f"fewer migrations for as many hosts: {why}"))
 
 
-def as_many_hosts(builder: FrontBuilder, hosts_on: int) -> list[Candidate]:
-    """Plans that may leave `hosts_on` hosts on: the fewest-migrations choice and the
-    budget-aware search's cheapest set, emptying the hosts needed (one more, for a host
-    N+1 keeps on, when that is short)."""
+def as_many_hosts(builder: FrontBuilder, hosts_on: int, algorithm: str) -> list[Candidate]:
+    """Plans that may leave `hosts_on` hosts on: -a auto's runs (the front's), and the
+    fewest-migrations choice and the budget-aware search's cheapest set emptying the hosts
+    needed (one more, for a host N+1 keeps on, when that is short)."""
     p = builder.problem
+    out = [builder.estimate(builder.run(name, FAST_OPTIONS.get(name)), name, "its whole run")
+           for name in FAST_ALGORITHMS if name != algorithm]
     need = max(int(p.powered.sum()) - hosts_on + p.spare, 1)
     pool = len(fewest_migrations_order(p))
-    out: list[Candidate] = []
     for k in (need, need + 1):
         packing = fewest_migrations_packing(p, k) if k <= pool else None
         if packing is not None:
