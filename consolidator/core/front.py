@@ -2,7 +2,8 @@
 
 A plan has three costs the operator trades: hosts left on, migrations, and the memory (GiB)
 those migrations move (a live migration's cost grows with its RAM). A point is a checked plan;
-the front keeps the points no other point beats on all three axes.
+the front keeps the points no other point beats on hosts and migrations, the least GiB among
+equals (front_budgets.front makes it, with the budgeted planner's plans at its counts).
 
 Points come cheaply from what the algorithms already do: a run empties hosts in an order, and
 every prefix of that order is a plan of its own (``prefix_packing``). The migration-minimising
@@ -457,39 +458,6 @@ class FrontBuilder:
                 out.append(self.estimate(packing, FEWEST,
                                          least_populated(k) if k else "no migration"))
         return out
-
-
-def front(builder: FrontBuilder, algorithms: Sequence[str],
-          fast: bool = True) -> dict[str, list[FrontPoint]]:
-    """The plans no other beats on hosts left on and migrations (front_budgets: with the
-    budgeted planner's own plans at the front's migration counts), by the algorithm or
-    search that made them, in the order of `algorithms` (then the budget search); fast runs
-    hvp as LIGHT (FAST_OPTIONS), otherwise each algorithm runs with the builder's options."""
-    from consolidator.core.front_budgets import at_counts
-
-    found: list[Candidate] = []
-    runs: dict[str, Packing] = {}
-    fewest_top = 0
-    if FEWEST in algorithms:
-        found += builder.fewest_candidates(len(fewest_migrations_order(builder.problem)))
-        largest = builder.fewest_largest
-        fewest_top = 0 if largest is None else len(largest.emptied)
-    for algorithm in algorithms:
-        if algorithm != FEWEST:
-            packing = runs[algorithm] = builder.run(
-                algorithm, FAST_OPTIONS.get(algorithm) if fast else None)
-            # A prefix of c hosts the fewest-migrations choice also empties moves at least
-            # as much for as many hosts: only the longer prefixes and the whole run count.
-            total = len(packing.emptied)
-            found += builder.algorithm_candidates(
-                algorithm, packing, [c for c in spaced(total, POINTS_PER_RUN)
-                                     if c > fewest_top or c == total])
-    found = at_counts(builder, found)
-    # Costs are estimated as the plans will have them: only the survivors are drafted.
-    out: dict[str, list[FrontPoint]] = {name: [] for name in (*algorithms, BUDGET_SEARCH)}
-    for candidate in non_dominated(found):
-        out[candidate.algorithm].append(builder.draft(candidate))
-    return {name: points for name, points in out.items() if points}
 
 
 def best_within(builder: FrontBuilder, algorithms: Sequence[str], budget: Budget,

@@ -34,15 +34,18 @@ from consolidator.core.front import (
     FAST_OPTIONS,
     FEWEST,
     MADE_BY,
+    POINTS_PER_RUN,
     Budget,
     Candidate,
     FrontBuilder,
+    FrontPoint,
     fewest_migrations_order,
     fewest_migrations_packing,
     label,
     least_populated,
     non_dominated,
     prefix_packings,
+    spaced,
 )
 from consolidator.core.model import Cluster
 from consolidator.core.plan import PlanDraft
@@ -51,6 +54,35 @@ from consolidator.core.wording import plural
 
 #: Rounds of budgeted points (the second searches the counts of the points the first added).
 ROUNDS = 4
+
+
+def front(builder: FrontBuilder, algorithms: Sequence[str],
+          fast: bool = True) -> dict[str, list[FrontPoint]]:
+    """The plans no other beats on hosts left on and migrations (front_budgets: with the
+    budgeted planner's own plans at the front's migration counts), by the algorithm or
+    search that made them, in the order of `algorithms` (then the budget search); fast runs
+    hvp as LIGHT (FAST_OPTIONS), otherwise each algorithm runs with the builder's options."""
+    found: list[Candidate] = []
+    fewest_top = 0
+    if FEWEST in algorithms:
+        found += builder.fewest_candidates(len(fewest_migrations_order(builder.problem)))
+        largest = builder.fewest_largest
+        fewest_top = 0 if largest is None else len(largest.emptied)
+    for algorithm in algorithms:
+        if algorithm != FEWEST:
+            packing = builder.run(algorithm, FAST_OPTIONS.get(algorithm) if fast else None)
+            # A prefix of c hosts the fewest-migrations choice also empties moves at least
+            # as much for as many hosts: only the longer prefixes and the whole run count.
+            total = len(packing.emptied)
+            found += builder.algorithm_candidates(
+                algorithm, packing, [c for c in spaced(total, POINTS_PER_RUN)
+                                     if c > fewest_top or c == total])
+    found = at_counts(builder, found)
+    # Costs are estimated as the plans will have them: only the survivors are drafted.
+    out: dict[str, list[FrontPoint]] = {name: [] for name in (*algorithms, BUDGET_SEARCH)}
+    for candidate in non_dominated(found):
+        out[candidate.algorithm].append(builder.draft(candidate))
+    return {name: points for name, points in out.items() if points}
 
 
 def at_counts(builder: FrontBuilder, found: Sequence[Candidate]) -> list[Candidate]:

@@ -20,9 +20,9 @@ from consolidator.core.front import (
     FrontPoint,
     beats,
     dominates,
-    front,
     plan_within,
 )
+from consolidator.core.front_budgets import front
 from consolidator.core.model import Cluster
 from consolidator.core.planner import PlanSettings, plan_cluster
 from consolidator.emulators.fake.generate import generate

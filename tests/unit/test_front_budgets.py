@@ -15,10 +15,9 @@ from consolidator.core.front import (
     Budget,
     FrontBuilder,
     FrontPoint,
-    front,
     plan_within,
 )
-from consolidator.core.front_budgets import plan_own
+from consolidator.core.front_budgets import front, plan_own
 from consolidator.core.model import Cluster
 from consolidator.core.plan import PlanDraft
 from consolidator.core.planner import PlanSettings

@@ -145,10 +145,9 @@ def answer_rows(sizes: list[int], seeds: list[int]) -> list[list[object]]:
         FRONT_ALGORITHMS,
         Budget,
         FrontBuilder,
-        front,
         plan_within,
     )
-    from consolidator.core.front_budgets import plan_own
+    from consolidator.core.front_budgets import front, plan_own
     from consolidator.core.planner import PlanSettings
     from consolidator.emulators.fake.generate import generate
     from consolidator.scenario.files import parse_scenario
