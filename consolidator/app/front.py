@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from consolidator.app.context import AppContext
 from consolidator.app.planning import PlanRequest, plan_inputs
-from consolidator.core.front import AUTO, FEWEST, FRONT_ALGORITHMS, FrontBuilder, FrontPoint, front
+from consolidator.core.front import AUTO, FEWEST, FRONT_ALGORITHMS, FrontBuilder, FrontPoint
+from consolidator.core.front_budgets import front
 from consolidator.store.snapshots import Snapshot
 
 

@@ -29,6 +29,7 @@ from consolidator.core.cpu_speed import speed_map
 from consolidator.core.energy_model import CONFIGURED, saving
 from consolidator.core.errors import UsageError
 from consolidator.core.front import AUTO, FAST_ALGORITHMS, Budget, FrontBuilder, plan_within
+from consolidator.core.front_budgets import plan_own
 from consolidator.core.model import Cluster
 from consolidator.core.plan import Move, PlanDraft, StoredPlan
 from consolidator.core.planner import PlanSettings, stay_on_reasons
@@ -233,7 +234,8 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest,
         return plan_for_objective(ctx, snapshot, i, i.algorithm,
                                   hosts_planner=partial(plan_within_budget,
                                                         budget=choice.budget))
-    return plan_for_objective(ctx, snapshot, i, i.algorithm)
+    # the algorithm's plan, unless the front has one as good on hosts for fewer migrations
+    return plan_for_objective(ctx, snapshot, i, i.algorithm, hosts_planner=plan_own)
 
 
 #: Plans made at most to keep the power-offs within the hour's budget of power actions.

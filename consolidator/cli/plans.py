@@ -107,9 +107,11 @@ def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
 @click.option("--target-hosts", type=click.IntRange(min=1), metavar="K",
               help="Budget: reach K hosts left on with the fewest migrations.")
 @click.option("--front", "show_front", is_flag=True,
-              help="Show, per algorithm, the plans no other beats on hosts left on, "
-                   "migrations and GiB moved (table and chart), and the snapshot they "
-                   "come from; store no plan.")
+              help="Show the plans no other beats on hosts left on and migrations (the "
+                   "least GiB moved among equals), each named by the algorithm or search "
+                   "that made it, as a table and a chart, and the snapshot they come from; "
+                   "store no plan. At each point's migrations, --max-migrations plans "
+                   "about as well.")
 @click.option("--relieve", is_flag=True,
               help="Instead of consolidating, relieve the hosts usage overloads (CPU at "
                    "[planner] confidence over their cores, or memory short): the moves the "

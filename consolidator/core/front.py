@@ -2,7 +2,8 @@
 
 A plan has three costs the operator trades: hosts left on, migrations, and the memory (GiB)
 those migrations move (a live migration's cost grows with its RAM). A point is a checked plan;
-the front keeps the points no other point beats on all three axes.
+the front keeps the points no other point beats on hosts and migrations, the least GiB among
+equals (front_budgets.front makes it, with the budgeted planner's plans at its counts).
 
 Points come cheaply from what the algorithms already do: a run empties hosts in an order, and
 every prefix of that order is a plan of its own (``prefix_packing``). The migration-minimising
@@ -54,8 +55,9 @@ MADE_BY = {FEWEST: "hvp", BUDGET_SEARCH: "hvp"}
 #: as well. firstfit is left out: zoned-bestfit's plans dominate its plans on the mixed and
 #: identical clusters of tools/bench (fewer hosts for fewer migrations).
 FAST_ALGORITHMS = ("zoned-bestfit", "hvp")
-#: The algorithms plan --front shows for auto (then FEWEST).
-FRONT_ALGORITHMS = ("zoned-bestfit", "firstfit", "hvp")
+#: The algorithms plan --front runs for auto (then FEWEST): firstfit's points were all
+#: beaten in the one front (front_budgets.py) on the bundled and generated clusters.
+FRONT_ALGORITHMS = FAST_ALGORITHMS
 #: The options -a auto and the front give an algorithm (hvp: LIGHT, a tenth of METAHVP's time).
 FAST_OPTIONS: dict[str, dict[str, object]] = {"hvp": {"light": True}}
 #: Prefix points taken per algorithm run for the front.
@@ -164,15 +166,29 @@ def dominates(a: FrontPoint | Candidate, b: FrontPoint | Candidate) -> bool:
     return all(x <= y + 1e-9 for x, y in zip(ca, cb, strict=True)) and ca != cb
 
 
+def beats(a: FrontPoint | Candidate, b: FrontPoint | Candidate) -> bool:
+    """a leaves no more hosts on for no more migrations, and is better on one of them (or,
+    equal on both, moves less memory): what a --max-migrations plan compares."""
+    if a.hosts_after > b.hosts_after or a.migrations > b.migrations:
+        return False
+    return (a.hosts_after, a.migrations) != (b.hosts_after, b.migrations) \
+        or a.moved_gib < b.moved_gib - 1e-9
+
+
 def non_dominated(points: Iterable[Point]) -> list[Point]:
-    """The points no other point dominates, one per cost triple, fewest hosts first."""
+    """The points no other point beats on hosts and migrations (the least GiB moved among
+    equals), one per cost triple, fewest hosts first; no point of them is dominated on the
+    three axes either."""
     unique: dict[tuple[int, int, float], Point] = {}
     for point in points:
         key = (point.hosts_after, point.migrations, round(point.moved_gib, 6))
         unique.setdefault(key, point)
-    pool = list(unique.values())
-    kept = [p for p in pool if not any(dominates(q, p) for q in pool)]
-    return sorted(kept, key=lambda p: p.costs())
+    pool = sorted(unique.values(), key=lambda p: p.costs())
+    kept: list[Point] = []
+    for point in pool:             # by hosts, then migrations: a point is beaten only by
+        if not kept or point.migrations < kept[-1].migrations:    # an earlier one
+            kept.append(point)
+    return kept
 
 
 def pick(points: Iterable[Point], budget: Budget) -> Point | None:
@@ -276,6 +292,9 @@ class FrontBuilder:
         self.memo = MoveMemo(cluster, settings.rules)    # the points share most moves
         #: The last k largest_fewest_k packed, with its witnesses.
         self.fewest_found: tuple[int, list[Witness] | None] = (0, None)
+        #: The largest fewest-migrations packing fewest_candidates made (its prefixes are
+        #: the others), for the front's budgeted points.
+        self.fewest_largest: Packing | None = None
 
     def estimate(self, packing: Packing, algorithm: str, how: str) -> Candidate:
         """A packing's costs without drafting it: the hosts its plan leaves on (spares,
@@ -426,6 +445,7 @@ class FrontBuilder:
         best = self.largest_fewest_k(top)
         known = self.fewest_found[1] if self.fewest_found[0] == best else None
         largest = fewest_migrations_packing(self.problem, best, known) if best else None
+        self.fewest_largest = largest
         if largest is None:
             found = [self.fewest_candidate(k) for k in spaced(best, POINTS_PER_RUN)]
             return [c for c in found if c is not None]
@@ -438,22 +458,6 @@ class FrontBuilder:
                 out.append(self.estimate(packing, FEWEST,
                                          least_populated(k) if k else "no migration"))
         return out
-
-
-def front(builder: FrontBuilder, algorithms: Sequence[str],
-          fast: bool = True) -> dict[str, list[FrontPoint]]:
-    """Per algorithm (and the fewest-migrations choice), its non-dominated points; fast runs
-    hvp as LIGHT (FAST_OPTIONS), otherwise each algorithm runs with the builder's options."""
-    out: dict[str, list[FrontPoint]] = {}
-    for algorithm in algorithms:
-        if algorithm == FEWEST:
-            found = builder.fewest_candidates(len(fewest_migrations_order(builder.problem)))
-        else:
-            found = builder.algorithm_candidates(
-                algorithm, builder.run(algorithm, FAST_OPTIONS.get(algorithm) if fast else None))
-        # Costs are estimated as the plans will have them: only the survivors are drafted.
-        out[algorithm] = [builder.draft(c) for c in non_dominated(found)]
-    return out
 
 
 def best_within(builder: FrontBuilder, algorithms: Sequence[str], budget: Budget,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from consolidator.core.front import FEWEST, FRONT_ALGORITHMS, FrontBuilder, front
+from consolidator.core.front import FEWEST, FRONT_ALGORITHMS, FrontBuilder
+from consolidator.core.front_budgets import front
 from consolidator.core.planner import PlanSettings
 from consolidator.render.front import front_chart
 from consolidator.scenario.files import load_scenario

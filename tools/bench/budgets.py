@@ -1,6 +1,7 @@
 """Benchmark: budgets against CP-SAT, zoned-bestfit against Watcher, and speed at scale.
 
-Issue 26's done-when figures, in three tables (``--parts`` picks them):
+Issue 26's done-when figures in three tables, and issue 35's front in a fourth (``--parts``
+picks them; the default is all but ``answers``):
 
 - ``cpsat``: on generated mixed clusters (tools/bench/heldout.py's four sizes), at 10, 25,
   50, 75 and 90 % of the unbudgeted migrations, ``plan --max-migrations M`` (-a auto)
@@ -11,14 +12,18 @@ Issue 26's done-when figures, in three tables (``--parts`` picks them):
 - ``zoned``: zoned-bestfit with its defaults (order=keep-set) and in the paper's order,
   against the lower bound and OpenStack Watcher's consolidation (hosts busy; the issue's
   measured runs unless ``--watcher-python`` runs Watcher, see tools/bench/front.py).
+- ``answers``: on the same clusters, N+1 off and on, the front (``plan --front``) against
+  ``--max-migrations N`` at each point's count N (done when: it never leaves more than one
+  host fewer on than the point), and each algorithm's plan against the front.
 - ``speed``: whole ``consolidator plan --scenario FILE`` processes at 10,000 mixed hosts
   (the five default host models, about 92,000 instances): -a auto, --front and -a hvp, with
-  their ratio to auto (done when: --front <= 2x, -a hvp <= 3x).
+  their ratio to auto (done when: --front <= 2x, -a hvp <= 3x; issue 35: --front <= 1.5x
+  on an idle machine).
 
 N+1 headroom is OFF in every comparison with CP-SAT and Watcher (neither keeps a host for
-it); the speed rows plan with the defaults (N+1 on).
+it); the answers rows plan both ways, the speed rows with the defaults (N+1 on).
 
-    python tools/bench/budgets.py [--parts cpsat,zoned,speed] [--hosts 40,100,200]
+    python tools/bench/budgets.py [--parts cpsat,zoned,answers,speed] [--hosts 40,100,200]
         [--seeds 1,2] [--time-limit 30] [--speed-hosts 10000] [--watcher-python PATH]
 """
 
@@ -128,6 +133,64 @@ def zoned_rows(sizes: list[int], seed: int, watcher: str | None) -> list[list[ob
     return rows
 
 
+def answer_rows(sizes: list[int], seeds: list[int]) -> list[list[object]]:
+    """Issue 35's one answer per question, on generated clusters of four host sizes (N+1 off
+    and on): per cluster, the front's points, the most hosts --max-migrations at a point's
+    count leaves on fewer than the point, and the worst algorithm plan against the front
+    (its migrations over the fewest of a front point leaving as few hosts on)."""
+    from consolidator.core.algorithms.catalog import ALGORITHMS
+    from consolidator.core.front import (
+        AUTO,
+        FEWEST,
+        FRONT_ALGORITHMS,
+        Budget,
+        FrontBuilder,
+        plan_within,
+    )
+    from consolidator.core.front_budgets import front, plan_own
+    from consolidator.core.planner import PlanSettings
+    from consolidator.emulators.fake.generate import generate
+    from consolidator.scenario.files import parse_scenario
+
+    _shape, models, per_host, fill, _gaps = CLUSTERS[1]
+    rows: list[list[object]] = []
+    for hosts in sizes:
+        for seed in seeds:
+            cluster = parse_scenario(generate(hosts, per_host=per_host, seed=seed, fill=fill,
+                                              models=models)).cluster
+            for n_plus_one in (False, True):
+                settings = PlanSettings(n_plus_one=n_plus_one)
+                started = time.perf_counter()
+                points = [p for ps in front(FrontBuilder(cluster, settings),
+                                            (*FRONT_ALGORITHMS, FEWEST)).values() for p in ps]
+                seconds = time.perf_counter() - started
+                worst, where = 0, ""
+                for point in points:
+                    if point.migrations:
+                        budgeted = plan_within(FrontBuilder(cluster, settings), AUTO,
+                                               Budget(max_migrations=point.migrations))
+                        if point.hosts_after - budgeted.hosts_after > worst:
+                            worst = point.hosts_after - budgeted.hosts_after
+                            where = f"{point.hosts_after} at {point.migrations}: " \
+                                    f"{budgeted.hosts_after}"
+                over, which = 0.0, ""
+                for name in sorted({*ALGORITHMS.names(), AUTO} - {"exact"}):
+                    draft = plan_within(FrontBuilder(cluster, settings), AUTO, Budget()) \
+                        if name == AUTO else plan_own(cluster, name, settings=settings)
+                    best = min((p.migrations for p in points
+                                if p.hosts_after <= draft.hosts_after), default=None)
+                    if best and len(draft.migrations) / best - 1 > over:
+                        over = len(draft.migrations) / best - 1
+                        which = f"{name}: {draft.hosts_after} hosts, " \
+                                f"{len(draft.migrations)} against {best}"
+                rows.append([f"{hosts} / seed {seed}", "on" if n_plus_one else "off",
+                             len(points), round(seconds, 1), worst, where or "-",
+                             f"{over * 100:.1f} %", which or "-",
+                             "yes" if worst <= 1 else "NO"])
+                print(f"  done: answers {hosts}/{seed} N+1 {n_plus_one}", file=sys.stderr)
+    return rows
+
+
 def speed_rows(hosts: int, seed: int) -> list[list[object]]:
     """Whole plan processes at `hosts` mixed hosts: auto, --front, hvp; ratios to auto."""
     import yaml
@@ -198,6 +261,14 @@ def main() -> None:
         print(table(["CLUSTER", "ORDER", "HOSTS", "BOUND", "MIGRATIONS", "WATCHER BUSY",
                      "<= WATCHER", "<= 5 % OR 1 OVER BOUND", "S"],
                     zoned_rows(zoned, seeds[0], args.watcher_python), align="llrrrllll"))
+        print()
+    if "answers" in parts:
+        print("One answer per question: the front against --max-migrations at each point's "
+              "count, and each algorithm's plan (-a NAME, no budget; exact left out) against "
+              "the front.")
+        print(table(["CLUSTER", "N+1", "POINTS", "FRONT S", "MOST BEATEN BY", "WHERE",
+                     "WORST PLAN OVER FRONT", "WHICH", "<= 1 HOST"],
+                    answer_rows(sizes, seeds), align="llrrrlrll"))
         print()
     if "speed" in parts:
         print("Speed: whole `consolidator plan --scenario FILE` processes, defaults (N+1 on).")

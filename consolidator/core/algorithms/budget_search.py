@@ -71,7 +71,7 @@ class Found:
 class KeepSetSearch:
     """The search over sets of hosts to empty for one problem and budget."""
 
-    def __init__(self, problem: Problem, limits: Limits) -> None:
+    def __init__(self, problem: Problem, limits: Limits, memo: bool = False) -> None:
         self.problem = with_chance_column(problem)
         self.limits = limits
         p = self.problem
@@ -88,6 +88,14 @@ class KeepSetSearch:
         self.cheap = [s for s in self.full if s.algo == "bf"]
         self.tried = self.cheap
         self.zone_searches: dict[int, ZoneSearch] = {}
+        #: With memo, (hosts in order, whole LIGHT set) -> what the probe found: a search
+        #: reused for several budgets (the front's, through with_limits) probes a set once.
+        self.probes: dict[tuple[bytes, bool], Found | None] | None = {} if memo else None
+
+    def with_limits(self, limits: Limits) -> KeepSetSearch:
+        """This search for another budget, sharing its probes and zone searches."""
+        self.limits = limits
+        return self
 
     def budget_share(self) -> np.ndarray:
         """(H,) each host's share of the budget (its population if there is none)."""
@@ -132,8 +140,18 @@ class KeepSetSearch:
 
     def probe(self, hosts: list[int]) -> Found | None:
         """Witnesses that empty every host of the set into the others, or None."""
-        p = self.problem
         rows = np.asarray(hosts, dtype=np.int64)
+        if self.probes is None:
+            return self._probe(rows)
+        key = (rows.tobytes(), self.tried is self.full)
+        if key not in self.probes:
+            self.probes[key] = self._probe(rows)
+        return self.probes[key]
+
+    def _probe(self, rows: np.ndarray) -> Found | None:
+        """probe, without the memo."""
+        p = self.problem
+        hosts = rows.tolist()
         witnesses = []
         for zone in np.unique(p.host_zone[rows]).tolist():
             search = self.zone_searches.get(zone)
@@ -181,14 +199,16 @@ class KeepSetSearch:
                 out.append(order)
         return out
 
-    def most_hosts(self) -> Found | None:
-        """The most hosts emptied within the budget, fewest migrations among equals."""
+    def most_hosts(self, beyond: int = 0) -> Found | None:
+        """The most hosts emptied within the budget, fewest migrations among equals; with
+        `beyond`, only a set of more hosts than that (known to be reached otherwise) counts,
+        so an order that cannot beat it is dropped after one probe."""
         best: Found | None = None
         orders = self.orders()
         reached: list[tuple[int, np.ndarray]] = []
         for order in orders:
             found = self.longest_prefix(order, self.affordable(order),
-                                        len(best.hosts) - 1 if best is not None else 0)
+                                        len(best.hosts) - 1 if best is not None else beyond)
             if found is not None:
                 reached.append((len(found.hosts), order))
                 if better(found, best):
