@@ -104,9 +104,11 @@ OPTIONS: tuple[Option, ...] = (
            "What plan and the daemon optimise when no --objective is given: hosts (free the "
            "most hosts, the algorithm's own choice) or energy (keep the hosts that draw least "
            "at idle, empty the ones that draw most).", ("hosts", "energy")),
-    Option("planner", "capacity_model", str, "placement",
+    Option("planner", "capacity_model", str, "auto",
            "placement: Placement capacity only. ucac: also paper 003's chance constraint on "
-           "CPU usage against each host's physical cores.", ("placement", "ucac")),
+           "CPU usage against each host's physical cores. auto: ucac when the snapshot "
+           "carries measured CPU usage (telemetry), else placement.",
+           ("auto", "placement", "ucac")),
     Option("planner", "confidence", float, 0.999,
            "The confidence alpha of the ucac capacity model and the ucac ranking.",
            range="[0.5, 1)"),

@@ -102,6 +102,10 @@ class ConsolidatorPolicy:
     failures: list[str] = field(default_factory=list)
     #: Every migration the executor ran since the last sample: (VM row, destination row).
     made: list[tuple[int, int]] = field(default_factory=list)
+    #: Migrations run by the cycles' plans and by relief.
+    by_cycles: int = 0
+    by_relief: int = 0
+    relieving: bool = False
 
     def start(self, trace: Trace, dc: DataCentre) -> tuple[np.ndarray, np.ndarray]:
         """CloudSim's initial placement on a data centre whose hosts are all on."""
@@ -133,6 +137,8 @@ class ConsolidatorPolicy:
                  f"({self.settings.schedule!r}), "
                  f"each plan applied (as with [daemon] auto_apply), "
                  f"{plural(self.reliefs, 'relief')} of overloaded hosts, "
+                 f"{self.by_cycles:,} migrations by the cycles' plans and "
+                 f"{self.by_relief:,} by relief, "
                  f"{plural(self.watches, 'capacity watch', 'capacity watches')}; "
                  f"{plural(len(self.ramped), 'host')} powered on by the morning ramp and "
                  f"{len(self.watched)} by the capacity watch"]
@@ -188,8 +194,12 @@ class ConsolidatorPolicy:
         """The daemon's relief (app/relief.py relieve_now), reading usage from the trace over
         the [relief] queries' windows; every host may be powered on (each has a BMC)."""
         reads = self.usage_reads(k)
-        run = relieve_now(self.ctx, self.execute, read=reads.read, powerable=reads.powerable,
-                          quiet=True)
+        self.relieving = True
+        try:
+            run = relieve_now(self.ctx, self.execute, read=reads.read,
+                              powerable=reads.powerable, quiet=True)
+        finally:
+            self.relieving = False
         self.reliefs += bool(run.plan_id)
         return run
 
@@ -276,8 +286,13 @@ class ConsolidatorPolicy:
                                  f"({len(outcome.failed)} failed, {len(outcome.skipped)} "
                                  f"skipped, {len(outcome.left_on)} left on)")
         moved, hosts = settled(nova, drivers, cluster)
-        self.made += [(self.vm_row[server], self.row[host])
-                      for server, host in migrations_run(nova, cluster)]
+        ran = [(self.vm_row[server], self.row[host])
+               for server, host in migrations_run(nova, cluster)]
+        self.made += ran
+        if self.relieving:
+            self.by_relief += len(ran)
+        else:
+            self.by_cycles += len(ran)
         for server, where in moved.items():
             self.placement[self.vm_row[server]] = self.row[where]
         for name, settled_host in hosts.items():
