@@ -109,7 +109,7 @@ OPTIONS: tuple[Option, ...] = (
            "CPU usage against each host's physical cores. auto: ucac when the snapshot "
            "carries measured CPU usage (telemetry), else placement.",
            ("auto", "placement", "ucac")),
-    Option("planner", "confidence", float, 0.999,
+    Option("planner", "confidence", float, 0.995,
            "The confidence alpha of the ucac capacity model and the ucac ranking.",
            range="[0.5, 1)"),
     Option("telemetry", "prometheus_url", str, "",
@@ -178,10 +178,10 @@ OPTIONS: tuple[Option, ...] = (
            "constraint holds, powering hosts on when none has room. 0 turns the watch off "
            "(the daemon's cycle still relieves).", range="[0, inf)"),
     Option("relief", "cpu_mean_query", str,
-           "avg_over_time(consolidator:instance_cpu_usage:vcpus[10m])",
+           "avg_over_time(consolidator:instance_cpu_usage:vcpus[5m])",
            "Instant query giving each instance's current mean CPU usage in vCPUs, for relief."),
     Option("relief", "cpu_std_query", str,
-           "stddev_over_time(consolidator:instance_cpu_usage:vcpus[1h])",
+           "stddev_over_time(consolidator:instance_cpu_usage:vcpus[3h])",
            "Instant query giving the standard deviation of each instance's recent CPU usage, "
            "for relief."),
     Option("relief", "fresh_query", str,
@@ -225,7 +225,7 @@ OPTIONS: tuple[Option, ...] = (
            "The most power actions (on and off) the daemon's plans and capacity watch start "
            "in any hour; relief still powers hosts on for overloads. 0: no cap.",
            range="[0, inf)"),
-    Option("telemetry", "history", int, 24,
+    Option("telemetry", "history", int, 0,
            "Earlier snapshots of the same cloud whose usage statistics are pooled in.",
            range="[0, inf)"),
     Option("telemetry", "fallback_mean", float, 0.5,
