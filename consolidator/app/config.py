@@ -192,6 +192,10 @@ OPTIONS: tuple[Option, ...] = (
            "fallback, not at their last values. Empty: no check."),
     Option("relief", "max_migrations", int, 0,
            "The most migrations one relief makes; 0: as many as it takes.", range="[0, inf)"),
+    Option("relief", "trigger_confidence", float, 0.0,
+           "Hysteresis: relieve only hosts whose usage exceeds their cores at this (lower) "
+           "confidence, and bring them under at [planner] confidence; 0: [planner] "
+           "confidence.", range="[0, 1)"),
     Option("relief", "headroom", float, 0.9,
            "The capacity watch powers hosts on (those consolidator powered off, the most "
            "efficient first) when the powered hosts' CPU usage at [planner] confidence, plus "
