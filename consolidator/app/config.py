@@ -104,10 +104,12 @@ OPTIONS: tuple[Option, ...] = (
            "What plan and the daemon optimise when no --objective is given: hosts (free the "
            "most hosts, the algorithm's own choice) or energy (keep the hosts that draw least "
            "at idle, empty the ones that draw most).", ("hosts", "energy")),
-    Option("planner", "capacity_model", str, "placement",
+    Option("planner", "capacity_model", str, "auto",
            "placement: Placement capacity only. ucac: also paper 003's chance constraint on "
-           "CPU usage against each host's physical cores.", ("placement", "ucac")),
-    Option("planner", "confidence", float, 0.999,
+           "CPU usage against each host's physical cores. auto: ucac when the snapshot "
+           "carries measured CPU usage (telemetry), else placement.",
+           ("auto", "placement", "ucac")),
+    Option("planner", "confidence", float, 0.995,
            "The confidence alpha of the ucac capacity model and the ucac ranking.",
            range="[0.5, 1)"),
     Option("telemetry", "prometheus_url", str, "",
@@ -182,10 +184,10 @@ OPTIONS: tuple[Option, ...] = (
            "constraint holds, powering hosts on when none has room. 0 turns the watch off "
            "(the daemon's cycle still relieves).", range="[0, inf)"),
     Option("relief", "cpu_mean_query", str,
-           "avg_over_time(consolidator:instance_cpu_usage:vcpus[10m])",
+           "avg_over_time(consolidator:instance_cpu_usage:vcpus[5m])",
            "Instant query giving each instance's current mean CPU usage in vCPUs, for relief."),
     Option("relief", "cpu_std_query", str,
-           "stddev_over_time(consolidator:instance_cpu_usage:vcpus[1h])",
+           "stddev_over_time(consolidator:instance_cpu_usage:vcpus[3h])",
            "Instant query giving the standard deviation of each instance's recent CPU usage, "
            "for relief."),
     Option("relief", "fresh_query", str,
@@ -196,6 +198,10 @@ OPTIONS: tuple[Option, ...] = (
            "fallback, not at their last values. Empty: no check."),
     Option("relief", "max_migrations", int, 0,
            "The most migrations one relief makes; 0: as many as it takes.", range="[0, inf)"),
+    Option("relief", "trigger_confidence", float, 0.0,
+           "Hysteresis: relieve only hosts whose usage exceeds their cores at this (lower) "
+           "confidence, and bring them under at [planner] confidence; 0: [planner] "
+           "confidence.", range="[0, 1)"),
     Option("relief", "headroom", float, 0.9,
            "The capacity watch powers hosts on (those consolidator powered off, the most "
            "efficient first) when the powered hosts' CPU usage at [planner] confidence, plus "
@@ -229,7 +235,7 @@ OPTIONS: tuple[Option, ...] = (
            "The most power actions (on and off) the daemon's plans and capacity watch start "
            "in any hour; relief still powers hosts on for overloads. 0: no cap.",
            range="[0, inf)"),
-    Option("telemetry", "history", int, 24,
+    Option("telemetry", "history", int, 0,
            "Earlier snapshots of the same cloud whose usage statistics are pooled in.",
            range="[0, inf)"),
     Option("telemetry", "fallback_mean", float, 0.5,

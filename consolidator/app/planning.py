@@ -148,10 +148,21 @@ def algorithm_options(zones: dict[str, str], algorithm: str, cluster: Cluster,
     return options
 
 
+def resolved_capacity_model(model: str, cluster: Cluster) -> str:
+    """The capacity model a plan uses: auto is ucac when the snapshot carries measured CPU
+    usage (telemetry, or a scenario's usage) for any instance, else placement."""
+    if model != "auto":
+        return model
+    measured = any(i.usage and "cpu_mean" in i.usage for i in cluster.instances)
+    return "ucac" if measured else "placement"
+
+
 def plan_inputs(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> PlanInputs:
     """The cluster (pooled with usage history for ucac), settings, options and ranking."""
     choice = choose(planner_choices(ctx.config), request)
-    planner = choice.planner
+    planner = replace(choice.planner, capacity_model=resolved_capacity_model(
+        choice.planner.capacity_model, snapshot.cluster))
+    choice = replace(choice, planner=planner)
     ranking = get_ranking(planner.ranking, {"confidence": planner.confidence, **choice.options})
     cluster = snapshot.cluster
     if planner.capacity_model == "ucac" or planner.ranking == "ucac":

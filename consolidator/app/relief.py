@@ -67,7 +67,8 @@ def draft_relief(ctx: AppContext, cluster: Cluster, settings: ReliefSettings, *,
     names = power_on_order(cluster, speeds, settings.plan.rules)
     order = powerable(names) if powerable is not None else with_bmc(ctx, names)
     return relief_draft(cluster, plan_settings, power_on=order,
-                        max_moves=settings.max_migrations or None)
+                        max_moves=settings.max_migrations or None,
+                        trigger=settings.trigger_confidence or None)
 
 
 #: Reads the cloud with each instance's current usage as relief's queries give it.

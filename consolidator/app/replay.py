@@ -22,6 +22,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,7 +51,7 @@ from consolidator.core.replay.reference import (
     initial_placement,
     reference_policy,
 )
-from consolidator.core.replay.trace import end_steps, ended_note, floor_kwh
+from consolidator.core.replay.trace import end_steps, ended_note, floor_steps
 from consolidator.core.usage_power import predicted_rise
 from consolidator.core.wording import plural
 
@@ -99,6 +100,12 @@ class ConsolidatorPolicy:
     ramped: list[str] = field(default_factory=list)
     watched: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    #: Every migration the executor ran since the last sample: (VM row, destination row).
+    made: list[tuple[int, int]] = field(default_factory=list)
+    #: Migrations run by the cycles' plans and by relief.
+    by_cycles: int = 0
+    by_relief: int = 0
+    relieving: bool = False
 
     def start(self, trace: Trace, dc: DataCentre) -> tuple[np.ndarray, np.ndarray]:
         """CloudSim's initial placement on a data centre whose hosts are all on."""
@@ -130,6 +137,8 @@ class ConsolidatorPolicy:
                  f"({self.settings.schedule!r}), "
                  f"each plan applied (as with [daemon] auto_apply), "
                  f"{plural(self.reliefs, 'relief')} of overloaded hosts, "
+                 f"{self.by_cycles:,} migrations by the cycles' plans and "
+                 f"{self.by_relief:,} by relief, "
                  f"{plural(self.watches, 'capacity watch', 'capacity watches')}; "
                  f"{plural(len(self.ramped), 'host')} powered on by the morning ramp and "
                  f"{len(self.watched)} by the capacity watch"]
@@ -146,6 +155,7 @@ class ConsolidatorPolicy:
         [relief] interval falls due (the daemon skips both watches while a cycle runs)."""
         self.placement = placement.copy()
         self.placement[self.ends <= k] = -1       # ended: deleted from the cloud
+        self.made = []
         now = self.now = self.clock0 + timedelta(seconds=k * self.trace.step_s)
         if self.due is not None and self.due <= now:
             self._guarded("cycle", now, lambda: self.cycle(k, now))
@@ -158,6 +168,12 @@ class ConsolidatorPolicy:
             if self.relief_due(k):
                 self._guarded("relief", now, lambda: self.relieve(k))
         return self.placement.copy(), self._on()
+
+    def migrations_of_step(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every migration the executor ran at the last sample (VM rows, destination rows),
+        a VM moved away and back counting twice: what the replay counts and charges."""
+        pairs = np.array(self.made, dtype=np.int64).reshape(-1, 2)
+        return pairs[:, 0], pairs[:, 1]
 
     def _guarded(self, what: str, now: datetime, work: Any) -> None:
         """Run work; an error is noted and the next one runs, as in the daemon."""
@@ -178,8 +194,12 @@ class ConsolidatorPolicy:
         """The daemon's relief (app/relief.py relieve_now), reading usage from the trace over
         the [relief] queries' windows; every host may be powered on (each has a BMC)."""
         reads = self.usage_reads(k)
-        run = relieve_now(self.ctx, self.execute, read=reads.read, powerable=reads.powerable,
-                          quiet=True)
+        self.relieving = True
+        try:
+            run = relieve_now(self.ctx, self.execute, read=reads.read,
+                              powerable=reads.powerable, quiet=True)
+        finally:
+            self.relieving = False
         self.reliefs += bool(run.plan_id)
         return run
 
@@ -252,7 +272,7 @@ class ConsolidatorPolicy:
         """Run an approved plan with the real executor against the replay's simulated cloud
         seeded with its state now; keep where every VM went and each host's power and
         service."""
-        from consolidator.execution.replay_cloud import replay_cloud, settled
+        from consolidator.execution.replay_cloud import migrations_run, replay_cloud, settled
         from consolidator.store.journal import last_id, restamp
 
         cluster = self.inventory().cluster
@@ -266,10 +286,17 @@ class ConsolidatorPolicy:
                                  f"({len(outcome.failed)} failed, {len(outcome.skipped)} "
                                  f"skipped, {len(outcome.left_on)} left on)")
         moved, hosts = settled(nova, drivers, cluster)
-        for server, target in moved.items():
-            self.placement[self.vm_row[server]] = self.row[target]
-        for name, host in hosts.items():
-            self.state[self.row[name]] = host
+        ran = [(self.vm_row[server], self.row[host])
+               for server, host in migrations_run(nova, cluster)]
+        self.made += ran
+        if self.relieving:
+            self.by_relief += len(ran)
+        else:
+            self.by_cycles += len(ran)
+        for server, where in moved.items():
+            self.placement[self.vm_row[server]] = self.row[where]
+        for name, settled_host in hosts.items():
+            self.state[self.row[name]] = settled_host
         return outcome
 
 
@@ -339,9 +366,10 @@ def run_replay(ctx: AppContext, trace: Trace, dc: DataCentre, policies: tuple[st
         ctx.report(f"replaying {name} ...")
         results.append(run_policy(trace, dc, name, ctx, start, cloudsim_workload))
     ends = end_steps(trace) if cloudsim_workload else None
-    return {"floor_kwh": round(floor_kwh(trace, dc.best_joules_per_mip, ends), 3),
+    floor = floor_steps(trace, dc.best_joules_per_mip, ends)
+    return {"floor_kwh": round(float(floor.sum()), 3), "floor_steps": floor.tolist(),
             "hosts": dc.hosts, "vms": trace.vms, "steps": trace.steps, "step_s": trace.step_s,
-            "results": results}
+            "cpu_allocation_ratio": dc.cpu_allocation_ratio, "results": results}
 
 
 def sample_folder() -> str:
@@ -356,11 +384,13 @@ def replay_trace(ctx: AppContext, *, planetlab: str | None = None,
                  hosts: int = 800, vms: int | None = None,
                  policies: tuple[str, ...] | None = None,
                  history: HistoryRange | None = None,
-                 workload: str | None = None) -> dict[str, Any]:
-    """'consolidator simulate trace': load the trace (a PlanetLab folder, a trace file or an
-    operator's Prometheus history) and the data centre, replay the policies (default:
+                 workload: str | None = None,
+                 cpu_allocation_ratio: float | None = None) -> dict[str, Any]:
+    """'consolidator simulate trace': load the trace (a PlanetLab folder or bundled day, a
+    trace file or an operator's Prometheus history) and the data centre (its Placement CPU
+    allocation ratio overridden by cpu_allocation_ratio), replay the policies (default:
     all) on the workload ("cloudsim": VMs end as in CloudSim, the default for PlanetLab
-    folders; "full": every VM runs to the end, the default for trace files and history,
+    days; "full": every VM runs to the end, the default for trace files and history,
     where an idle VM is still there)."""
     from consolidator.core.replay.datacentre import cloudsim_datacentre
     from consolidator.scenario.traces import load_host_models, load_planetlab, load_trace_file
@@ -383,6 +413,22 @@ def replay_trace(ctx: AppContext, *, planetlab: str | None = None,
             ctx.report(f"no trace given: replaying the shipped sample {sample_folder()}")
         trace = load_planetlab(planetlab or sample_folder(), vms=vms)
     dc = load_host_models(hosts_file) if hosts_file else cloudsim_datacentre(hosts)
+    if cpu_allocation_ratio is not None:
+        dc = replace(dc, cpu_allocation_ratio=cpu_allocation_ratio)
     planetlab_trace = history is None and not trace_file
     cloudsim = (workload or ("cloudsim" if planetlab_trace else "full")) == "cloudsim"
     return run_replay(ctx, trace, dc, tuple(policies or POLICIES), start, cloudsim)
+
+
+def replay_days(ctx: AppContext, days: list[str], **options: Any) -> list[dict[str, Any]]:
+    """Several PlanetLab days (bundled names or folders), each replayed as replay_trace does
+    with the same options; one document per day, with its "day"."""
+    from consolidator.scenario.traces import load_planetlab
+
+    for day in days:      # fail before any long run
+        load_planetlab(day, vms=1)
+    out = []
+    for day in days:
+        ctx.report(f"day {day}:")
+        out.append({"day": Path(day).name, **replay_trace(ctx, planetlab=day, **options)})
+    return out

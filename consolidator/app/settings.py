@@ -266,6 +266,8 @@ class ReliefSettings:
     #: windows).
     mean_query: str = ""
     std_query: str = ""
+    #: Relieve only hosts over their cores at this confidence (0: [planner] confidence).
+    trigger_confidence: float = 0.0
 
 
 def relief_settings(config: Config) -> ReliefSettings:
@@ -282,7 +284,7 @@ def relief_settings(config: Config) -> ReliefSettings:
                        fallback_cov=config.get("telemetry", "fallback_cov"))
     return ReliefSettings(
         **_options(config, "relief", "interval", "max_migrations", "headroom", "trend_query",
-                   "trend_window", "lookahead"),
+                   "trend_window", "lookahead", "trigger_confidence"),
         mean_query=config.get("relief", "cpu_mean_query"),
         std_query=config.get("relief", "cpu_std_query"),
         source=source, plan=replace(settings_from_config(config), usage=usage),

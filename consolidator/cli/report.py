@@ -9,6 +9,9 @@ import click
 from consolidator.app.context import AppContext
 from consolidator.app.report import build_report
 from consolidator.cli.context import FiniteRange, pass_app, terminal_width
+from consolidator.core.report import to_json
+from consolidator.render.plot import check_plot_target, plot_report
+from consolidator.render.plot_data import report_series
 from consolidator.render.report import render_json, render_text
 
 
@@ -32,15 +35,25 @@ def _utc(ctx: click.Context, param: click.Parameter, value: str | None) -> datet
                    "with snapshots].")
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="Output format (JSON shape: consolidator/core/report.py).")
+@click.option("--plot", "plot", metavar="FILE",
+              help="Also draw hosts on, migrations per cycle and the energy saved: FILE.svg, "
+                   ".png or .html (needs pip install 'consolidator[plot]').")
 @pass_app
 def report_cmd(app: AppContext, days: float, until: datetime | None, cloud_option: str | None,
-               fmt: str) -> None:
+               fmt: str, plot: str | None) -> None:
     """Show the hosts powered on over time, the migrations per cycle and the energy saved.
 
     Reads only the stored snapshots, plans and journal: the cloud is not contacted.
     """
+    if plot:
+        check_plot_target(plot)
     end = until or datetime.now(timezone.utc)
     result = build_report(app, cloud_option or app.cloud_name, end - timedelta(days=days), end)
+    if plot:
+        plot_report(report_series(to_json(result)), plot,
+                    title=f"{result.cloud}: {result.start:%Y-%m-%d %H:%M} to "
+                          f"{result.end:%Y-%m-%d %H:%M} UTC")
+        click.echo(f"wrote {plot}", err=True)
     if fmt == "json":
         click.echo(render_json(result))
     else:

@@ -201,11 +201,14 @@ class _Relief:
 
 
 def relieve(cluster: Cluster, usage: UsageModel, *, rules: Rules | None = None,
-            power_on: Sequence[str] = (), max_moves: int | None = None) -> Relief:
+            power_on: Sequence[str] = (), max_moves: int | None = None,
+            trigger: float | None = None) -> Relief:
     """Moves that end every overload they can, the fewest and smallest first.
 
     usage.confidence must be set (the chance constraint); power_on lists the hosts that may
     be powered on, in order (see power_on_order); max_moves caps the moves (None: no cap).
+    trigger: a lower confidence at which a host must be over its cores to be relieved at
+    all (hysteresis: relieved hosts are brought under at usage.confidence); None: the same.
     """
     if usage.confidence is None:
         raise ValueError("relief needs a confidence (the ucac capacity model)")
@@ -214,6 +217,10 @@ def relieve(cluster: Cluster, usage: UsageModel, *, rules: Rules | None = None,
     watched = [h for h in range(problem.n_hosts)
                if cluster.hosts[h].usable and problem.receivers[h]]
     hot = [h for h in watched if run.over(h)]
+    if trigger is not None and trigger < usage.confidence:
+        z, run.z = run.z, d_alpha(trigger)
+        hot = [h for h in hot if run.over(h)]
+        run.z = z
     overloads = tuple(run.overload(h) for h in hot)
     assert state.cpu_limit is not None
     hot.sort(key=lambda h: (-(run.ucac(h) - float(state.cpu_limit[h])), h))  # type: ignore[index]
@@ -257,12 +264,13 @@ def overloads(cluster: Cluster, usage: UsageModel, *, rules: Rules | None = None
 
 
 def relief_draft(cluster: Cluster, settings: PlanSettings, *, power_on: Sequence[str] = (),
-                 max_moves: int | None = None) -> tuple[PlanDraft, Relief]:
+                 max_moves: int | None = None, trigger: float | None = None
+                 ) -> tuple[PlanDraft, Relief]:
     """Relief as a checked plan: power-on first, then the moves in waves that never overload
     a host in Placement nor overrun the per-host limit; the checker verifies the chance
     constraint on every host that receives."""
     relief = relieve(cluster, settings.usage, rules=settings.rules, power_on=power_on,
-                     max_moves=max_moves)
+                     max_moves=max_moves, trigger=trigger)
     live = relief.cluster
     names = [h.name for h in live.hosts]
     waves = plan_waves(live, list(relief.moves), settings.per_host_limit)

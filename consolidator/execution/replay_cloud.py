@@ -122,6 +122,12 @@ def replay_cloud(cluster: Cluster) -> tuple[ReplayNova, PowerLookup, dict[str, A
     return nova, tracked, made
 
 
+def migrations_run(nova: ReplayNova, cluster: Cluster) -> list[tuple[str, str]]:
+    """Every live migration the run started, in order: (server id, destination host name)."""
+    by_compute = {h.compute_host: h.name for h in cluster.hosts}
+    return [(server, by_compute[dest]) for server, _src, dest in nova._moves]
+
+
 def settled(nova: ReplayNova, drivers: Mapping[str, SimulatedPower | None],
             cluster: Cluster) -> tuple[dict[str, str], dict[str, Host]]:
     """After a run: server id -> host name for the servers that moved, and host name -> its

@@ -1,12 +1,15 @@
-"""The trace replay's table (one row per policy) and its chart of hosts on over the day."""
+"""The trace replay's table (one row per policy) and its chart of hosts on over the day;
+several days' table with the medians."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
 from consolidator.core.wording import plural
 from consolidator.render import table
+from consolidator.render.plot_data import replay_series
 
 #: Chart rows (hours of 12 five-minute samples, or the trace's own share of it).
 CHART_ROWS = 24
@@ -70,6 +73,54 @@ def hosts_chart(doc: dict[str, Any], policies: Sequence[str] | None = None) -> s
 
 
 def replay_json(doc: dict[str, Any]) -> dict[str, Any]:
-    """The JSON contract: floor_kwh, hosts, vms, steps and policies."""
+    """The JSON contract: floor_kwh, hosts, vms, steps and policies; and the series the
+    picture draws (render/plot_data.py)."""
     return {"floor_kwh": doc["floor_kwh"], "hosts": doc["hosts"], "vms": doc["vms"],
-            "steps": doc["steps"], "policies": [r.as_dict() for r in doc["results"]]}
+            "steps": doc["steps"], "policies": [r.as_dict() for r in doc["results"]],
+            "series": replay_series(doc)}
+
+
+def day_rows(days: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per day and policy: the day's floor, energy and its ratio to the floor, both
+    SLATAH figures, PDM, migrations and hosts on."""
+    return [{"day": d["day"], "floor_kwh": d["floor_kwh"], **r.as_dict(),
+             "x_floor": round(r.energy_kwh / d["floor_kwh"], 3) if d["floor_kwh"] else None}
+            for d in days for r in d["results"]]
+
+
+def median_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per policy, the medians over the days of day_rows."""
+    keys = ("floor_kwh", "energy_kwh", "x_floor", "slatah", "slatah_cloudsim", "pdm",
+            "migrations", "hosts_on_mean")
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    return [{"policy": p, "days": sum(r["policy"] == p for r in rows),
+             **{k: statistics.median(r[k] for r in rows if r["policy"] == p
+                                     and r[k] is not None) for k in keys}}
+            for p in policies]
+
+
+def days_table(days: Sequence[dict[str, Any]]) -> str:
+    """The per-day table and the medians over the days."""
+    rows = day_rows(days)
+    head = ["day", "policy", "floor kWh", "energy kWh", "x floor", "SLATAH",
+            "SLATAH (CloudSim)", "PDM", "migrations", "hosts on"]
+
+    def cells(r: dict[str, Any], first: str) -> list[str]:
+        return [first, r["policy"], f"{r['floor_kwh']:,.1f}", f"{r['energy_kwh']:,.2f}",
+                f"{r['x_floor']:.2f}", f"{r['slatah']:.2%}", f"{r['slatah_cloudsim']:.2%}",
+                f"{r['pdm']:.3%}", f"{r['migrations']:,.0f}", f"{r['hosts_on_mean']:.1f}"]
+    ratio = days[0].get("cpu_allocation_ratio") if days else None
+    title = (f"{plural(len(days), 'day')} of PlanetLab on {plural(days[0]['hosts'], 'host')}"
+             + (f", CPU allocation ratio {ratio:g}" if ratio else "")) if days else ""
+    body = table(head, [cells(r, r["day"]) for r in rows], align="llrrrrrrrr")
+    medians = table(head, [cells(r, "median") for r in median_rows(rows)], align="llrrrrrrrr")
+    notes = [f"note: {d['day']}: {n}" for d in days for n in shared_notes(d["results"])
+             if "did not finish" in n or "failed" in n]
+    return "\n".join([title, "", body, "", f"medians over {plural(len(days), 'day')}",
+                      medians, *([""] + notes if notes else [])])
+
+
+def days_json(days: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Several days: each day's rows and the medians (no per-step series)."""
+    rows = day_rows(days)
+    return {"days": rows, "medians": median_rows(rows)}

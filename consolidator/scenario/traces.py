@@ -1,7 +1,8 @@
 """Reading usage traces and host-model files for 'consolidator simulate trace'.
 
 - A PlanetLab folder: one file per VM, one integer CPU percentage per line (5-minute steps);
-  the VMs take CloudSim's four types in sorted file-name order.
+  the VMs take CloudSim's four types in sorted file-name order. The ten days CloudSim ships
+  are bundled (consolidator/data/planetlab/DAY.tar.xz, see its README.rst) and load by name.
 - A trace file, CSV or JSON, one entry per instance (see docs/replay.rst):
   CSV: a header ``name,mips,ram_mb,cpu...`` then one row per instance: its name, MIPS, RAM in
   MB and its CPU percentages; JSON: ``{"step_s": 300, "instances": [{"name", "mips",
@@ -15,6 +16,9 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import tarfile
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -25,28 +29,68 @@ from consolidator.core.errors import ConsolidatorError, ModelError, UsageError
 from consolidator.core.replay.datacentre import DataCentre, HostModel
 from consolidator.core.replay.trace import Trace, with_cloudsim_types
 
+#: A bundled day's name: its date, as CloudSim's folders name it.
+_DAY = re.compile(r"^\d{8}$")
 
-def load_planetlab(folder: str | Path, *, vms: int | None = None) -> Trace:
-    """A PlanetLab day (the first `vms` files in sorted order, or all)."""
-    root = Path(folder)
+
+def bundled_folder() -> Path:
+    """Where the bundled PlanetLab days are (one DAY.tar.xz each)."""
+    return Path(str(files("consolidator") / "data" / "planetlab"))
+
+
+def bundled_days() -> list[str]:
+    """The PlanetLab days bundled with the package, in date order."""
+    return sorted(p.name[:-len(".tar.xz")] for p in bundled_folder().glob("*.tar.xz"))
+
+
+def load_planetlab(source: str | Path, *, vms: int | None = None) -> Trace:
+    """A PlanetLab day (the first `vms` files in sorted order, or all): a folder of files,
+    or a bundled day by its name (20110303)."""
+    root = Path(source)
     if not root.is_dir():
-        raise UsageError(f"{folder}: not a folder of PlanetLab files")
-    names = sorted(p.name for p in root.iterdir() if p.is_file())[:vms]
+        if _DAY.match(str(source)) and str(source) in bundled_days():
+            return _planetlab_rows(str(source), _bundled_files(str(source)), vms)
+        days = ", ".join(bundled_days())
+        raise UsageError(f"{source}: not a folder of PlanetLab files nor a bundled day: give a "
+                         f"folder, or one of {days}")
+    names = sorted(p.name for p in root.iterdir() if p.is_file())
+    texts: dict[str, str] = {}
+    for name in names[:vms]:
+        try:
+            texts[name] = (root / name).read_text()
+        except OSError as exc:
+            raise UsageError(f"{root / name}: not a PlanetLab file ({exc})") from None
+    return _planetlab_rows(str(source), texts, vms)
+
+
+def _bundled_files(day: str) -> dict[str, str]:
+    """A bundled day's files: name -> text."""
+    with tarfile.open(bundled_folder() / f"{day}.tar.xz") as archive:
+        found = {}
+        for member in archive.getmembers():
+            reader = archive.extractfile(member) if member.isfile() else None
+            if reader is not None:
+                found[member.name.rsplit("/", 1)[-1]] = reader.read().decode()
+    return found
+
+
+def _planetlab_rows(where: str, texts: dict[str, str], vms: int | None) -> Trace:
+    """The trace of a day's files (name -> text), in sorted file-name order."""
+    names = sorted(texts)[:vms]
     if not names:
-        raise UsageError(f"{folder}: no PlanetLab files in it")
+        raise UsageError(f"{where}: no PlanetLab files in it")
     rows = []
     for name in names:
         try:
-            values = [float(line) for line in (root / name).read_text().split()]
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{root / name}: not a PlanetLab file ({exc})") from None
-        rows.append(values)
+            rows.append([float(line) for line in texts[name].split()])
+        except ValueError as exc:
+            raise UsageError(f"{where}/{name}: not a PlanetLab file ({exc})") from None
     if len({len(r) for r in rows}) != 1:
-        raise UsageError(f"{folder}: the files have different numbers of samples")
+        raise UsageError(f"{where}: the files have different numbers of samples")
     try:
         return with_cloudsim_types(names, np.array(rows))
     except ModelError as exc:
-        raise UsageError(f"{folder}: {exc}") from None
+        raise UsageError(f"{where}: {exc}") from None
 
 
 def load_trace_file(path: str | Path) -> Trace:

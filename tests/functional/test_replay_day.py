@@ -3,8 +3,6 @@ the physical floor, and the reference policies' calibration against CloudSim 3.0
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -14,14 +12,31 @@ from consolidator.core.replay.reference import NoPowerManagement, reference_poli
 from consolidator.core.replay.trace import end_steps, floor_kwh
 from consolidator.scenario.traces import load_planetlab
 
-#: shared/ sits beside the clone (as on the developers' machines and in CI).
-DAY = Path(__file__).resolve().parents[3] / "shared" / "traces" / "planetlab" / "20110303"
+#: The bundled day (consolidator/data/planetlab/20110303.tar.xz).
+DAY = "20110303"
 
 
 @pytest.fixture(scope="module")
 def day() -> object:
-    """PlanetLab's 2011-03-03: 1,052 VMs."""
+    """PlanetLab's 2011-03-03: 1,052 VMs, bundled with the package."""
     return load_planetlab(DAY)
+
+
+def test_the_ten_bundled_days_are_cloudsims_with_their_vms() -> None:
+    """All ten days CloudSim ships, with FACTS.md's VM counts (file names with spaces
+    included), 288 samples each, and their provenance beside them."""
+    from consolidator.scenario.traces import bundled_days, bundled_folder
+
+    vms = {"20110303": 1052, "20110306": 898, "20110309": 1061, "20110322": 1516,
+           "20110325": 1078, "20110403": 1463, "20110409": 1358, "20110411": 1233,
+           "20110412": 1054, "20110420": 1033}
+    assert bundled_days() == sorted(vms)
+    for day, count in vms.items():
+        trace = load_planetlab(day)
+        assert (trace.vms, trace.steps) == (count, 288), day
+    assert any(" " in name for name in load_planetlab("20110303").names)
+    readme = (bundled_folder() / "README.rst").read_text()
+    assert "CoMon" in readme and "CloudSim" in readme and "Licence" in readme
 
 
 def test_npa_is_800_hosts_at_full_power_for_24_hours(day: object) -> None:

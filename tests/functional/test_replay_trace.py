@@ -72,7 +72,7 @@ def test_simulate_trace_on_the_sample_prints_the_json_contract() -> None:
               "lr-mmt-1.2", "--format", "json")
     assert out.code == 0, out.err
     doc = json.loads(out.out)
-    assert set(doc) == {"floor_kwh", "hosts", "vms", "steps", "policies"}
+    assert set(doc) == {"floor_kwh", "hosts", "vms", "steps", "policies", "series"}
     assert (doc["hosts"], doc["vms"], doc["steps"]) == (40, 50, 288)
     assert [p["policy"] for p in doc["policies"]] == ["npa", "lr-mmt-1.2"]
     assert all(set(p) == KEYS for p in doc["policies"])
@@ -95,7 +95,7 @@ def test_simulate_trace_prints_a_table_and_a_chart(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--planetlab", "/nonexistent"), "not a folder of PlanetLab files"),
+    (("--planetlab", "/nonexistent"), "not a folder of PlanetLab files nor a bundled day"),
     (("--policy", "mad-mmt-2.5"), "unknown policy"),
     (("--hosts-file", "/nonexistent.yaml"), "No such file"),
 ])
@@ -111,6 +111,7 @@ def small_replay(path: Path, config: str, util: np.ndarray) -> tuple[Any, Any]:
     replaying twelve VMs with the utilisation rows `util` on 8 of CloudSim's hosts."""
     from consolidator.app.replay import make_policy, replay_context
     from consolidator.core.replay.policy import replay
+    from consolidator.store.journal import entries
 
     path.write_text(f"[planner]\nalgorithm = zoned-bestfit\ncapacity_model = ucac\n{config}")
     ctx, scratch = replay_context(AppContext(_config=load_config(str(path), required=True)))
@@ -118,7 +119,9 @@ def small_replay(path: Path, config: str, util: np.ndarray) -> tuple[Any, Any]:
                   np.full(12, 870.0))
     policy = make_policy("consolidator", ctx)
     try:
-        return replay(trace, cloudsim_datacentre(8), policy), policy
+        result = replay(trace, cloudsim_datacentre(8), policy)
+        policy.journaled = entries(ctx.engine(), actions=("migrate",))   # type: ignore
+        return result, policy
     finally:
         ctx.engine(migrated=False).dispose()
         scratch.cleanup()
@@ -138,6 +141,21 @@ def test_the_capacity_watch_powers_a_host_on_between_cycles_when_demand_rises(
     assert policy.watched                              # the watch powered some on ...
     assert max(result.hosts_on[4:]) > result.hosts_on[3]   # ... after the jump, before 01:00
     assert "by the capacity watch" in result.notes[0]
+
+
+def test_every_migration_the_executor_starts_counts_in_the_replay(tmp_path: Path) -> None:
+    """The consolidator row's migrations are the executor's, one per live migration in the
+    journal (a VM a cycle packs and relief moves back counts twice), not the net change of
+    the VMs' hosts between samples."""
+    rng = np.random.default_rng(1)
+    util = np.full((12, 36), 0.05)      # quiet, with a burst before each hourly cycle ...
+    util[:, 11:13] = rng.uniform(0.3, 1.0, size=(12, 2))
+    util[:, 23:25] = rng.uniform(0.3, 1.0, size=(12, 2))
+    # ... which the cycle packs on the hour's statistics and relief (the last sample) undoes
+    config = "[relief]\ncpu_mean_query = avg_over_time(x[5m])\n[telemetry]\nhistory = 0\n"
+    result, policy = small_replay(tmp_path / "count.conf", config, util)
+    started = [e for e in policy.journaled if e.state in ("succeeded", "failed")]
+    assert started and result.migrations == len(started)
 
 
 def watched_then_idle(tmp_path: Path, min_on_time: int) -> tuple[np.ndarray, object]:
@@ -212,3 +230,75 @@ def test_the_replays_reliefs_run_the_daemons_relief_without_its_warnings() -> No
     reliefs = int(out.out.split(" reliefs of overloaded hosts")[0].rsplit(" ", 1)[1])
     assert reliefs > 0
     assert "overloaded:" not in out.err and "relief plan" not in out.err
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".html", ".png"])
+def test_simulate_trace_plot_draws_the_series_of_its_json(tmp_path: Path, suffix: str) -> None:
+    """--plot writes the picture (hosts on, power and the floor, hosts overloaded,
+    migrations per step, per policy); what it draws is the JSON output's series, whose sums
+    are the table's energy, migrations and floor."""
+    from tests.functional.plots import embedded_series
+
+    picture = tmp_path / f"day{suffix}"
+    out = run("simulate", "trace", "--hosts", "40", "--policy", "npa", "--policy",
+              "lr-mmt-1.2", "--format", "json", "--plot", str(picture))
+    assert out.code == 0, out.err
+    doc = json.loads(out.out)
+    series = embedded_series(picture)
+    assert series == doc["series"]
+    assert len(series["hours"]) == len(series["floor_kwh"]) == 288
+    assert sum(series["floor_kwh"]) == pytest.approx(doc["floor_kwh"], abs=1e-3)
+    for row in doc["policies"]:
+        drawn = series["policies"][row["policy"]]
+        assert sum(drawn["migrations"]) == row["migrations"]
+        assert sum(drawn["energy_kwh"]) == pytest.approx(row["energy_kwh"], abs=1e-3)
+        assert np.mean(drawn["hosts_on"]) == pytest.approx(row["hosts_on_mean"], abs=0.01)
+    assert max(series["policies"]["lr-mmt-1.2"]["overloaded"]) > 0
+
+
+def test_plot_without_matplotlib_says_how_to_install_it(tmp_path: Path) -> None:
+    """Without the [plot] extra, --plot is refused in one line, before any replay, and
+    nothing is written."""
+    import os
+
+    stub = tmp_path / "stub" / "matplotlib"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('No module named matplotlib')\n")
+    path = os.pathsep.join([str(stub.parent), os.environ.get("PYTHONPATH", "")])
+    out = run("simulate", "trace", "--hosts", "40", "--plot", str(tmp_path / "day.svg"),
+              env={"PYTHONPATH": path})
+    assert out.code == 2
+    assert out.err.strip().endswith("pip install 'consolidator[plot]'")
+    assert len(out.err.strip().splitlines()) == 1 and not (tmp_path / "day.svg").exists()
+
+
+def test_a_bundled_day_replays_by_name_and_several_days_give_the_medians() -> None:
+    """--planetlab 20110303 is the bundled day (1,052 VMs; no folder beside the clone);
+    --days replays several and prints each day's rows, with the floor, and the medians."""
+    out = run("simulate", "trace", "--days", "20110303,20110420", "--vms", "40", "--hosts",
+              "20", "--policy", "lr-mmt-1.2", "--format", "json")
+    assert out.code == 0, out.err
+    doc = json.loads(out.out)
+    assert [r["day"] for r in doc["days"]] == ["20110303", "20110420"]
+    assert {"floor_kwh", "x_floor", "slatah", "slatah_cloudsim"} <= set(doc["days"][0])
+    median = doc["medians"][0]
+    assert median["policy"] == "lr-mmt-1.2" and median["days"] == 2
+    assert median["energy_kwh"] == pytest.approx(
+        (doc["days"][0]["energy_kwh"] + doc["days"][1]["energy_kwh"]) / 2)
+    text = run("simulate", "trace", "--planetlab", "20110303", "--planetlab", "20110420",
+               "--vms", "40", "--hosts", "20", "--policy", "lr-mmt-1.2")
+    assert text.code == 0 and "medians over 2 days" in text.out
+    assert "SLATAH (CloudSim)" in text.out and "x floor" in text.out
+    unknown = run("simulate", "trace", "--planetlab", "20990101")
+    assert unknown.code == 2 and "20110303" in unknown.err
+    assert len(unknown.err.strip().splitlines()) == 1
+
+
+def test_the_cpu_allocation_ratio_is_what_the_daemons_placement_sees(tmp_path: Path) -> None:
+    """--cpu-allocation-ratio replays an overcommitted cloud: at 1:1 Placement holds the
+    consolidator row to the flavours, at 16:1 it packs further (fewer hosts on)."""
+    args = ("simulate", "trace", "--vms", "20", "--hosts", "12", "--policy", "consolidator",
+            "--format", "json")
+    tight, loose = (json.loads(run(*args, "--cpu-allocation-ratio", ratio,
+                                   timeout=600).out)["policies"][0] for ratio in ("1", "16"))
+    assert loose["hosts_on_mean"] < tight["hosts_on_mean"]

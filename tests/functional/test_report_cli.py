@@ -151,3 +151,30 @@ def test_report_defaults_to_the_last_days_and_needs_a_cloud_among_several(db_url
     refused = run("report", db_url=db_url)
     assert refused.code == 2 and "name one with --cloud" in refused.err
     assert run("report", "--cloud", "other", db_url=db_url).code == 0
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".html", ".png"])
+def test_report_plot_writes_the_picture_of_the_json_history(simulated_day: str, tmp_path,
+                                                            suffix: str) -> None:
+    """--plot draws hosts on, migrations per cycle and the energy saved; the picture carries
+    the series it draws, which are those of the JSON output."""
+    from consolidator.render.plot_data import report_series
+    from tests.functional.plots import embedded_series
+
+    picture = tmp_path / f"history{suffix}"
+    result = run("report", "--days", "1", "--until", UNTIL, "--format", "json", "--plot",
+                 str(picture), db_url=simulated_day)
+    assert result.code == 0, result.err
+    series = embedded_series(picture)
+    assert series == report_series(json.loads(result.out))
+    assert series["hosts_on"] == HOSTS_ON and sum(series["migrations"]) == 2
+    # 4 hosts off at 270 W for 12 h and 3 for 12 h: the report's 71.28 - 48.6 kWh by 23:00
+    assert series["saved_kwh"][-1] == pytest.approx(71.28 - 48.6 - 4 * 0.27, abs=1e-6)
+
+
+def test_report_plot_refuses_an_unknown_format_before_reading(simulated_day: str,
+                                                             tmp_path) -> None:
+    result = run("report", "--days", "1", "--plot", str(tmp_path / "history.pdf"),
+                 db_url=simulated_day)
+    assert result.code == 2 and "choose a file ending in .svg, .png, .html" in result.err
+    assert len(result.err.strip().splitlines()) == 1 and not (tmp_path / "history.pdf").exists()

@@ -170,3 +170,23 @@ def test_relief_windows_in_replay_steps_come_from_the_queries() -> None:
     assert window_steps("stddev_over_time(x[1h])", 300, 600) == 12
     assert window_steps("x", 300, 3600) == 12
     assert window_steps("avg_over_time(x[30s])", 300, 600) == 1
+
+
+def test_a_trigger_confidence_relieves_only_hosts_over_it_and_brings_them_under_the_planners(
+        ) -> None:
+    """Hysteresis ([relief] trigger_confidence): c1 (mean 3.2, std 0.4 on 4 cores: over at
+    0.99, under at 0.9) is left alone with a trigger of 0.9; c2 (mean 3.8, std 0.4: over at
+    both) is relieved until it is under its cores at 0.99."""
+    c = cluster(hosts(("c1", 4, 65536), ("c2", 4, 65536), ("c3", 8, 65536),
+                      cpu_allocation_ratio=4.0),
+                [busy("a1", "c1", 1.6, 0.3), busy("a2", "c1", 1.6, 0.3),
+                 busy("b1", "c2", 1.9, 0.3), busy("b2", "c2", 1.9, 0.3)])
+    assert {o.host for o in overloads(c, UCAC)} == {"c1", "c2"}
+    draft, relief = relief_draft(c, PlanSettings(usage=UCAC), trigger=0.9)
+    assert {m.source for m in draft.migrations} == {"c2"}
+    moved = {m.instance_name: m.destination for m in draft.migrations}
+    after = ucac_after(relief.cluster.__class__(
+        hosts=relief.cluster.hosts,
+        instances=tuple(replace(i, host=moved.get(i.name, i.host))
+                        for i in relief.cluster.instances)))
+    assert after["c2"] <= 4 + 1e-9 and after["c1"] > 4

@@ -77,3 +77,35 @@ def test_demand_above_capacity_is_counted_as_unserved() -> None:
     meter = Meter(dc, np.array([[0.5 * cap, 1.5 * cap]]), np.array([10.0]), 300.0)
     meter.interval(0, np.array([0]), np.array([True]))
     assert meter.result("x").unserved == pytest.approx(0.125)
+
+
+class _AwayAndBack:
+    """A policy whose executor moves VM 0 to host 1 and back within the first decision."""
+
+    name, full_power = "away-and-back", False
+
+    def start(self, trace: object, dc: object) -> tuple[np.ndarray, np.ndarray]:
+        return np.array([0, 0]), np.array([True, True])
+
+    def step(self, k: int, placement: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self.k = k
+        return placement.copy(), np.array([True, True])
+
+    def migrations_of_step(self) -> tuple[np.ndarray, np.ndarray]:
+        rows = [0, 0] if self.k == 0 else []
+        return np.array(rows, dtype=np.int64), np.array([1, 0][:len(rows)], dtype=np.int64)
+
+    def notes(self) -> tuple[str, ...]:
+        return ()
+
+
+def test_every_migration_the_executor_ran_counts_and_costs_not_the_net_host_change() -> None:
+    """A VM moved away and back in one step ends where it was: the net change is none, but
+    two live migrations ran, and both cost the VM (PDM) and busy their destinations."""
+    trace = with_cloudsim_types(["a", "b"], np.full((2, 3), 50.0))
+    result = replay(trace, cloudsim_datacentre(2), _AwayAndBack())
+    assert result.migrations == 2
+    seconds = trace.migration_s()[0]
+    requested = 0.5 * trace.mips[0] * 300 * 3
+    assert result.pdm == pytest.approx(2 * 0.1 * 0.5 * trace.mips[0] * seconds / requested / 2)
+    assert result.slatah_cloudsim > 0

@@ -5,6 +5,9 @@ Each row is one day and one policy: energy (kWh), SLATAH (paper and CloudSim), P
 migrations, hosts on, the day's floor and the seconds taken; then the medians per policy.
 
     python tools/bench/replay.py [--traces DIR] [--days 20110303,...] [--policy NAME ...]
+        [--cpu-allocation-ratio N]
+
+Without --traces, the ten PlanetLab days bundled with the package.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 
-TRACES = str(Path(__file__).resolve().parents[3] / "shared" / "traces" / "planetlab")
 #: Published Table V (10-day medians) and CloudSim 3.0.3 here (FACTS.md): kWh, migrations.
 PUBLISHED = {"npa": (2419.2, 0), "thr-mmt-0.8": (89.92, 17180), "lr-mmt-1.2": (88.17, 11850)}
 CLOUDSIM = {"thr-mmt-0.8": (187.6, 26746), "lr-mmt-1.2": (162.2, 27277)}
@@ -22,7 +25,9 @@ CLOUDSIM = {"thr-mmt-0.8": (187.6, 26746), "lr-mmt-1.2": (162.2, 27277)}
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", default=TRACES)
+    parser.add_argument("--traces", default=None, help="a folder of day folders "
+                        "[default: the bundled days]")
+    parser.add_argument("--cpu-allocation-ratio", type=float, default=4.0)
     parser.add_argument("--days", default="")
     parser.add_argument("--policy", action="append", dest="policies")
     parser.add_argument("--config", default=None, help="the daemon's config (consolidator)")
@@ -30,20 +35,23 @@ def main() -> None:
     from consolidator.app.context import AppContext
     from consolidator.app.replay import POLICIES, run_policy
     from consolidator.core.replay.datacentre import cloudsim_datacentre
-    from consolidator.core.replay.trace import floor_kwh
+    from consolidator.core.replay.trace import end_steps, floor_kwh
     from consolidator.render import table
-    from consolidator.scenario.traces import load_planetlab
+    from consolidator.scenario.traces import bundled_days, load_planetlab
 
-    days = args.days.split(",") if args.days else sorted(
-        p.name for p in Path(args.traces).iterdir() if p.is_dir())
+    if args.traces:
+        days = args.days.split(",") if args.days else sorted(
+            p.name for p in Path(args.traces).iterdir() if p.is_dir())
+    else:
+        days = args.days.split(",") if args.days else bundled_days()
     policies = tuple(args.policies or POLICIES)
     ctx = AppContext(config_file=args.config)
-    dc = cloudsim_datacentre()
+    dc = replace(cloudsim_datacentre(), cpu_allocation_ratio=args.cpu_allocation_ratio)
     rows, by_policy = [], {p: [] for p in policies}
     wall = time.perf_counter()
     for day in days:
-        trace = load_planetlab(Path(args.traces) / day)
-        floor = floor_kwh(trace, dc.best_joules_per_mip)
+        trace = load_planetlab(Path(args.traces) / day if args.traces else day)
+        floor = floor_kwh(trace, dc.best_joules_per_mip, end_steps(trace))
         for name in policies:
             started = time.perf_counter()
             r = run_policy(trace, dc, name, ctx)

@@ -41,6 +41,11 @@ class ReplayResult:
     notes: tuple[str, ...] = ()
     #: The share of the demand no host served (hosts at 100 % CPU).
     unserved: float = 0.0
+    #: Per interval: the energy (kWh), the powered hosts at 100 % CPU for part of it, and
+    #: the migrations made at its start.
+    energy_steps: tuple[float, ...] = ()
+    overloaded: tuple[int, ...] = ()
+    migration_steps: tuple[int, ...] = ()
 
     @property
     def slav(self) -> float:
@@ -101,6 +106,9 @@ class Meter:
     migrations: int = 0
     unserved_mips_s: float = 0.0
     hosts_on: list[int] = field(default_factory=list)
+    energy_steps: list[float] = field(default_factory=list)
+    overloaded: list[int] = field(default_factory=list)
+    migration_steps: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         h = self.dc.hosts
@@ -112,7 +120,9 @@ class Meter:
                  count: int | None = None) -> None:
         """VMs that migrated at sample k: their CPU loss, their destinations' busy time;
         count: the migrations made, if more than the VMs (a VM moved twice)."""
-        self.migrations += len(vms) if count is None else count
+        made = len(vms) if count is None else count
+        self.migrations += made
+        self.migration_steps.append(made)
         if len(vms) == 0:
             return
         seconds = self.migration_s[vms]
@@ -130,8 +140,11 @@ class Meter:
         end = np.bincount(rows, self.demand[here, k + 1], minlength=h)
         watts = self.dc.tables[:, 10] if full_power else \
             (self.dc.power(start / cap) + self.dc.power(end / cap)) / 2
-        self.joules += float(watts[on].sum()) * self.step_s
+        joules = float(watts[on].sum()) * self.step_s
+        self.joules += joules
+        self.energy_steps.append(joules / 3.6e6)
         over = _time_over(start, end, cap) * self.step_s * on
+        self.overloaded.append(int((over > 0).sum()))
         self.unserved_mips_s += float((_unserved(start, end, cap) * on).sum()) * self.step_s
         self.active_s += on * self.step_s
         self.over_s += over
@@ -153,4 +166,6 @@ class Meter:
         total_asked = float(requested.sum())
         unserved = self.unserved_mips_s / total_asked if total_asked else 0.0
         return ReplayResult(policy, self.joules / 3.6e6, slatah, cloudsim, pdm,
-                            self.migrations, tuple(self.hosts_on), notes, unserved)
+                            self.migrations, tuple(self.hosts_on), notes, unserved,
+                            tuple(self.energy_steps), tuple(self.overloaded),
+                            tuple(self.migration_steps))

@@ -28,6 +28,14 @@ class Policy(Protocol):
         """What the reader of the result should know."""
 
 
+def executor_migrations(policy: Policy) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every migration of the last decision as (VM rows, destination host rows), in the
+    order they ran, where the policy reports them (``migrations_of_step``: the daemon's
+    executor, a VM moved away and back counting twice); None where it does not."""
+    report = getattr(policy, "migrations_of_step", None)
+    return None if report is None else report()
+
+
 def migrations_made(policy: Policy, moved: int) -> int:
     """The migrations of the last decision: the policy's own count where it keeps one
     (``moves``: a VM moved twice in one decision migrates twice), else the VMs moved."""
@@ -42,8 +50,12 @@ def replay(trace: Trace, dc: DataCentre, policy: Policy) -> ReplayResult:
     placement, on = policy.start(trace, dc)
     for k in range(trace.steps):
         new, on = policy.step(k, placement)
-        moved = np.flatnonzero((new != placement) & (new >= 0))
-        meter.migrated(k, moved, new[moved], migrations_made(policy, len(moved)))
+        made = executor_migrations(policy)
+        if made is None:
+            moved = np.flatnonzero((new != placement) & (new >= 0))
+            meter.migrated(k, moved, new[moved], migrations_made(policy, len(moved)))
+        else:
+            meter.migrated(k, made[0], made[1])
         placement = new
         meter.interval(k, placement, on, full_power=policy.full_power)
     return meter.result(policy.name, policy.notes())

@@ -114,9 +114,15 @@ def ended_note(policy: str, trace: Trace, ends: np.ndarray) -> tuple[str, ...]:
             f"the demand, which is then neither run nor counted",)
 
 
+def floor_steps(trace: Trace, joules_per_mip: float, ends: np.ndarray | None = None
+                ) -> np.ndarray:
+    """(T,) the physical floor of each interval in kWh (see floor_kwh)."""
+    d = running_demand(trace, ends).sum(axis=0)
+    result: np.ndarray = (d[:-1] + d[1:]) / 2 * trace.step_s * joules_per_mip / 3.6e6
+    return result
+
+
 def floor_kwh(trace: Trace, joules_per_mip: float, ends: np.ndarray | None = None) -> float:
     """The physical floor: the whole demand (of the VMs while they run, given their ends)
     served at the best efficiency any host reaches."""
-    d = running_demand(trace, ends).sum(axis=0)
-    mips_seconds = float(((d[:-1] + d[1:]) / 2).sum() * trace.step_s)
-    return mips_seconds * joules_per_mip / 3.6e6
+    return float(floor_steps(trace, joules_per_mip, ends).sum())
