@@ -46,6 +46,9 @@ class AppContext:
     simulate: bool = False
     #: The notifications waiting to be sent (app/notify.py), made at the first event.
     outbox: Any = field(default=None, repr=False)
+    #: An operator's SIGTERM or SIGINT stopped the command's run: it ends without waiting for
+    #: the queued notifications (they are dropped, journaled and counted).
+    signalled: bool = False
     _config: Config | None = field(default=None, repr=False)
     _engine: Engine | None = field(default=None, repr=False)
 
@@ -59,12 +62,13 @@ class AppContext:
 
     def close(self) -> None:
         """End the context's work: the queued notifications get at most [notify] deadline
-        to leave (after every lease is released), and the rest are dropped."""
+        to leave (after every lease is released; none once a signal stopped the run), and
+        the rest are dropped."""
         if self.outbox is not None:
             from consolidator.app.settings import notify_settings
 
             outbox, self.outbox = self.outbox, None
-            outbox.close(notify_settings(self.config).deadline)
+            outbox.close(0.0 if self.signalled else notify_settings(self.config).deadline)
 
     @property
     def config(self) -> Config:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -28,13 +28,16 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def stop_on_signals(run: PlanRun, say: Callable[[str], None]) -> Iterator[None]:
-    """SIGINT/SIGTERM: start nothing new and let the running migrations end, said at once;
-    a second one aborts them through Nova."""
+def stop_on_signals(run: PlanRun, app: AppContext) -> Iterator[None]:
+    """SIGINT/SIGTERM: start nothing new and let the running migrations end, said at once
+    (the command then ends without waiting for its queued notifications); a second one
+    aborts them through Nova."""
     signals = []
+    say = app.report
 
     def handler(signum: int, _frame: object) -> None:
         signals.append(signum)
+        app.signalled = True
         name, running = signal.Signals(signum).name, plural(run.running, "running migration")
         if len(signals) == 1:
             run.stop()
@@ -59,7 +62,7 @@ def run_and_summarise(app: AppContext, plan_id: str, *, max_parallel: int | None
     with live_progress(app) as progress:
         run = PlanRun(app, plan_id, max_parallel=max_parallel, dry_run=dry_run,
                       on_timeout=on_timeout, progress=progress)
-        with stop_on_signals(run, app.report):
+        with stop_on_signals(run, app):
             outcome = run.run(resume=resume)
     click.echo(summary_table(outcome))
     for name, why in list(outcome.failed.items()) + list(outcome.skipped.items()):

@@ -7,6 +7,9 @@ from datetime import datetime
 from typing import Any
 
 RUNNING, SUCCEEDED, FAILED, SKIPPED = "running", "succeeded", "failed", "skipped"
+#: The request reached the device (a BMC accepted a shutdown), but its end state could not be
+#: confirmed: the host may be going down. Neither done nor failed; rollback treats it as done.
+UNCONFIRMED = "unconfirmed"
 #: Every action the executor, the guarded power path and the notifier journal
 #: (tests/unit/test_journal_actions.py checks that the code writes no other).
 ACTIONS = ("migrate", "abort", "force_complete", "disable", "enable", "power_off", "power_on",

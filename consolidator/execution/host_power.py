@@ -26,12 +26,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Engine
 
 from consolidator.core import host_gate as hg
-from consolidator.core.errors import ConsolidatorError
+from consolidator.core.errors import ConsolidatorError, StoreError
 from consolidator.core.model import Host
 from consolidator.core.wording import agree, plural
 from consolidator.execution.compute_watch import reporting, silent_after_power_off
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from consolidator.store.leases import Guard
 
 Reporter = Callable[[str], None]
+T = TypeVar("T")
 #: The journal action recording that a power-off silenced another compute: that host is not
 #: powered off again until its BMC entry names its system.
 MISWIRED = "bmc_miswired"
@@ -157,7 +158,7 @@ class GuardedPower:
                                      before_force=lambda: self._recheck(host),
                                      before_request=fence)
         except LeaseLostError as exc:
-            journal.finish(self.engine, entry, journal.FAILED if requested else
+            journal.finish(self.engine, entry, journal.UNCONFIRMED if requested else
                            journal.SKIPPED, f"{exc}: " + (
                                "not forced; the graceful shutdown already sent may still take "
                                "it down" if requested else "nothing was sent to its BMC"))
@@ -166,8 +167,10 @@ class GuardedPower:
             return self._withheld(plan_id, host, driver, entry, str(exc))
         except ConsolidatorError as exc:
             return self._failed(plan_id, host, driver, entry, exc, before, bool(requested))
-        journal.finish(self.engine, entry, journal.SUCCEEDED, f"the BMC reads {state}")
-        self._record(host, hg.OFF, f"the BMC reads {state}")
+        self._despite_the_store("the end of its power-off", lambda: journal.finish(
+            self.engine, entry, journal.SUCCEEDED, f"the BMC reads {state}"))
+        self._despite_the_store("its state", lambda: self._record(
+            host, hg.OFF, f"the BMC reads {state}"))
         problem = self._after_off(plan_id, host, driver, before)
         if problem is not None:
             return problem
@@ -226,26 +229,42 @@ class GuardedPower:
         """The rescue: power the BMC's system on again after a power-off that must not stand.
         A safety action: it needs no lease (the row names the guard it ran under, unchecked)
         and is journaled as a rescue. None if it reads on, else why not (saying it is off)."""
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id,
-                              action="power_on", target=host.name,
-                              params={"why": why, "rescue": True}, guard=self.guard,
-                              check=False)
+        entry = self._despite_the_store("the rescue's row", lambda: journal.begin(
+            self.engine, cloud=self.cloud, plan_id=plan_id, action="power_on",
+            target=host.name, params={"why": why, "rescue": True}, guard=self.guard,
+            check=False))
+
+        def finish(state: str, result: str) -> None:
+            if entry is not None:
+                self._despite_the_store("the rescue's end", lambda: journal.finish(
+                    self.engine, entry, state, result))
         try:
             read = driver.power_on(timeout=self.timeout)
         except ConsolidatorError as exc:
-            journal.finish(self.engine, entry, journal.FAILED, f"rescue failed: {exc}")
+            finish(journal.FAILED, f"rescue failed: {exc}")
             state = read_power(driver)
             return (f"powering it on again failed ({exc}): its BMC reads {state}"
                     + (", and work is on it" if state != "on" else ""))
-        journal.finish(self.engine, entry, journal.SUCCEEDED, f"rescue: the BMC reads {read}")
-        self._record(host, hg.POWERING_ON, f"rescue: {why}", actor=hg.RESCUE)
+        finish(journal.SUCCEEDED, f"rescue: the BMC reads {read}")
+        self._despite_the_store("its state", lambda: self._record(
+            host, hg.POWERING_ON, f"rescue: {why}", actor=hg.RESCUE))
         return None
+
+    def _despite_the_store(self, what: str, write: Callable[[], T]) -> T | None:
+        """A journal or state write on the safety path (the end of a power-off, a rescue):
+        when the database fails (locked past its busy timeout, unreachable), say so and go
+        on, so that no rescue is held back by the store."""
+        try:
+            return write()
+        except StoreError as exc:
+            self.report(f"  the journal could not record {what}: {exc}; going on")
+            return None
 
     def _enable_after_rescue(self, plan_id: str | None, host: Host, why: str) -> str:
         """Enable a rescued host again if this actor still holds the lease; what was done."""
         try:
             done = self.reenable(plan_id, host, why)
-        except LeaseLostError as exc:
+        except (LeaseLostError, StoreError) as exc:
             self.report(f"  {host.name}: powered on again; left disabled: {exc}")
             return f"left disabled ({exc})"
         return "enabled" if done else "left disabled"
@@ -259,8 +278,8 @@ class GuardedPower:
         'powering off' state, and nothing moves onto it."""
         read = read_power(driver)
         if requested and read != "on":
-            journal.finish(self.engine, entry, journal.FAILED, f"{exc}; the BMC reads {read} "
-                           f"after it accepted the shutdown")
+            journal.finish(self.engine, entry, journal.UNCONFIRMED,
+                           f"{exc}; the BMC reads {read} after it accepted the shutdown")
             if read == "off":
                 self._record(host, hg.OFF, f"the BMC reads off after: {exc}")
             return (f"{exc}; its BMC accepted the shutdown and now reads {read}: it may be "

@@ -21,6 +21,7 @@ from consolidator.core.journal_entry import (
     RUNNING,
     SKIPPED,
     SUCCEEDED,
+    UNCONFIRMED,
     Entry,
     bucket_label,
 )
@@ -31,8 +32,8 @@ from consolidator.store.tables import journal
 if TYPE_CHECKING:
     from consolidator.store.leases import Guard
 
-__all__ = ["FAILED", "RUNNING", "SKIPPED", "SUCCEEDED", "Entry", "begin", "entries", "finish",
-           "last", "record"]
+__all__ = ["FAILED", "RUNNING", "SKIPPED", "SUCCEEDED", "UNCONFIRMED", "Entry", "begin", "entries",
+           "finish", "last", "record"]
 
 
 def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, target: str,

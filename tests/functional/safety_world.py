@@ -613,9 +613,11 @@ backoff = 0
         """The fake cloud's state and the journal, now."""
         return inv.Facts.read(self.cloud.state.summary(), str(self.db))
 
-    def settle(self, timeout: float = 30.0) -> bool:
+    def settle(self, timeout: float = 180.0) -> bool:
         """Wait for the background commands, migrations, shutdowns and locks to end (a
-        stopped command is woken first); True if all did."""
+        stopped command is woken first); True if all did. The deadline is generous: a
+        command that waited out a lock (SQLite's 30 s busy timeout) still has its safety
+        steps to take, on a loaded machine too; only a hang reaches it."""
         self.resume_paused()
         deadline = time.monotonic() + timeout
         assert self.cloud.bmcs is not None
