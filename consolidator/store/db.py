@@ -134,7 +134,7 @@ def resolve_id(engine: Engine, id_column: Any, ref: str, what: str) -> str:
     if not ref or not ids:
         raise NotFoundError(f"{what} {ref!r} does not exist (see 'consolidator {what}s list')")
     if len(ids) > 1:
-        # exit 1, as a missing id: both say the reference names no one object
+        # exit 2, as a missing id: both say the reference names no one object
         raise NotFoundError(f"{what} id {ref!r} is ambiguous: give more characters")
     return ids[0]
 

@@ -67,7 +67,7 @@ def test_unknown_and_ambiguous_ids(db_url: str, bundled_scenario: Path) -> None:
     common = next(c for c in shared if sum(i.startswith(c) for i in ids) > 1)
     with pytest.raises(NotFoundError, match="ambiguous") as raised:
         resolve_snapshot_id(engine, common)
-    assert raised.value.exit_code == 1   # as a missing snapshot's (it was 2)
+    assert raised.value.exit_code == 2   # as a missing snapshot's: the reference names no one
 
 
 def test_snapshot_round_trip_keeps_aggregates(db_url: str, bundled_scenario: Path) -> None:
