@@ -137,7 +137,7 @@ class ConsolidatorPolicy:
                  f"({self.settings.schedule!r}), "
                  f"each plan applied (as with [daemon] auto_apply), "
                  f"{plural(self.reliefs, 'relief')} of overloaded hosts, "
-                 f"{self.by_cycles:,} migrations by the cycles' plans and "
+                 f"{plural(self.by_cycles, 'migration')} by the cycles' plans and "
                  f"{self.by_relief:,} by relief, "
                  f"{plural(self.watches, 'capacity watch', 'capacity watches')}; "
                  f"{plural(len(self.ramped), 'host')} powered on by the morning ramp and "
@@ -432,3 +432,10 @@ def replay_days(ctx: AppContext, days: list[str], **options: Any) -> list[dict[s
         ctx.report(f"day {day}:")
         out.append({"day": Path(day).name, **replay_trace(ctx, planetlab=day, **options)})
     return out
+
+
+def bundled_days() -> list[str]:
+    """The PlanetLab days the package bundles, by name (for --days all)."""
+    from consolidator.scenario.traces import bundled_days as days
+
+    return days()

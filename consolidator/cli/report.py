@@ -9,9 +9,8 @@ import click
 from consolidator.app.context import AppContext
 from consolidator.app.report import build_report
 from consolidator.cli.context import FiniteRange, pass_app, terminal_width
-from consolidator.core.report import to_json
 from consolidator.render.plot import check_plot_target, plot_report
-from consolidator.render.plot_data import report_series
+from consolidator.render.plot_data import report_series_of
 from consolidator.render.report import render_json, render_text
 
 
@@ -50,7 +49,7 @@ def report_cmd(app: AppContext, days: float, until: datetime | None, cloud_optio
     end = until or datetime.now(timezone.utc)
     result = build_report(app, cloud_option or app.cloud_name, end - timedelta(days=days), end)
     if plot:
-        plot_report(report_series(to_json(result)), plot,
+        plot_report(report_series_of(result), plot,
                     title=f"{result.cloud}: {result.start:%Y-%m-%d %H:%M} to "
                           f"{result.end:%Y-%m-%d %H:%M} UTC")
         click.echo(f"wrote {plot}", err=True)

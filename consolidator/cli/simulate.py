@@ -14,6 +14,7 @@ from consolidator.app.history import HistoryRange, parse_time
 from consolidator.app.replay import replay_days, replay_trace
 from consolidator.cli.context import FORMAT, pass_app, report_to_stderr
 from consolidator.core.errors import UsageError
+from consolidator.core.wording import plural
 from consolidator.render.plot import check_plot_target, plot_replay
 from consolidator.render.replay import (
     days_json,
@@ -142,7 +143,7 @@ def trace_command(app: AppContext, planetlab: tuple[str, ...], days: str | None,
 
 def _days(days: str | None) -> list[str]:
     """--days: 'all' (every bundled day) or a comma-separated list."""
-    from consolidator.scenario.traces import bundled_days
+    from consolidator.app.replay import bundled_days
 
     if not days:
         return []
@@ -154,7 +155,8 @@ def _days(days: str | None) -> list[str]:
 def _title(chosen: list[str], doc: dict[str, Any]) -> str:
     """The picture's title: the day, the sizes and the allocation ratio."""
     what = chosen[0] if chosen else "the trace"
-    return (f"{what}: {doc['vms']:,} VMs on {doc['hosts']:,} hosts, CPU allocation ratio "
+    return (f"{what}: {doc['vms']:,} VMs on {plural(doc['hosts'], 'host')}, CPU allocation "
+            f"ratio "
             f"{doc['cpu_allocation_ratio']:g}, floor {doc['floor_kwh']:,.1f} kWh")
 
 

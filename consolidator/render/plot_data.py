@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from consolidator.core.report import Report, to_json
+
 
 def replay_series(doc: dict[str, Any]) -> dict[str, Any]:
     """Per interval of a replay: the hours since its start, the physical floor (kWh), and per
@@ -49,3 +51,7 @@ def _hours(start: str, end: str) -> float:
     """Hours between two ISO 8601 times."""
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds() / 3600
 
+
+def report_series_of(report: Report) -> dict[str, Any]:
+    """report_series of a Report (through its JSON document, as the JSON output has it)."""
+    return report_series(to_json(report))

@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXTRA_ONLY = {
     "consolidator/emulators/realnova/": "realnova",
     "consolidator/core/algorithms/exact_model.py": "exact",
+    "consolidator/render/plot.py": "plot",
+    "tests/functional/plots.py": "plot",
     "tests/realnova/": "realnova",
 }
 #: Import names that are no distribution's (the project's own, and the test helpers').
