@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-import consolidator.execution.executor as executor_module
+import consolidator.execution.migration_step as migration_step_module
 from consolidator.execution.progress import DONE, RUNNING, STARTED, MigrationProgress
 from tests.functional.test_executor import Bed, bed  # noqa: F401 - the fixture
 
@@ -19,7 +19,7 @@ def test_polls_back_off_and_progress_carries_novas_memory_counters(
     bed.cloud.add_fault({"type": "migration_slow", "instance": slow.instance_name,
                          "seconds": 1.5})
     waits: dict[int, list[float]] = {}
-    real = executor_module.poll_delays
+    real = migration_step_module.poll_delays
 
     def recorded(first: float, cap: float):  # noqa: ANN202 - a generator of floats
         mine = waits.setdefault(len(waits), [])
@@ -27,7 +27,7 @@ def test_polls_back_off_and_progress_carries_novas_memory_counters(
             mine.append(delay)
             yield delay
 
-    monkeypatch.setattr(executor_module, "poll_delays", recorded)
+    monkeypatch.setattr(migration_step_module, "poll_delays", recorded)
     run = bed.executor()
     run.settings = dataclasses.replace(run.settings, poll_first=0.05, poll_interval=0.4)
     events: list[MigrationProgress] = []

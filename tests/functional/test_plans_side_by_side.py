@@ -85,11 +85,12 @@ def test_plans_list_shows_what_was_asked_and_the_counts(tmp_path: Path,
     for plan in (first, second):
         line = next(ln for ln in listed.out.splitlines() if ln.startswith(plan["id"]))
         assert asked[plan["id"]] in line
-        tail = line.split("->", 1)[1].split()
+        tail = line.rsplit("->", 1)[1].split()   # the hosts column; "asked" may hold an arrow too
         assert tail[:2] == [str(plan["hosts_after"]), str(len(plan["migrations"]))]
     as_json = {p["id"]: p for p in json.loads(
         run("plans", "list", "--format", "json", db_url=db_url).out)}
-    assert as_json[second["id"]]["asked"] == asked[second["id"]]
+    # what was asked, then (front35) "-> ALGORITHM" when another algorithm's plan was cheaper
+    assert as_json[second["id"]]["asked"].startswith(asked[second["id"]])
     assert as_json[first["id"]]["migrations"] == len(first["migrations"])
 
 
