@@ -1,6 +1,6 @@
 """The final placement as an OR-Tools CP-SAT model (the optional extra ``exact``).
 
-What is modelled (see ../shared/FACTS.md, "OR-Tools CP-SAT"):
+What is modelled (docs/algorithms.rst, "exact: OR-Tools CP-SAT"):
 
 - every resource column of the Problem: each Placement class, the compatibility columns that
   make traits and inventory units capacity, and under capacity model ucac the linear column
