@@ -15,6 +15,7 @@ from typing import Any
 from consolidator.app.context import AppContext, host_driver
 from consolidator.app.snapshots import read_cloud
 from consolidator.core.errors import ConsolidatorError
+from consolidator.store.host_states import all_recorded
 
 #: Seconds a listing waits for all the BMCs' power states.
 LIST_TIMEOUT_S = 5.0
@@ -51,8 +52,11 @@ def read_all(calls: dict[str, Callable[[], str]],
 
 
 def host_rows(ctx: AppContext) -> list[dict[str, Any]]:
-    """One row per live host: service, power (asked of its BMC where configured), use."""
-    cluster = read_cloud(ctx).cluster
+    """One row per live host: service, power (asked of its BMC where configured), use, and
+    the state consolidator recorded for it (core/host_gate.py STATES; None: never recorded)."""
+    inventory = read_cloud(ctx)
+    cluster = inventory.cluster
+    recorded = all_recorded(ctx.engine(), inventory.cloud)
     lookup = ctx.power_lookup()
     drivers = {h.name: d for h in cluster.hosts for d in [host_driver(lookup, h)] if d}
     states = read_all({name: d.power_state for name, d in drivers.items()})
@@ -60,7 +64,11 @@ def host_rows(ctx: AppContext) -> list[dict[str, Any]]:
     for h, host in enumerate(cluster.hosts):
         power, why = states.get(host.name, (f"{host.power} (no BMC)", None))
         cap, used = cluster.capacity[h], cluster.usage[h]
+        state = recorded.get(host.name)
         rows.append({"host": host.name, "service": f"{host.status}/{host.state}",
+                     "state": state.state if state else None,
+                     "state_since": state.since.isoformat() if state else None,
+                     "state_why": state.why if state else None,
                      "disabled_reason": host.disabled_reason, "power": power,
                      "power_error": why,
                      "instances": int(cluster.population[h]),

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import dry_rollback_context
+from consolidator.app.interrupted import overtaken
 from consolidator.app.leadership import refuse_while_executor_runs
 from consolidator.app.notify import notify
 from consolidator.app.review import approve, cancel
@@ -152,6 +153,10 @@ def roll_back(ctx: AppContext, snapshot_ref: str, *, partial: bool, resume: bool
         refuse_while_running(ctx, snapshot_ref)
     if resume:
         plan = interrupted_rollback(ctx, snapshot_ref)
+        why = overtaken(ctx, plan.id)      # the rule 'apply --resume' and the daemon follow
+        if why is not None:
+            raise UsageError(f"rollback plan {plan.id} is not resumed: it was {why}; start a "
+                             f"new one with 'consolidator rollback {snapshot_ref}'")
         return RollbackRun(plan.id, run(ctx, plan.id, True))
     if dry_run:    # a scratch database and a simulated cloud: nothing is stored or changed
         ctx = dry_rollback_context(ctx, snapshot_ref)

@@ -9,7 +9,7 @@ import click
 
 from consolidator.app.context import AppContext
 from consolidator.cli.context import report_to_stderr
-from consolidator.cli.logs import configure_logging
+from consolidator.cli.logs import configure_logging, stderr_is_journal
 from consolidator.core.errors import ConsolidatorError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -117,21 +117,21 @@ def main(argv: list[str] | None = None) -> int:
         exc.show()
         return 2
     except click.UsageError as exc:
-        click.echo(f"consolidator: error: {usage_line(exc)}", err=True)
+        _say(f"consolidator: error: {usage_line(exc)}")
         return 2
     except click.exceptions.Abort:
-        click.echo("consolidator: aborted", err=True)
+        _say("consolidator: aborted", priority=5)
         return 1
     except click.ClickException as exc:
-        click.echo(f"consolidator: error: {' '.join(exc.format_message().split())}", err=True)
+        _say(f"consolidator: error: {' '.join(exc.format_message().split())}")
         return exc.exit_code
     except ConsolidatorError as exc:
         if verbose:
             traceback.print_exc()
-        click.echo(f"consolidator: error: {exc}", err=True)
+        _say(f"consolidator: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
-        click.echo("consolidator: interrupted", err=True)
+        _say("consolidator: interrupted", priority=5)
         return 130
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, no traceback
         if verbose:
@@ -140,10 +140,17 @@ def main(argv: list[str] | None = None) -> int:
             code = _os_error(exc)
             if code is not None:
                 return code
-        click.echo(f"consolidator: unexpected error: {type(exc).__name__}: {exc} "
-                   f"(run with --verbose for the traceback)", err=True)
+        _say(f"consolidator: unexpected error: {type(exc).__name__}: {exc} "
+                   f"(run with --verbose for the traceback)")
         return 1
     return 0
+
+
+def _say(line: str, priority: int = 3) -> None:
+    """The command's last word on stderr; under systemd with its syslog priority (<3> for an
+    error), so that 'journalctl -p err' shows why the service stopped."""
+    prefix = f"<{priority}>" if stderr_is_journal(sys.stderr) else ""
+    click.echo(f"{prefix}{line}", err=True)
 
 
 def usage_line(exc: click.UsageError) -> str:
@@ -165,7 +172,7 @@ def _os_error(exc: OSError) -> int | None:
     if isinstance(exc, ConnectionError):
         return None
     if exc.filename is not None:
-        click.echo(f"consolidator: error: {exc.filename}: {exc.strerror or exc}", err=True)
+        _say(f"consolidator: error: {exc.filename}: {exc.strerror or exc}")
         return 1
     if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT, errno.EBADF):
         return None
@@ -175,7 +182,7 @@ def _os_error(exc: OSError) -> int | None:
         where = "standard output"
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    click.echo(f"consolidator: error: cannot write {where}: {exc.strerror}", err=True)
+    _say(f"consolidator: error: cannot write {where}: {exc.strerror}")
     return 1
 
 

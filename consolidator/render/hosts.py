@@ -50,6 +50,7 @@ def _percent(pair: list[float]) -> str:
 #: The columns of 'consolidator hosts list' (rows from consolidator.app.hosts).
 HOST_COLUMNS = (
     Column("HOST", ("host",)), Column("SERVICE", ("service",)), Column("POWER", ("power",)),
+    Column("STATE", ("state",), cell=lambda r: r.get("state") or "-"),
     Column("INSTANCES", ("instances",), align="r"),
     Column("VCPU", ("vcpu",), cell=lambda r: _share(r["vcpu"]),
            narrow=lambda r: _percent(r["vcpu"])),
@@ -58,7 +59,11 @@ HOST_COLUMNS = (
     Column("REASON", ("disabled_reason",), cell=lambda r: r["disabled_reason"] or "",
            wrap=16),
     Column("POWER ERROR", ("power_error",), cell=lambda r: r.get("power_error") or "",
-           long=True))
+           long=True),
+    Column("STATE SINCE", ("state_since",), cell=lambda r: r.get("state_since") or "",
+           long=True),
+    Column("STATE WHY", ("state_why",), cell=lambda r: r.get("state_why") or "", long=True,
+           wrap=24))
 
 
 def live_hosts(rows: list[dict[str, Any]]) -> str:

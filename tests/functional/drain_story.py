@@ -78,6 +78,7 @@ def tell(op: Runs) -> None:
     assert sorted(r[1] for r in rows if r[0] == "migrate") == ["a0", "a1", "a2"]
     assert all(r[2] == "succeeded" for r in rows if r[0] == "migrate")
     assert ("power_off", "c1", "succeeded") in rows
+    assert _states(op)["c1"] == "off"                  # 'hosts list' shows the recorded state
 
     _ok(op("hosts", "undrain", "c1"), "undrain c1")
     nova.wait(lambda: nova.services()["c1"].state == "up", "c1 up")
@@ -90,7 +91,15 @@ def tell(op: Runs) -> None:
     assert "succeeded" in kept_on.out
     assert nova.where()["b0"] != "c2" and nova.power()["c2"] == "on"
     assert nova.services()["c2"].disabled_reason.startswith("consolidator: drained by plan")
+    states = _states(op)
+    assert (states["c1"], states["c2"]) == ("in service", "drained")
     refused = op("hosts", "undrain", "c4")
     assert refused.code == 2 and "c4 is not drained" in refused.err
     _ok(op("hosts", "undrain", "c2"), "undrain c2")
     assert nova.services()["c2"].status == "enabled"
+
+
+def _states(op: Any) -> dict[str, str | None]:
+    """host -> the state consolidator recorded, as 'hosts list' shows it."""
+    listed = _ok(op("hosts", "list", "-f", "json"), "hosts list")
+    return {r["host"]: r["state"] for r in json.loads(listed.out)}

@@ -157,6 +157,33 @@ def test_rollback_resume_finds_the_interrupted_rollback(bed: Bed) -> None:  # no
         assert bed.cloud.server_host(inst.id) == inst.host
 
 
+def test_rollback_resume_refuses_a_rollback_a_newer_plan_overtook(bed: Bed) -> None:  # noqa: F811
+    """Issue 33 case 7, its rollback twin: 'rollback --resume' re-ran an interrupted rollback
+    that a newer plan had overtaken, though 'apply --resume' and the daemon refuse that."""
+    from consolidator.app.config import Config
+    from consolidator.app.context import AppContext
+    from consolidator.app.rollback import prepare_rollback, roll_back
+    from consolidator.core.errors import UsageError
+    from consolidator.store.plans import load_plan, set_status
+    from consolidator.store.snapshots import load_snapshot
+
+    assert bed.run(bed.plan()).ok
+    before = load_snapshot(bed.engine, bed.snapshot_id)
+    ctx = AppContext.of(config=Config(), engine=bed.engine, connect=bed.cloud.connect)
+    prepared = prepare_rollback(ctx, before.info.id)
+    assert prepared.plan is not None
+    set_status(bed.engine, prepared.plan.id, "approved")
+    set_status(bed.engine, prepared.plan.id, "running")   # as a killed rollback leaves it
+    newer = bed.plan()                                    # the operator moved on since
+    ran: list[str] = []
+    with pytest.raises(UsageError, match=f"overtaken by a newer plan \\(plan {newer.id}"):
+        roll_back(ctx, before.info.id, partial=False, resume=True, dry_run=False,
+                  show=lambda _p: None, confirm=lambda _q: True,
+                  run=lambda _c, plan_id, _again: ran.append(plan_id))
+    assert ran == []
+    assert load_plan(bed.engine, prepared.plan.id).status == "running"
+
+
 def test_rollback_reads_power_from_the_bmc_not_from_nova(tmp_path: Path) -> None:
     """Issue 17, defect 1: hosts powered off still read 'up' in Nova (for service_down_time);
     rollback wrote only 'enable' rows, reported 'powered on', counted the hosts twice in its

@@ -22,7 +22,8 @@ log.error("cycle failed after 1.0 s: two\\nlines")
 """
 
 
-def run_with_stderr_to(path: Path, journal_stream: str | None) -> list[str]:
+def run_with_stderr_to(path: Path, journal_stream: str | None,
+                       argv: list[str] | None = None) -> list[str]:
     env = {k: v for k, v in os.environ.items() if k != "JOURNAL_STREAM"}
     with path.open("w") as err:
         if journal_stream == "this file":
@@ -30,8 +31,8 @@ def run_with_stderr_to(path: Path, journal_stream: str | None) -> list[str]:
             env["JOURNAL_STREAM"] = f"{info.st_dev}:{info.st_ino}"
         elif journal_stream is not None:
             env["JOURNAL_STREAM"] = journal_stream
-        subprocess.run([sys.executable, "-c", PROGRAM], stderr=err, env=env, check=True,
-                       timeout=120)
+        subprocess.run(argv or [sys.executable, "-c", PROGRAM], stderr=err, env=env,
+                       check=argv is None, timeout=120)
     return path.read_text().splitlines()
 
 
@@ -57,3 +58,15 @@ def test_the_formatter_maps_every_level() -> None:
                          logging.CRITICAL)]
     assert got == ["<7>m", "<6>m", "<4>m", "<3>m", "<2>m"]
     assert not stderr_is_journal(sys.stderr, {})
+
+
+def test_the_commands_one_line_error_is_an_error_in_the_journal(tmp_path: Path) -> None:
+    """A daemon that cannot start (an unknown algorithm, a bad config) says why in one line
+    on stderr: under systemd that line reached journald at priority info, so
+    'journalctl -p err' did not show why the service failed."""
+    argv = [sys.executable, "-m", "consolidator", "--db-url",
+            f"sqlite:///{tmp_path / 'c.db'}", "plan", "--scenario", str(tmp_path / "none.yaml")]
+    lines = run_with_stderr_to(tmp_path / "err", "this file", argv)
+    assert len(lines) == 1 and lines[0].startswith("<3>consolidator: error: "), lines
+    plain = run_with_stderr_to(tmp_path / "err", None, argv)
+    assert plain == [lines[0].removeprefix("<3>")]

@@ -25,6 +25,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     monkeypatch.setattr(rollback_run, "dry_rollback_context", lambda ctx, ref: "dry")
     monkeypatch.setattr(rollback_run, "refuse_while_running", lambda ctx, ref: None)
     monkeypatch.setattr(rollback_run, "interrupted_rollback", lambda ctx, ref: PLAN)
+    monkeypatch.setattr(rollback_run, "overtaken", lambda ctx, plan_id: None)
     monkeypatch.setattr(rollback_run, "approve",
                         lambda ctx, plan_id, reason: done.append(("approve", reason)))
     monkeypatch.setattr(rollback_run, "cancel",
@@ -70,6 +71,15 @@ def test_a_dry_run_asks_nothing_and_runs_on_the_scratch_context(
 def test_resume_runs_the_interrupted_plan(calls: list[tuple[str, Any]]) -> None:
     assert roll(calls, resume=True).plan_id == "p-1"
     assert calls == [("run", ("ctx", "p-1", True))]
+
+
+def test_resume_refuses_an_overtaken_rollback(calls: list[tuple[str, Any]],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rollback_run, "overtaken",
+                        lambda ctx, plan_id: "overtaken by a newer plan (plan p-2, proposed)")
+    with pytest.raises(UsageError, match="plan p-1 is not resumed: it was overtaken by a newer"):
+        roll(calls, resume=True)
+    assert calls == []
 
 
 def test_a_held_lease_cancels_the_approved_plan(calls: list[tuple[str, Any]]) -> None:
