@@ -25,9 +25,13 @@ def widest(text: str) -> int:
 
 
 def wrap(text: str, width: int) -> str:
-    """A cell wrapped at its words into lines of at most `width` (long words broken)."""
-    lines = textwrap.wrap(text, width, break_on_hyphens=False) if text.strip() else [text]
-    return "\n".join(lines)
+    """A cell wrapped at its words into lines of at most `width`. A word longer than that
+    (an id) starts a line of its own before it is broken, so that its prefix reads whole."""
+    if not text.strip():
+        return text
+    lines = textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
+    return "\n".join(line[i:i + width] for line in lines
+                     for i in range(0, max(1, len(line)), max(1, width)))
 
 
 def fit_table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str,

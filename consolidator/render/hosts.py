@@ -50,7 +50,7 @@ def _percent(pair: list[float]) -> str:
 #: The columns of 'consolidator hosts list' (rows from consolidator.app.hosts).
 HOST_COLUMNS = (
     Column("HOST", ("host",)), Column("SERVICE", ("service",)), Column("POWER", ("power",)),
-    Column("STATE", ("state",), cell=lambda r: r.get("state") or "-"),
+    Column("STATE", ("state",), cell=lambda r: r.get("state") or "-", wrap=8),
     Column("INSTANCES", ("instances",), align="r"),
     Column("VCPU", ("vcpu",), cell=lambda r: _share(r["vcpu"]),
            narrow=lambda r: _percent(r["vcpu"])),

@@ -1,4 +1,4 @@
-"""The trace replay on a full PlanetLab day against the facts (FACTS.md): npa's energy,
+"""The trace replay on a full PlanetLab day against the facts (docs/replay.rst): npa's energy,
 the physical floor, and the reference policies' calibration against CloudSim 3.0.3."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def day() -> object:
 
 
 def test_the_ten_bundled_days_are_cloudsims_with_their_vms() -> None:
-    """All ten days CloudSim ships, with FACTS.md's VM counts (file names with spaces
+    """All ten days CloudSim ships, with the VM counts of docs/replay.rst (file names with spaces
     included), 288 samples each, and their provenance beside them."""
     from consolidator.scenario.traces import bundled_days, bundled_folder
 
@@ -59,7 +59,7 @@ def test_the_floor_of_20110303_is_114_9_kwh(day: object) -> None:
                          [("lr-mmt-1.2", 167.83, 27_649), ("thr-mmt-0.8", 198.08, 27_728)])
 def test_the_reference_policies_come_within_15_percent_of_cloudsim(
         day: object, name: str, cloudsim_kwh: float, cloudsim_migrations: int) -> None:
-    """CloudSim 3.0.3 measured on this machine (FACTS.md): energy within 15 %, migrations
+    """CloudSim 3.0.3 measured on this machine (docs/replay.rst): energy within 15 %, migrations
     within a factor of 2 (the issue's bar); no policy goes below the floor."""
     dc = cloudsim_datacentre()
     result = replay(day, dc, reference_policy(name))

@@ -174,3 +174,12 @@ def test_show_prints_the_asked_fields_or_its_own_view() -> None:
     assert show(record, COLUMNS, Output(), lambda: "VIEW") == "VIEW"
     assert json.loads(show(record, COLUMNS, Output(fmt="json", columns=("id",)),
                            lambda: "VIEW")) == {"id": "b2"}
+
+
+def test_a_long_word_starts_its_own_line_so_its_prefix_reads_whole() -> None:
+    """An id in a wrapped reason was broken after its first character ('plan 3' then
+    'e45e9c7-...'), so its 8-character prefix, which every command takes, could not be read."""
+    from consolidator.render.fit import wrap
+    text = wrap("emptied by plan 3e45e9c7-1111-2222-3333-444455556666 for power-off", 17)
+    assert text.splitlines() == ["emptied by plan", "3e45e9c7-1111-222", "2-3333-4444555566",
+                                 "66", "for power-off"]

@@ -7,7 +7,7 @@ picks them; the default is all but ``answers``):
   50, 75 and 90 % of the unbudgeted migrations, ``plan --max-migrations M`` (-a auto)
   against OR-Tools CP-SAT's proven optimum within M (or its best and its bound when it
   proves none in the time limit; it is seeded with auto's plan, so its best is never worse).
-  CP-SAT's model here is the looser one of FACTS.md: a host that stays may give instances
+  CP-SAT's model here is the looser one of docs/algorithms.rst: a host that stays may give instances
   away, so its optimum bounds every plan of the product. Needs the extra ``exact``.
 - ``zoned``: zoned-bestfit with its defaults (order=keep-set) and in the paper's order,
   against the lower bound and OpenStack Watcher's consolidation (hosts busy; the issue's

@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-#: Published Table V (10-day medians) and CloudSim 3.0.3 here (FACTS.md): kWh, migrations.
+#: Published Table V (10-day medians) and CloudSim 3.0.3 here (docs/replay.rst): kWh, migrations.
 PUBLISHED = {"npa": (2419.2, 0), "thr-mmt-0.8": (89.92, 17180), "lr-mmt-1.2": (88.17, 11850)}
 CLOUDSIM = {"thr-mmt-0.8": (187.6, 26746), "lr-mmt-1.2": (162.2, 27277)}
 

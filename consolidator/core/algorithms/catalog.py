@@ -41,7 +41,7 @@ _add("hvp", "heterogeneous vector packing: METAHVP (or --light METAHVPLIGHT), fe
      {"light": "true|false", "strategies": "ff|bf|pp|NAME,...", "window": "int"})
 _add("exact", "OR-Tools CP-SAT on the final placement, seeded with a heuristic's plan; "
      "states the proven gap (optional extra: pip install 'consolidator[exact]')",
-     "beyond the papers: an exact yardstick (FACTS.md, OR-Tools CP-SAT)", exact,
+     "beyond the papers: an exact yardstick (OR-Tools CP-SAT; docs/algorithms.rst)", exact,
      {"time_limit": "float", "workers": "int"})
 
 

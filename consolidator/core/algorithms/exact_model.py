@@ -16,8 +16,8 @@ What is modelled (docs/algorithms.rst, "exact: OR-Tools CP-SAT"):
   (they receive nothing);
 - budgets: at most M migrations, at most G GiB of memory moved, and a target on hosts;
 - whole hosts (as every plan of the product): a host keeps all its instances or ends empty;
-  without it (``whole_hosts=False``) the model is the looser one of FACTS.md, whose optimum
-  is a lower bound for the product's plans.
+  without it (``whole_hosts=False``) the model is the looser one (docs/algorithms.rst),
+  whose optimum is a lower bound for the product's plans.
 
 Objective: first the fewest hosts in use, then (with the time left) the fewest migrations
 for that many hosts. Soft policies and rankings are not modelled.
