@@ -6,18 +6,26 @@ each kind is printed) and the example goes on. At the end it prints a table: ste
 faults injected by kind, actions by kind, violations by invariant (the target is 0 of each).
 
     python tools/bench/safety_fuzz.py [--steps 5000] [--steps-per-example 40] [--seed N]
-        [--max-minutes M] [--log FILE]
+        [--max-minutes M] [--log FILE] [--jobs J]
 
 It stops early, after the round under way, once --max-minutes have passed (the table says
 how many steps it reached), and prints the table so far after every round to stderr.
+
+--jobs J runs J processes side by side (a step mostly waits on the subprocesses and servers
+it starts), process i from seed N + 1000 i with its share of the steps, each its own cloud,
+database and log (FILE.i); the table adds theirs up.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
+import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -45,7 +53,11 @@ def main() -> int:
     parser.add_argument("--max-minutes", type=float, default=0.0,
                         help="start no new round after this long (0: no limit)")
     parser.add_argument("--log", help="write every step, command and violation here")
+    parser.add_argument("--jobs", type=int, default=1, help="processes side by side")
+    parser.add_argument("--stats-out", help=argparse.SUPPRESS)   # a job's counts, as JSON
     args = parser.parse_args()
+    if args.jobs > 1:
+        return side_by_side(args)
     log = open(args.log, "a", buffering=1) if args.log else None  # noqa: SIM115
     if log is not None:
         safety_machine.CONFIG["log"] = lambda line: print(f"{time.strftime('%H:%M:%S')} {line}",
@@ -77,7 +89,46 @@ def main() -> int:
               flush=True)
         print(report(stats, time.monotonic() - started), file=sys.stderr, flush=True)
     print(report(stats, time.monotonic() - started))
+    if args.stats_out:
+        Path(args.stats_out).write_text(json.dumps(stats))
     return 0
+
+
+def side_by_side(args: argparse.Namespace) -> int:
+    """Run args.jobs processes of this bench, each its share of the steps from its own seed,
+    and print the table of their sum."""
+    started = time.monotonic()
+    share = -(-args.steps // args.jobs)
+    outs = [Path(f"/tmp/safety-fuzz-job-{os.getpid()}-{i}.json") for i in range(args.jobs)]
+    jobs = []
+    for i, out in enumerate(outs):
+        command = [sys.executable, __file__, "--steps", str(share), "--seed",
+                   str(args.seed + 1000 * i), "--steps-per-example",
+                   str(args.steps_per_example), "--max-minutes", str(args.max_minutes),
+                   "--stats-out", str(out)]
+        if args.log:
+            command += ["--log", f"{args.log}.{i}"]
+        jobs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
+    codes = [job.wait() for job in jobs]
+    total: dict = {"steps": 0, "examples": 0, "faults": Counter(), "violations": Counter(),
+                   "actions": Counter(), "first": {}}
+    for i, out in enumerate(outs):
+        if not out.exists():
+            print(f"job {i} (seed {args.seed + 1000 * i}) wrote no counts (exit {codes[i]})",
+                  file=sys.stderr)
+            continue
+        part = json.loads(out.read_text())
+        out.unlink()
+        total["steps"] += part["steps"]
+        total["examples"] += part["examples"]
+        for key in ("faults", "violations", "actions"):
+            total[key].update(part[key])
+        for name, first in part["first"].items():
+            total["first"].setdefault(name, f"(seed {args.seed + 1000 * i}) {first}")
+    print(f"{args.jobs} jobs side by side, seeds "
+          f"{', '.join(str(args.seed + 1000 * i) for i in range(args.jobs))}")
+    print(report(total, time.monotonic() - started))
+    return 0 if all(code == 0 for code in codes) else 1
 
 
 def report(stats: dict, elapsed: float) -> str:
