@@ -131,15 +131,23 @@ class GuardedPower:
             self._once_miswired(host, driver)
         if problem is not None:
             return self._note(plan_id, "power_off", host, journal.SKIPPED, problem)
-        entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="disable",
-                              target=host.name, params={"reason": reason}, guard=self.guard)
-        try:
-            self.nova.set_service(host.compute_host, enabled=False, reason=reason)
-        except ConsolidatorError as exc:
-            journal.finish(self.engine, entry, journal.FAILED, str(exc))
-            return str(exc)
-        journal.finish(self.engine, entry, journal.SUCCEEDED, "disabled")
-        problem = self.not_empty(host) or self._still_disabled(host, reason)
+        kept = self._hold_to_keep(host)
+        disabled_for: str | None = reason
+        if kept is not None:      # the drain or the operator's hold stays what keeps it off
+            disabled_for = kept[0]
+            self._note(plan_id, "disable", host, journal.SUCCEEDED,
+                       f"already disabled, its reason kept: {kept[1]}")
+        else:
+            entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id,
+                                  action="disable", target=host.name, params={"reason": reason},
+                                  guard=self.guard)
+            try:
+                self.nova.set_service(host.compute_host, enabled=False, reason=reason)
+            except ConsolidatorError as exc:
+                journal.finish(self.engine, entry, journal.FAILED, str(exc))
+                return str(exc)
+            journal.finish(self.engine, entry, journal.SUCCEEDED, "disabled")
+        problem = self.not_empty(host) or self._still_disabled(host, disabled_for)
         if problem is not None:
             self.reenable(plan_id, host, problem)
             return self._note(plan_id, "power_off", host, journal.SKIPPED, problem)
@@ -335,7 +343,22 @@ class GuardedPower:
         self.reenable(plan_id, host, why)
         return why
 
-    def _still_disabled(self, host: Host, reason: str) -> str | None:
+    def _hold_to_keep(self, host: Host) -> tuple[str | None, str] | None:
+        """(the live disabled reason, what it is) when a drain or the operator's own hold
+        keeps the host disabled: a power-off must not replace that reason with its own, or
+        the drain (the hold) is forgotten and relief or a rollback brings the host back."""
+        service = self.nova.services().get(host.compute_host) or {}
+        facts = hg.HostFacts(host=host, status=service.get("status", "?"),
+                             disabled_reason=service.get("disabled_reason"))
+        reason = service.get("disabled_reason")
+        if hg.drain_of(facts) is not None:
+            return reason, "a drain"
+        held = hg.operator_hold(facts)
+        if held is not None:
+            return reason, f"the operator's hold ({held})"
+        return None
+
+    def _still_disabled(self, host: Host, reason: str | None) -> str | None:
         service = self.nova.services().get(host.compute_host) or {}
         if service.get("status") != "disabled" or service.get("disabled_reason") != reason:
             return "its nova-compute is no longer disabled for this power-off"

@@ -321,3 +321,27 @@ def test_found_rollback_leaves_the_admins_move_off_an_excluded_host_alone(
     settled(world)
     world.rollback(0)
     settled(world)
+
+
+@pytest.mark.parametrize("hold", ["drain", "operator"])
+def test_found_hosts_power_off_keeps_a_drain_or_an_operators_hold(world: World,
+                                                                   hold: str) -> None:
+    """Found by the long run (tools/bench/safety_fuzz.py --jobs 2, seed 1033), reduced by
+    hand: 'hosts power off' of a drained host (or one the operator disabled) replaced its
+    reason with consolidator's own, so the drain (or the hold) was forgotten and relief
+    powered the host on, enabled it and gave it work; invariant protected_host_touched."""
+    if hold == "drain":
+        assert world.drain("c4", power_off=True).code == 0
+    else:
+        assert world.admin_migrate("e0", "c3") == 202   # the operator empties c4 and holds it
+        settled(world)
+        assert world.operator_service("c4", enable=False) == 200
+    step(world)
+    assert world.hosts_power("off", "c4").code == 0
+    step(world)
+    overload_all(world)
+    world.relieve("c1")
+    settled(world)
+    reason = world.facts().hosts["c4"]["disabled_reason"]
+    assert reason.startswith("consolidator: drained by plan") if hold == "drain" else \
+        reason == "DIMM errors: RMA, keep off"
