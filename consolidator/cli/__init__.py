@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             if code is not None:
                 return code
         _say(f"consolidator: unexpected error: {type(exc).__name__}: {exc} "
-                   f"(run with --verbose for the traceback)")
+             f"(run with --verbose for the traceback)")
         return 1
     return 0
 
