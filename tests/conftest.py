@@ -26,6 +26,18 @@ for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules that serve the real Nova or hold a test marked slow run first, each kept
+    whole and in its own order: two workers (tools/run-tests: -n 2 --dist worksteal) then
+    share the long tests early and finish together, instead of one idling while the other
+    works through a tail of them."""
+    def long(item: pytest.Item) -> bool:
+        return "realnova" in Path(str(item.fspath)).parts or \
+            item.get_closest_marker("slow") is not None
+    slow_modules = {str(item.fspath) for item in items if long(item)}
+    items.sort(key=lambda item: str(item.fspath) not in slow_modules)
+
+
 @pytest.fixture
 def bundled_scenario() -> Path:
     """The scenario shaped like paper 004's cloud."""

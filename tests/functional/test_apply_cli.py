@@ -22,6 +22,8 @@ from tests.functional.lease_actor import expire_lease
 from tests.functional.served import ServedCloud, served_cloud
 from tests.functional.waits import COMMAND_TIMEOUT_S, PATIENCE_S, stop_process, wait_until
 
+pytestmark = pytest.mark.slow
+
 #: The executor lease of these tests' config.
 LEASE_TTL_S = 120.0
 

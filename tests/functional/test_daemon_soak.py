@@ -20,6 +20,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from consolidator.app.config import config_from_sections
 from consolidator.app.context import AppContext
 from consolidator.app.leadership import executor_cloud
@@ -31,6 +33,8 @@ from consolidator.store.db import make_engine, upgrade
 from consolidator.store.leases import acquire, release
 from tests.functional.served import ServedCloud, served_cloud
 from tests.functional.test_daemon import MORNING, NIGHT, scenario
+
+pytestmark = pytest.mark.slow
 
 CYCLES = 36
 #: Cycles before memory is traced: caches (SQLAlchemy's compiled statements, openstacksdk's

@@ -14,11 +14,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from consolidator.store import journal
 from consolidator.store.db import make_engine
 from tests.functional.drain_story import scenario
 from tests.functional.served import served_cloud
 from tests.functional.test_apply_cli import Operator, operator_for
+
+pytestmark = pytest.mark.slow
 
 SECRET = "s3cret"
 

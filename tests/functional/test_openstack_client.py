@@ -1,11 +1,14 @@
 """python-openstackclient with osc-placement against the fake cloud: the answers the real Nova
-gave on the same scenario (tests/realnova/test_openstack_client.py compares them live), and
+gave on the same scenario (tests/realnova/test_openstack_client.py checks that the real Nova
+still gives them), and
 the Keystone projects, limits and usage that only the fake can answer through the client
 (the real-Nova backend has no Keystone)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from tests.functional.osc_answers import (
     HYPERVISOR_USED,
@@ -16,11 +19,13 @@ from tests.functional.osc_answers import (
 )
 from tests.functional.served import served_cloud
 
+pytestmark = pytest.mark.slow
+
 #: The quotas at 2.57 (the real-Nova backend's: unlimited cores, instances, RAM and groups).
 QUOTAS_257 = {"cores": -1, "instances": -1, "key_pairs": 100, "metadata_items": 128, "ram": -1,
               "server_group_members": -1, "server_groups": -1}
-#: What the real Nova and Placement answered (nova 34.0.0, placement 16.0.0), written out by
-#: tests/realnova/test_openstack_client.py.
+#: What the real Nova and Placement answered (nova 34.0.0, placement 16.0.0); checked against
+#: them by tests/realnova/test_openstack_client.py (which writes its answers.json).
 REAL = {
     "aggregate list": [("az-east", "east"), ("freepool", None)],
     "hypervisor show c1 (2.87)": {

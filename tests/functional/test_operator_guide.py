@@ -39,6 +39,8 @@ import yaml
 from consolidator.emulators.fake.process import stop_child
 from tests.functional.waits import PATIENCE_S
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "operator-guide.rst"
 SECTION = "Trying things on a fake cloud"
