@@ -156,8 +156,7 @@ def _title(chosen: list[str], doc: dict[str, Any]) -> str:
     """The picture's title: the day, the sizes and the allocation ratio."""
     what = chosen[0] if chosen else "the trace"
     return (f"{what}: {doc['vms']:,} VMs on {plural(doc['hosts'], 'host')}, CPU allocation "
-            f"ratio "
-            f"{doc['cpu_allocation_ratio']:g}, floor {doc['floor_kwh']:,.1f} kWh")
+            f"ratio {doc['cpu_allocation_ratio']:g}, floor {doc['floor_kwh']:,.1f} kWh")
 
 
 def _history(url: str | None, start: str | None, end: str | None, step: int

@@ -347,15 +347,17 @@ class GuardedPower:
         """(the live disabled reason, what it is) when a drain or the operator's own hold
         keeps the host disabled: a power-off must not replace that reason with its own, or
         the drain (the hold) is forgotten and relief or a rollback brings the host back."""
-        service = self.nova.services().get(host.compute_host) or {}
-        facts = hg.HostFacts(host=host, status=service.get("status", "?"),
-                             disabled_reason=service.get("disabled_reason"))
-        reason = service.get("disabled_reason")
+        if self.gate is not None:     # the gate's own reading, the recorded state included
+            facts = self.gate.facts(host, read_bmc=False)
+        else:
+            service = self.nova.services().get(host.compute_host) or {}
+            facts = hg.HostFacts(host=host, status=service.get("status", "?"),
+                                 disabled_reason=service.get("disabled_reason"))
         if hg.drain_of(facts) is not None:
-            return reason, "a drain"
+            return facts.disabled_reason, "a drain"
         held = hg.operator_hold(facts)
         if held is not None:
-            return reason, f"the operator's hold ({held})"
+            return facts.disabled_reason, f"the operator's hold ({held})"
         return None
 
     def _still_disabled(self, host: Host, reason: str | None) -> str | None:
