@@ -38,6 +38,7 @@ from consolidator.app.usage_power import UsageReads
 from consolidator.core.errors import ConsolidatorError, ModelError, UsageError
 from consolidator.core.model import Host
 from consolidator.core.padding import parse_windows, spare_target
+from consolidator.core.replay.bound import allocation_floor_kwh
 from consolidator.core.replay.cloud_model import (
     CPU_UNIT_MIPS,
     cluster_at,
@@ -368,6 +369,7 @@ def run_replay(ctx: AppContext, trace: Trace, dc: DataCentre, policies: tuple[st
     ends = end_steps(trace) if cloudsim_workload else None
     floor = floor_steps(trace, dc.best_joules_per_mip, ends)
     return {"floor_kwh": round(float(floor.sum()), 3), "floor_steps": floor.tolist(),
+            "allocation_floor_kwh": round(allocation_floor_kwh(trace, dc, ends), 3),
             "hosts": dc.hosts, "vms": trace.vms, "steps": trace.steps, "step_s": trace.step_s,
             "cpu_allocation_ratio": dc.cpu_allocation_ratio, "results": results}
 

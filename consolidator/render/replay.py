@@ -25,7 +25,7 @@ def replay_table(doc: dict[str, Any]) -> str:
                      f"{r.esv:.5f}", f"{r.migrations:,}", f"{r.hosts_on_mean:.1f}"])
     head = (f"{plural(doc['vms'], 'VM')} on {plural(doc['hosts'], 'host')}, "
             f"{plural(doc['steps'], 'sample')}; physical floor {doc['floor_kwh']:,.1f} kWh (the "
-            f"demand of the VMs while they run)")
+            f"demand of the VMs while they run){_allocation_floor(doc)}")
     body = table(["policy", "energy kWh", "SLATAH", "SLATAH (CloudSim)", "PDM", "SLAV",
                   "ESV", "migrations", "hosts on"], rows, align="lrrrrrrrr")
     notes = [f"note: {n}" for n in shared_notes(doc["results"])]
@@ -33,6 +33,15 @@ def replay_table(doc: dict[str, Any]) -> str:
               f"the demand was not served (hosts at 100 % CPU)"
               for r in doc["results"] if r.energy_kwh < doc["floor_kwh"]]
     return "\n".join([head, "", body, *([""] + notes if notes else [])])
+
+
+def _allocation_floor(doc: dict[str, Any]) -> str:
+    """The allocation floor, where Placement's CPU allocation lifts it above the physical."""
+    bound = doc.get("allocation_floor_kwh")
+    if bound is None or bound <= doc["floor_kwh"] * 1.005:
+        return ""
+    return (f"; allocation floor {bound:,.1f} kWh (the least any placement within Placement's "
+            f"CPU allocation ratio {doc['cpu_allocation_ratio']:g} can draw)")
 
 
 def shared_notes(results: Sequence[Any]) -> list[str]:
@@ -73,25 +82,29 @@ def hosts_chart(doc: dict[str, Any], policies: Sequence[str] | None = None) -> s
 
 
 def replay_json(doc: dict[str, Any]) -> dict[str, Any]:
-    """The JSON contract: floor_kwh, hosts, vms, steps and policies; and the series the
+    """The JSON contract: floor_kwh, allocation_floor_kwh, hosts, vms, steps and policies;
+    and the series the
     picture draws (render/plot_data.py)."""
-    return {"floor_kwh": doc["floor_kwh"], "hosts": doc["hosts"], "vms": doc["vms"],
-            "steps": doc["steps"], "policies": [r.as_dict() for r in doc["results"]],
+    return {"floor_kwh": doc["floor_kwh"],
+            "allocation_floor_kwh": doc["allocation_floor_kwh"], "hosts": doc["hosts"],
+            "vms": doc["vms"], "steps": doc["steps"],
+            "policies": [r.as_dict() for r in doc["results"]],
             "series": replay_series(doc)}
 
 
 def day_rows(days: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per day and policy: the day's floor, energy and its ratio to the floor, both
-    SLATAH figures, PDM, migrations and hosts on."""
-    return [{"day": d["day"], "floor_kwh": d["floor_kwh"], **r.as_dict(),
+    """One row per day and policy: the day's floor and allocation floor, energy and its ratio
+    to the floor, both SLATAH figures, PDM, migrations and hosts on."""
+    return [{"day": d["day"], "floor_kwh": d["floor_kwh"],
+             "allocation_floor_kwh": d["allocation_floor_kwh"], **r.as_dict(),
              "x_floor": round(r.energy_kwh / d["floor_kwh"], 3) if d["floor_kwh"] else None}
             for d in days for r in d["results"]]
 
 
 def median_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per policy, the medians over the days of day_rows."""
-    keys = ("floor_kwh", "energy_kwh", "x_floor", "slatah", "slatah_cloudsim", "pdm",
-            "migrations", "hosts_on_mean")
+    keys = ("floor_kwh", "allocation_floor_kwh", "energy_kwh", "x_floor", "slatah",
+            "slatah_cloudsim", "pdm", "migrations", "hosts_on_mean")
     policies = list(dict.fromkeys(r["policy"] for r in rows))
     return [{"policy": p, "days": sum(r["policy"] == p for r in rows),
              **{k: statistics.median(r[k] for r in rows if r["policy"] == p
@@ -102,18 +115,20 @@ def median_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def days_table(days: Sequence[dict[str, Any]]) -> str:
     """The per-day table and the medians over the days."""
     rows = day_rows(days)
-    head = ["day", "policy", "floor kWh", "energy kWh", "x floor", "SLATAH",
-            "SLATAH (CloudSim)", "PDM", "migrations", "hosts on"]
+    head = ["day", "policy", "floor kWh", "allocation floor", "energy kWh", "x floor",
+            "SLATAH", "SLATAH (CloudSim)", "PDM", "migrations", "hosts on"]
 
     def cells(r: dict[str, Any], first: str) -> list[str]:
-        return [first, r["policy"], f"{r['floor_kwh']:,.1f}", f"{r['energy_kwh']:,.2f}",
+        return [first, r["policy"], f"{r['floor_kwh']:,.1f}",
+                f"{r['allocation_floor_kwh']:,.1f}", f"{r['energy_kwh']:,.2f}",
                 f"{r['x_floor']:.2f}", f"{r['slatah']:.2%}", f"{r['slatah_cloudsim']:.2%}",
                 f"{r['pdm']:.3%}", f"{r['migrations']:,.0f}", f"{r['hosts_on_mean']:.1f}"]
     ratio = days[0].get("cpu_allocation_ratio") if days else None
     title = (f"{plural(len(days), 'day')} of PlanetLab on {plural(days[0]['hosts'], 'host')}"
              + (f", CPU allocation ratio {ratio:g}" if ratio else "")) if days else ""
-    body = table(head, [cells(r, r["day"]) for r in rows], align="llrrrrrrrr")
-    medians = table(head, [cells(r, "median") for r in median_rows(rows)], align="llrrrrrrrr")
+    body = table(head, [cells(r, r["day"]) for r in rows], align="llrrrrrrrrr")
+    medians = table(head, [cells(r, "median") for r in median_rows(rows)],
+                    align="llrrrrrrrrr")
     notes = [f"note: {d['day']}: {n}" for d in days for n in shared_notes(d["results"])
              if "did not finish" in n or "failed" in n]
     return "\n".join([title, "", body, "", f"medians over {plural(len(days), 'day')}",

@@ -72,7 +72,9 @@ def test_simulate_trace_on_the_sample_prints_the_json_contract() -> None:
               "lr-mmt-1.2", "--format", "json")
     assert out.code == 0, out.err
     doc = json.loads(out.out)
-    assert set(doc) == {"floor_kwh", "hosts", "vms", "steps", "policies", "series"}
+    assert set(doc) == {"floor_kwh", "allocation_floor_kwh", "hosts", "vms", "steps",
+                        "policies", "series"}
+    assert doc["floor_kwh"] <= doc["allocation_floor_kwh"]
     assert (doc["hosts"], doc["vms"], doc["steps"]) == (40, 50, 288)
     assert [p["policy"] for p in doc["policies"]] == ["npa", "lr-mmt-1.2"]
     assert all(set(p) == KEYS for p in doc["policies"])
