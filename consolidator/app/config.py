@@ -198,14 +198,16 @@ OPTIONS: tuple[Option, ...] = (
            "fallback, not at their last values. Empty: no check."),
     Option("relief", "max_migrations", int, 0,
            "The most migrations one relief makes; 0: as many as it takes.", range="[0, inf)"),
-    Option("relief", "trigger_confidence", float, 0.0,
+    Option("relief", "trigger_confidence", float, 0.95,
            "Hysteresis: relieve only hosts whose usage exceeds their cores at this (lower) "
-           "confidence, and bring them under at [planner] confidence; 0: [planner] "
-           "confidence.", range="[0, 1)"),
+           "confidence, and bring them under at [planner] confidence, so that a host the "
+           "cycle packed is not relieved at once; 0 (or any value not below [planner] "
+           "confidence): [planner] confidence.", range="[0, 1)"),
     Option("relief", "headroom", float, 0.9,
            "The capacity watch powers hosts on (those consolidator powered off, the most "
-           "efficient first) when the powered hosts' CPU usage at [planner] confidence, plus "
-           "the rise its trend predicts, exceeds this share of their cores x speed.",
+           "efficient first) when the powered hosts' CPU usage at [planner] confidence "
+           "(their instances' usage taken together), plus the rise its trend predicts, "
+           "exceeds this share of their cores x speed.",
            range="(0, 1]"),
     Option("relief", "trend_query", str, "sum(consolidator:instance_cpu_usage:vcpus)",
            "Range query of the cloud's total CPU usage whose trend the capacity watch "

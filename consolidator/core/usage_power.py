@@ -1,8 +1,11 @@
 """Usage-driven power: power hosts on before usage needs them, and not in a flap.
 
 The capacity watch counts usage at confidence, not only allocations: the powered hosts'
-demand is the sum of their used capacity at confidence (UCaC, paper 003), in reference cores
-(usage x the host's relative speed). Its trend is the cloud's recent total usage, fitted by
+demand is their used capacity at confidence taken together (UCaC, paper 003, of the sum of
+their instances' usage: the means summed and the variances pooled), in reference cores (usage
+x the host's relative speed). It asks whether enough hosts are on; one host over its cores
+is relief's to move. (A sum of each host's own UCaC would count every host at its tail at
+once, and powered on hosts that then stood empty until the next cycle.) Its trend is the cloud's recent total usage, fitted by
 local regression (a least-squares line with tricube weights over a window, as LR-MMT's Loess
 in Beloglazov & Buyya 2012, section 6.2); the rise it predicts over the lookahead is added.
 When that exceeds ``headroom`` x the powered hosts' cores x speed, hosts consolidator powered
@@ -81,8 +84,8 @@ class Need:
 
 def need_of(cluster: Cluster, usage: UsageModel, *, rise: float = 0.0,
             headroom: float = 1.0) -> Need:
-    """The usable powered hosts' demand (the sum of their UCaC at usage.confidence, in
-    reference cores) and capacity (cores x speed)."""
+    """The usable powered hosts' demand (the UCaC at usage.confidence of their instances'
+    usage taken together, in reference cores) and capacity (cores x speed)."""
     assert usage.confidence is not None
     problem = build_problem(cluster, usage=usage)
     assert problem.usage_mean is not None and problem.usage_std is not None
@@ -91,8 +94,9 @@ def need_of(cluster: Cluster, usage: UsageModel, *, rise: float = 0.0,
     mu = np.bincount(problem.placement, weights=problem.usage_mean, minlength=n)
     var = np.bincount(problem.placement, weights=problem.usage_std ** 2, minlength=n)
     up = np.array([h.usable for h in cluster.hosts], dtype=bool)
-    host_ucac = ucac(mu, np.maximum(var, 0.0), usage.confidence)
-    return Need(demand=float(host_ucac[up].sum()), rise=rise,
+    together = ucac(np.array([mu[up].sum()]), np.array([max(float(var[up].sum()), 0.0)]),
+                    usage.confidence)
+    return Need(demand=float(together[0]), rise=rise,
                 capacity=float(problem.cpu_limit[up].sum()), headroom=headroom)
 
 

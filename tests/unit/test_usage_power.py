@@ -51,6 +51,19 @@ def test_the_need_counts_usage_at_confidence_on_the_powered_hosts_only() -> None
     assert fast.capacity == 12.0 and fast.demand == pytest.approx(6.0 + 4.3263478740408408)
 
 
+def test_the_need_pools_the_hosts_deviations_not_their_tails() -> None:
+    """Two hosts, each with usage 2 +- 1: together 4 +- sqrt(2), not (2 + z) x 2, which
+    counts both at their tail at once and powers on hosts that then stand empty."""
+    hosts = tuple(Host(f"c{i}", 4, 8192, 100, cpu_allocation_ratio=4.0) for i in (1, 2))
+    c = cluster(hosts, [vm(f"v{i}", f"c{i}", 2, usage={"cpu_mean": 2.0, "cpu_std": 1.0})
+                        for i in (1, 2)])
+    z = 2.3263478740408408
+    need = need_of(c, UsageModel(confidence=0.99), headroom=0.95)
+    assert need.demand == pytest.approx(4.0 + z * np.sqrt(2.0))
+    assert need.short == 0.0                  # 7.29 cores at 0.99 < 0.95 x 8
+    assert 2 * (2.0 + z) > 0.95 * 8           # the sum of the hosts' tails would power on
+
+
 def test_hosts_come_on_in_order_until_the_need_is_met() -> None:
     need = Need(demand=10.0, rise=2.0, capacity=10.0, headroom=0.9)    # short by 3
     assert hosts_for_need(need, ["a", "b", "c"], {"a": 2, "b": 2, "c": 8}) == ["a", "b"]
