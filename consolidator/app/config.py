@@ -203,11 +203,17 @@ OPTIONS: tuple[Option, ...] = (
            "confidence, and bring them under at [planner] confidence, so that a host the "
            "cycle packed is not relieved at once; 0 (or any value not below [planner] "
            "confidence): [planner] confidence.", range="[0, 1)"),
+    Option("relief", "watch_demand", str, "hosts",
+           "What the capacity watch counts as the powered hosts' CPU usage at [planner] "
+           "confidence. hosts: the sum of each host's own (every host at its tail at once: "
+           "more spare hosts, a lower SLATAH). cloud: their instances' usage taken together "
+           "(means summed, variances pooled: fewer hosts on, one host over its cores is "
+           "relief's to move).", ("hosts", "cloud")),
     Option("relief", "headroom", float, 0.9,
            "The capacity watch powers hosts on (those consolidator powered off, the most "
            "efficient first) when the powered hosts' CPU usage at [planner] confidence "
-           "(their instances' usage taken together), plus the rise its trend predicts, "
-           "exceeds this share of their cores x speed.",
+           "(as watch_demand counts it), plus the rise its trend predicts, exceeds this "
+           "share of their cores x speed.",
            range="(0, 1]"),
     Option("relief", "trend_query", str, "sum(consolidator:instance_cpu_usage:vcpus)",
            "Range query of the cloud's total CPU usage whose trend the capacity watch "

@@ -258,6 +258,8 @@ class ReliefSettings:
     #: The capacity watch: power on above this share of the powered cores, following the
     #: trend of trend_query over trend_window seconds, lookahead seconds ahead.
     headroom: float = 0.9
+    #: hosts: the sum of each powered host's UCaC; cloud: their usage taken together.
+    watch_demand: str = "hosts"
     trend_query: str = ""
     trend_window: int = 1800
     lookahead: int = 900
@@ -284,7 +286,7 @@ def relief_settings(config: Config) -> ReliefSettings:
                        fallback_cov=config.get("telemetry", "fallback_cov"))
     return ReliefSettings(
         **_options(config, "relief", "interval", "max_migrations", "headroom", "trend_query",
-                   "trend_window", "lookahead", "trigger_confidence"),
+                   "trend_window", "lookahead", "trigger_confidence", "watch_demand"),
         mean_query=config.get("relief", "cpu_mean_query"),
         std_query=config.get("relief", "cpu_std_query"),
         source=source, plan=replace(settings_from_config(config), usage=usage),

@@ -87,7 +87,8 @@ def usage_need(ctx: AppContext, settings: ReliefSettings, reads: UsageReads | No
     speed = speed_map(cluster, settings.cpu_speed)
     usage = replace(settings.plan.usage, speed=speed)
     rise = reads.rise(settings) if reads else trend_rise(settings)
-    need = need_of(cluster, usage, rise=rise, headroom=settings.headroom)
+    need = need_of(cluster, usage, rise=rise, headroom=settings.headroom,
+                   pooled=settings.watch_demand == "cloud")
     speeds = np.array([speed.get(h.name, 1.0) for h in cluster.hosts])
     order = power_on_order(cluster, speeds, settings.plan.rules)
     candidates = reads.powerable(order) if reads and reads.powerable else with_bmc(ctx, order)

@@ -1,13 +1,16 @@
 """Usage-driven power: power hosts on before usage needs them, and not in a flap.
 
 The capacity watch counts usage at confidence, not only allocations: the powered hosts'
-demand is their used capacity at confidence taken together (UCaC, paper 003, of the sum of
-their instances' usage: the means summed and the variances pooled), in reference cores (usage
-x the host's relative speed). It asks whether enough hosts are on; one host over its cores
-is relief's to move. (A sum of each host's own UCaC would count every host at its tail at
-once, and powered on hosts that then stood empty until the next cycle.) Its trend is the cloud's recent total usage, fitted by
-local regression (a least-squares line with tricube weights over a window, as LR-MMT's Loess
-in Beloglazov & Buyya 2012, section 6.2); the rise it predicts over the lookahead is added.
+demand is their used capacity at confidence (UCaC, paper 003), in reference cores (usage x
+the host's relative speed), counted one of two ways. Per host (the default): the sum of each
+host's own UCaC, every host at its tail at once, which keeps spare hosts on for relief to
+move into. Pooled: the UCaC of their instances' usage taken together (means summed,
+variances pooled), which asks only whether enough hosts are on, so that one host over its
+cores is relief's to move; right after a cycle has packed the hosts to their UCaC, the sum
+per host exceeds the headroom and powers on hosts that stand empty until the next cycle,
+the pooled demand does not. Its trend is the cloud's recent total usage, fitted by local
+regression (a least-squares line with tricube weights over a window, as LR-MMT's Loess in
+Beloglazov & Buyya 2012, section 6.2); the rise it predicts over the lookahead is added.
 When that exceeds ``headroom`` x the powered hosts' cores x speed, hosts consolidator powered
 off come on, the most efficient first, until it does not.
 
@@ -83,9 +86,10 @@ class Need:
 
 
 def need_of(cluster: Cluster, usage: UsageModel, *, rise: float = 0.0,
-            headroom: float = 1.0) -> Need:
-    """The usable powered hosts' demand (the UCaC at usage.confidence of their instances'
-    usage taken together, in reference cores) and capacity (cores x speed)."""
+            headroom: float = 1.0, pooled: bool = False) -> Need:
+    """The usable powered hosts' demand (the sum of their UCaC at usage.confidence, or with
+    pooled the UCaC of their instances' usage taken together, in reference cores) and
+    capacity (cores x speed)."""
     assert usage.confidence is not None
     problem = build_problem(cluster, usage=usage)
     assert problem.usage_mean is not None and problem.usage_std is not None
@@ -94,9 +98,12 @@ def need_of(cluster: Cluster, usage: UsageModel, *, rise: float = 0.0,
     mu = np.bincount(problem.placement, weights=problem.usage_mean, minlength=n)
     var = np.bincount(problem.placement, weights=problem.usage_std ** 2, minlength=n)
     up = np.array([h.usable for h in cluster.hosts], dtype=bool)
-    together = ucac(np.array([mu[up].sum()]), np.array([max(float(var[up].sum()), 0.0)]),
-                    usage.confidence)
-    return Need(demand=float(together[0]), rise=rise,
+    if pooled:
+        demand = float(ucac(np.array([mu[up].sum()]),
+                            np.array([max(float(var[up].sum()), 0.0)]), usage.confidence)[0])
+    else:
+        demand = float(ucac(mu, np.maximum(var, 0.0), usage.confidence)[up].sum())
+    return Need(demand=demand, rise=rise,
                 capacity=float(problem.cpu_limit[up].sum()), headroom=headroom)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,17 +52,20 @@ def test_the_need_counts_usage_at_confidence_on_the_powered_hosts_only() -> None
     assert fast.capacity == 12.0 and fast.demand == pytest.approx(6.0 + 4.3263478740408408)
 
 
-def test_the_need_pools_the_hosts_deviations_not_their_tails() -> None:
-    """Two hosts, each with usage 2 +- 1: together 4 +- sqrt(2), not (2 + z) x 2, which
-    counts both at their tail at once and powers on hosts that then stand empty."""
+def test_the_need_sums_each_hosts_tail_or_pools_the_hosts_usage() -> None:
+    """Two hosts, each with usage 2 +- 1: per host (the default) (2 + z) x 2, every host at
+    its tail at once, which is short of 0.95 x 8 cores; pooled ([relief] watch_demand =
+    cloud) 4 +- sqrt(2) at confidence, which is not."""
     hosts = tuple(Host(f"c{i}", 4, 8192, 100, cpu_allocation_ratio=4.0) for i in (1, 2))
     c = cluster(hosts, [vm(f"v{i}", f"c{i}", 2, usage={"cpu_mean": 2.0, "cpu_std": 1.0})
                         for i in (1, 2)])
     z = 2.3263478740408408
-    need = need_of(c, UsageModel(confidence=0.99), headroom=0.95)
-    assert need.demand == pytest.approx(4.0 + z * np.sqrt(2.0))
-    assert need.short == 0.0                  # 7.29 cores at 0.99 < 0.95 x 8
-    assert 2 * (2.0 + z) > 0.95 * 8           # the sum of the hosts' tails would power on
+    per_host = need_of(c, UsageModel(confidence=0.99), headroom=0.95)
+    assert per_host.demand == pytest.approx(2 * (2.0 + z))
+    assert per_host.short == pytest.approx(2 * (2.0 + z) - 0.95 * 8)
+    pooled = need_of(c, UsageModel(confidence=0.99), headroom=0.95, pooled=True)
+    assert pooled.demand == pytest.approx(4.0 + z * np.sqrt(2.0))
+    assert pooled.short == 0.0
 
 
 def test_hosts_come_on_in_order_until_the_need_is_met() -> None:
@@ -84,3 +88,17 @@ def test_cool_down_holds_recent_power_ons_and_caps_actions_per_hour() -> None:
     assert held.power_off == ("c3",) and set(held.left_on) == {"c1", "c4"}
     assert held.hosts_after == 4 and "max_actions_per_hour" in held.left_on["c4"]
     assert hold_power_off(draft, {}, None) is draft
+
+
+def test_watch_demand_is_read_from_the_config_and_checked(tmp_path: Path) -> None:
+    from consolidator.app.config import load_config
+    from consolidator.app.settings import relief_settings
+    from consolidator.core.errors import ConfigError
+
+    assert relief_settings(load_config(None)).watch_demand == "hosts"
+    conf = tmp_path / "c.conf"
+    conf.write_text("[relief]\nwatch_demand = cloud\n")
+    assert relief_settings(load_config(str(conf))).watch_demand == "cloud"
+    conf.write_text("[relief]\nwatch_demand = pooled\n")
+    with pytest.raises(ConfigError, match="watch_demand"):
+        load_config(str(conf))
