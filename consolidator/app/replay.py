@@ -38,7 +38,7 @@ from consolidator.app.usage_power import UsageReads
 from consolidator.core.errors import ConsolidatorError, ModelError, UsageError
 from consolidator.core.model import Host
 from consolidator.core.padding import parse_windows, spare_target
-from consolidator.core.replay.bound import allocation_floor_kwh
+from consolidator.core.replay.bound import allocation_floor_steps
 from consolidator.core.replay.cloud_model import (
     CPU_UNIT_MIPS,
     cluster_at,
@@ -368,8 +368,10 @@ def run_replay(ctx: AppContext, trace: Trace, dc: DataCentre, policies: tuple[st
         results.append(run_policy(trace, dc, name, ctx, start, cloudsim_workload))
     ends = end_steps(trace) if cloudsim_workload else None
     floor = floor_steps(trace, dc.best_joules_per_mip, ends)
+    placeable = allocation_floor_steps(trace, dc, ends)
     return {"floor_kwh": round(float(floor.sum()), 3), "floor_steps": floor.tolist(),
-            "allocation_floor_kwh": round(allocation_floor_kwh(trace, dc, ends), 3),
+            "allocation_floor_kwh": round(float(placeable.sum()), 3),
+            "allocation_floor_steps": placeable.tolist(),
             "hosts": dc.hosts, "vms": trace.vms, "steps": trace.steps, "step_s": trace.step_s,
             "cpu_allocation_ratio": dc.cpu_allocation_ratio, "results": results}
 

@@ -56,6 +56,10 @@ def plot_replay(series: dict[str, Any], path: str, title: str = "") -> None:
     if series["floor_kwh"]:
         axes[1].plot(hours, [e / step_h for e in series["floor_kwh"]], "k--",
                      label="physical floor", linewidth=1.0)
+    placeable = series.get("allocation_floor_kwh") or []
+    if placeable and sum(placeable) > 1.005 * sum(series["floor_kwh"]):
+        axes[1].plot(hours, [e / step_h for e in placeable], "k:",
+                     label="allocation floor (Placement)", linewidth=1.0)
     labels = ("hosts on", "power (kW)", "hosts overloaded", "migrations per step")
     for ax, label in zip(axes, labels, strict=True):
         ax.set_ylabel(label)

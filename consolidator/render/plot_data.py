@@ -14,12 +14,15 @@ from consolidator.core.report import Report, to_json
 
 
 def replay_series(doc: dict[str, Any]) -> dict[str, Any]:
-    """Per interval of a replay: the hours since its start, the physical floor (kWh), and per
-    policy the hosts on, the energy (kWh), the hosts overloaded and the migrations made."""
+    """Per interval of a replay: the hours since its start, the physical and allocation
+    floors (kWh), and per policy the hosts on, the energy (kWh), the hosts overloaded and the
+    migrations made."""
     steps = int(doc["steps"])
     step_h = float(doc.get("step_s", 300.0)) / 3600
     return {"hours": [round(k * step_h, 4) for k in range(steps)],
             "floor_kwh": [round(float(x), 6) for x in doc.get("floor_steps", [])],
+            "allocation_floor_kwh": [round(float(x), 6)
+                                     for x in doc.get("allocation_floor_steps", [])],
             "policies": {r.policy: {"hosts_on": list(r.hosts_on),
                                     "energy_kwh": [round(x, 6) for x in r.energy_steps],
                                     "overloaded": list(r.overloaded),

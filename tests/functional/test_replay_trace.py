@@ -236,7 +236,7 @@ def test_the_replays_reliefs_run_the_daemons_relief_without_its_warnings() -> No
 
 @pytest.mark.parametrize("suffix", [".svg", ".html", ".png"])
 def test_simulate_trace_plot_draws_the_series_of_its_json(tmp_path: Path, suffix: str) -> None:
-    """--plot writes the picture (hosts on, power and the floor, hosts overloaded,
+    """--plot writes the picture (hosts on, power and the floors, hosts overloaded,
     migrations per step, per policy); what it draws is the JSON output's series, whose sums
     are the table's energy, migrations and floor."""
     from tests.functional.plots import embedded_series
@@ -250,6 +250,9 @@ def test_simulate_trace_plot_draws_the_series_of_its_json(tmp_path: Path, suffix
     assert series == doc["series"]
     assert len(series["hours"]) == len(series["floor_kwh"]) == 288
     assert sum(series["floor_kwh"]) == pytest.approx(doc["floor_kwh"], abs=1e-3)
+    assert len(series["allocation_floor_kwh"]) == 288
+    assert sum(series["allocation_floor_kwh"]) == pytest.approx(doc["allocation_floor_kwh"],
+                                                                abs=1e-3)
     for row in doc["policies"]:
         drawn = series["policies"][row["policy"]]
         assert sum(drawn["migrations"]) == row["migrations"]
