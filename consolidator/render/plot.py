@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from consolidator.core.errors import UsageError
+from consolidator.render.plot_data import allocation_floor_binds
 
 #: The picture formats --plot writes, by suffix.
 FORMATS = (".svg", ".png", ".html")
@@ -57,7 +58,7 @@ def plot_replay(series: dict[str, Any], path: str, title: str = "") -> None:
         axes[1].plot(hours, [e / step_h for e in series["floor_kwh"]], "k--",
                      label="physical floor", linewidth=1.0)
     placeable = series.get("allocation_floor_kwh") or []
-    if placeable and sum(placeable) > 1.005 * sum(series["floor_kwh"]):
+    if placeable and allocation_floor_binds(sum(series["floor_kwh"]), sum(placeable)):
         axes[1].plot(hours, [e / step_h for e in placeable], "k:",
                      label="allocation floor (Placement)", linewidth=1.0)
     labels = ("hosts on", "power (kW)", "hosts overloaded", "migrations per step")

@@ -13,6 +13,12 @@ from typing import Any
 from consolidator.core.report import Report, to_json
 
 
+def allocation_floor_binds(floor_kwh: float, allocation_floor_kwh: float | None) -> bool:
+    """Whether Placement's allocation lifts the allocation floor above the physical one
+    (by more than 0.5 %): only then do the table and the picture name it."""
+    return allocation_floor_kwh is not None and allocation_floor_kwh > 1.005 * floor_kwh
+
+
 def replay_series(doc: dict[str, Any]) -> dict[str, Any]:
     """Per interval of a replay: the hours since its start, the physical and allocation
     floors (kWh), and per policy the hosts on, the energy (kWh), the hosts overloaded and the

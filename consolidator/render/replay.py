@@ -9,7 +9,7 @@ from typing import Any
 
 from consolidator.core.wording import plural
 from consolidator.render import table
-from consolidator.render.plot_data import replay_series
+from consolidator.render.plot_data import allocation_floor_binds, replay_series
 
 #: Chart rows (hours of 12 five-minute samples, or the trace's own share of it).
 CHART_ROWS = 24
@@ -38,7 +38,7 @@ def replay_table(doc: dict[str, Any]) -> str:
 def _allocation_floor(doc: dict[str, Any]) -> str:
     """The allocation floor, where Placement's CPU allocation lifts it above the physical."""
     bound = doc.get("allocation_floor_kwh")
-    if bound is None or bound <= doc["floor_kwh"] * 1.005:
+    if not allocation_floor_binds(doc["floor_kwh"], bound):
         return ""
     return (f"; allocation floor {bound:,.1f} kWh (the least any placement within Placement's "
             f"CPU allocation ratio {doc['cpu_allocation_ratio']:g} can draw)")
@@ -83,8 +83,7 @@ def hosts_chart(doc: dict[str, Any], policies: Sequence[str] | None = None) -> s
 
 def replay_json(doc: dict[str, Any]) -> dict[str, Any]:
     """The JSON contract: floor_kwh, allocation_floor_kwh, hosts, vms, steps and policies;
-    and the series the
-    picture draws (render/plot_data.py)."""
+    and the series the picture draws (render/plot_data.py)."""
     return {"floor_kwh": doc["floor_kwh"],
             "allocation_floor_kwh": doc["allocation_floor_kwh"], "hosts": doc["hosts"],
             "vms": doc["vms"], "steps": doc["steps"],

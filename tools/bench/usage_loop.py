@@ -64,9 +64,10 @@ def main() -> None:
     for day in days:
         trace = load_planetlab(day)
         dc = cloudsim_datacentre()
-        floor = floor_kwh(trace, dc.best_joules_per_mip, end_steps(trace))
-        bound = {r: allocation_floor_kwh(trace, replace(dc, cpu_allocation_ratio=r),
-                                         end_steps(trace)) for r in ratios}
+        ends = end_steps(trace)
+        floor = floor_kwh(trace, dc.best_joules_per_mip, ends)
+        bound = {r: allocation_floor_kwh(trace, replace(dc, cpu_allocation_ratio=r), ends)
+                 for r in ratios}
         runs = [("lr-mmt-1.2", None)] + [("consolidator", r) for r in ratios]
         for name, ratio in runs:
             started = time.perf_counter()
@@ -95,8 +96,7 @@ def report(rows: list[dict], table) -> str:
                 f"{r['slatah']:.2%}", f"{r['slatah_cs']:.2%}",
                 f"{r['pdm']:.3%}", f"{r['migrations']:,.0f}", f"{r['hosts']:.1f}"]
     head = ["day", "ratio", "policy", "floor kWh", "bound x floor", "kWh", "x floor",
-            "SLATAH",
-            "SLATAH (CloudSim)", "PDM", "migrations", "hosts on"]
+            "SLATAH", "SLATAH (CloudSim)", "PDM", "migrations", "hosts on"]
     lines = [table(head, [cells(r, r["day"]) for r in rows]), ""]
     medians, verdicts = [], []
     for ratio in sorted({r["ratio"] for r in rows}):

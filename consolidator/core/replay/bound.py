@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from consolidator.core.replay.cloud_model import CPU_UNIT_MIPS
+from consolidator.core.replay.cloud_model import host_vcpus, vm_vcpus
 from consolidator.core.replay.datacentre import DataCentre
 from consolidator.core.replay.trace import Trace, running_demand
 
@@ -33,7 +33,7 @@ GRID = 161
 def running_allocation(trace: Trace, ends: np.ndarray | None = None) -> np.ndarray:
     """(T,) the vCPUs Placement holds for the VMs running in each interval (a VM holds its
     vCPUs until its end, as the replay's cloud counts them)."""
-    vcpus = np.maximum(np.round(trace.mips / CPU_UNIT_MIPS), 1.0)
+    vcpus = vm_vcpus(trace).astype(float)
     if ends is None:
         return np.full(trace.steps, float(vcpus.sum()))
     running = ends[:, None] > np.arange(trace.steps)[None, :]
@@ -44,9 +44,8 @@ def running_allocation(trace: Trace, ends: np.ndarray | None = None) -> np.ndarr
 def _model_terms(dc: DataCentre) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per model: host count, allocatable vCPUs per host, MIPS per host, power table."""
     counts = np.bincount(dc.model_index, minlength=len(dc.models)).astype(float)
-    alloc = np.array([round(m.capacity / CPU_UNIT_MIPS) * dc.cpu_allocation_ratio
-                      for m in dc.models])
     mips = np.array([m.capacity for m in dc.models])
+    alloc = host_vcpus(mips) * dc.cpu_allocation_ratio
     return counts, alloc, mips, dc.model_tables
 
 
@@ -73,9 +72,8 @@ def allocation_floor_watts(dc: DataCentre, allocation: np.ndarray,
         near_mu = np.maximum(mu[top, None, None] + fine[None, None, :] * mu_step, 0.0)
         near_lam, near_mu = np.broadcast_arrays(near_lam, near_mu)
         value = near_lam * a[:, :, None] + near_mu * d[:, :, None] + \
-            _spare(terms, near_lam, near_mu)
-        coarse = lam[top] * a[:, 0] + mu[top] * d[:, 0] + spare[top]
-        result[start:start + 64] = np.maximum(value.reshape(len(a), -1).max(axis=1), coarse)
+            _spare(terms, near_lam, near_mu)        # holds the coarse best (offset 0)
+        result[start:start + 64] = value.reshape(len(a), -1).max(axis=1)
     return np.maximum(result, demand * best)
 
 
@@ -98,8 +96,9 @@ def allocation_floor_steps(trace: Trace, dc: DataCentre, ends: np.ndarray | None
     averaged, as the replay meters a host's power (linear over the interval)."""
     demand = running_demand(trace, ends).sum(axis=0)
     allocation = running_allocation(trace, ends)
-    start = allocation_floor_watts(dc, allocation, demand[:-1])
-    end = allocation_floor_watts(dc, allocation, demand[1:])
+    both = allocation_floor_watts(dc, np.concatenate([allocation, allocation]),
+                                  np.concatenate([demand[:-1], demand[1:]]))
+    start, end = both[:len(allocation)], both[len(allocation):]
     result: np.ndarray = (start + end) / 2 * trace.step_s / 3.6e6
     return result
 

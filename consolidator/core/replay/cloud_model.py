@@ -25,9 +25,22 @@ def host_name(row: int) -> str:
     return f"host-{row + 1:04d}"
 
 
+def host_vcpus(capacity_mips: np.ndarray) -> np.ndarray:
+    """The vCPUs of hosts of these MIPS (a G5's 5,320: 53)."""
+    result: np.ndarray = np.round(capacity_mips / CPU_UNIT_MIPS).astype(np.int64)
+    return result
+
+
+def vm_vcpus(trace: Trace) -> np.ndarray:
+    """(V,) the vCPUs each VM of the trace holds (its MIPS / 100, at least 1)."""
+    result: np.ndarray = np.maximum(np.round(trace.mips / CPU_UNIT_MIPS), 1).astype(np.int64)
+    return result
+
+
 def replay_hosts(dc: DataCentre) -> tuple[Host, ...]:
     """The data centre's hosts, all on and enabled."""
-    return tuple(Host(name=host_name(h), vcpus=int(round(dc.capacity[h] / CPU_UNIT_MIPS)),
+    vcpus = host_vcpus(dc.capacity)
+    return tuple(Host(name=host_name(h), vcpus=int(vcpus[h]),
                       memory_mb=dc.models[m].memory_mb, disk_gb=0,
                       cpu_allocation_ratio=dc.cpu_allocation_ratio,
                       idle_watts=dc.models[m].watts[0], peak_watts=dc.models[m].watts[-1])
@@ -36,8 +49,8 @@ def replay_hosts(dc: DataCentre) -> tuple[Host, ...]:
 
 def replay_instances(trace: Trace, dc: DataCentre) -> tuple[Instance, ...]:
     """The trace's VMs as instances (no memory claimed unless the data centre says so)."""
-    return tuple(Instance(name=name, host=host_name(0),
-                          vcpus=max(int(round(trace.mips[v] / CPU_UNIT_MIPS)), 1),
+    vcpus = vm_vcpus(trace)
+    return tuple(Instance(name=name, host=host_name(0), vcpus=int(vcpus[v]),
                           memory_mb=int(trace.ram_mb[v]) if dc.ram_binds else 0, disk_gb=0,
                           flavor=f"{trace.mips[v]:g}-mips")
                  for v, name in enumerate(trace.names))
