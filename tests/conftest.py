@@ -28,8 +28,8 @@ for _name in ("COLUMNS", "LINES"):
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The modules that serve the real Nova or hold a test marked slow run first, each kept
-    whole and in its own order: two workers (tools/run-tests: -n 2 --dist worksteal) then
-    share the long tests early and finish together, instead of one idling while the other
+    whole and in its own order: the workers (tools/run-tests: -n 4 --dist worksteal) then
+    share the long tests early and finish together, instead of some idling while another
     works through a tail of them."""
     def long(item: pytest.Item) -> bool:
         return "realnova" in Path(str(item.fspath)).parts or \
