@@ -121,6 +121,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("telemetry", "cpu_std_query", str,
            "stddev_over_time(consolidator:instance_cpu_usage:vcpus[7d])",
            "Instant query giving the standard deviation of each instance's CPU usage."),
+    Option("telemetry", "cpu_count_query", str, "",
+           "Instant query giving how many samples each instance has in the deviation's "
+           "window; empty: cpu_std_query with stddev_over_time replaced by count_over_time."),
+    Option("telemetry", "min_samples", int, 12,
+           "An instance with fewer samples than this in its window (a fresh Prometheus, a "
+           "new instance) is planned with at least its mean as deviation, as a deviation "
+           "over a handful of samples says little; 0: no such prior.", range="[0, inf)"),
     Option("telemetry", "instance_label", str, "instance_uuid",
            "The label of the query results that holds the instance (server) UUID."),
     Option("telemetry", "timeout", float, 10.0, "Seconds to wait for Prometheus.",

@@ -4,7 +4,8 @@ configured ('consolidator'), each over the same trace, data centre and simulated
 The consolidator policy calls the daemon's own functions (app/cycle.py) with ports
 (``CloudPorts``) onto the replay's cloud: at each time its [daemon] schedule fires on the
 simulated clock, ``run_cycle`` (snapshot with each VM's CPU statistics over the samples since
-the previous cycle, as telemetry gives them; the [padding] spare target; ``make_plan`` with
+the previous cycle, as telemetry gives them, with [telemetry] min_samples' prior where they
+are too few, as at the day's first cycle; the [padding] spare target; ``make_plan`` with
 the config's algorithm, ranking, capacity model, confidence and budget; the plan approved and
 run by the real executor, ``PlanRun``, against the dry run's simulated cloud seeded with the
 replay's state; the morning ramp); between cycles, every [daemon] capacity_watch_interval,
@@ -32,7 +33,12 @@ from consolidator.app.context import AppContext
 from consolidator.app.cycle import CloudPorts, capacity_watch_once, run_cycle
 from consolidator.app.history import HistoryRange, history_trace
 from consolidator.app.relief import ReliefRun, relieve_now
-from consolidator.app.settings import cron_trigger, daemon_settings, relief_settings
+from consolidator.app.settings import (
+    cron_trigger,
+    daemon_settings,
+    inventory_settings,
+    relief_settings,
+)
 from consolidator.app.snapshots import store_inventory
 from consolidator.app.usage_power import UsageReads
 from consolidator.core.errors import ConsolidatorError, ModelError, UsageError
@@ -53,6 +59,7 @@ from consolidator.core.replay.reference import (
     reference_policy,
 )
 from consolidator.core.replay.trace import end_steps, ended_note, floor_steps
+from consolidator.core.short_window import short_window_std
 from consolidator.core.usage_power import predicted_rise
 from consolidator.core.wording import plural
 
@@ -116,6 +123,7 @@ class ConsolidatorPolicy:
         self.vm_row = {inst.id: v for v, inst in enumerate(self.instances)}
         self.state: dict[int, Host] = {}
         self.settings = replace(daemon_settings(self.ctx.config), auto_apply=True)
+        self.min_samples = inventory_settings(self.ctx.config).min_samples
         self.windows = parse_windows(self.settings.padding)
         self.trigger = cron_trigger(self.ctx.config)
         zone = self.trigger.timezone
@@ -214,7 +222,10 @@ class ConsolidatorPolicy:
     def cycle(self, k: int, now: datetime) -> None:
         """The daemon's cycle (app/cycle.py run_cycle) on the replay's cloud."""
         self.cycles += 1
-        self.usage = usage_window(self.trace, self.last + 1 if self.cycles > 1 else 0, k)
+        first = self.last + 1 if self.cycles > 1 else 0
+        mean, std = usage_window(self.trace, first, k)
+        samples = np.full(len(mean), k - max(min(first, k), 0) + 1)
+        self.usage = (mean, short_window_std(mean, std, samples, self.min_samples))
         self.last = k
         result = run_cycle(self.ctx, self.settings, self.windows, now, self.ports(k))
         if result.failed:

@@ -76,6 +76,9 @@ class InventorySettings:
     page_size: int
     workers: int
     telemetry: PrometheusSource | None
+    #: [telemetry] min_samples: the short-window prior, also where no Prometheus is set (a
+    #: replay reads its windows from the trace).
+    min_samples: int = 0
 
 
 @dataclass(frozen=True)
@@ -219,7 +222,8 @@ def inventory_settings(config: Config) -> InventorySettings:
                             disk=config.get("cloud", "disk_allocation_ratio"))
     return InventorySettings(ratios=ratios, page_size=config.get("inventory", "page_size"),
                              workers=config.get("inventory", "workers"),
-                             telemetry=_telemetry_source(config))
+                             telemetry=_telemetry_source(config),
+                             min_samples=config.get("telemetry", "min_samples"))
 
 
 def _telemetry_source(config: Config) -> PrometheusSource | None:
@@ -233,7 +237,9 @@ def _telemetry_source(config: Config) -> PrometheusSource | None:
         url=url, mean_query=config.get("telemetry", "cpu_mean_query"),
         std_query=config.get("telemetry", "cpu_std_query"),
         instance_label=config.get("telemetry", "instance_label"),
-        timeout=config.get("telemetry", "timeout"))
+        timeout=config.get("telemetry", "timeout"),
+        count_query=config.get("telemetry", "cpu_count_query"),
+        min_samples=config.get("telemetry", "min_samples"))
 
 
 def daemon_settings(config: Config) -> DaemonSettings:
@@ -280,7 +286,8 @@ def relief_settings(config: Config) -> ReliefSettings:
     if source is not None:
         source = replace(source, mean_query=config.get("relief", "cpu_mean_query"),
                          std_query=config.get("relief", "cpu_std_query"),
-                         fresh_query=config.get("relief", "fresh_query"))
+                         fresh_query=config.get("relief", "fresh_query"),
+                         min_samples=0, count_query="")
     usage = UsageModel(confidence=config.get("planner", "confidence"),
                        fallback_mean=config.get("telemetry", "fallback_mean"),
                        fallback_cov=config.get("telemetry", "fallback_cov"))

@@ -41,13 +41,17 @@ def read_cloud(ctx: AppContext, cloud: str | None = None, *, conn: Any = None,
     source = telemetry or settings.telemetry
     if source is None:
         return inventory
-    from consolidator.telemetry.prometheus import fetch_usage, with_usage
+    from consolidator.telemetry.prometheus import read_usage, with_usage
 
-    usage = fetch_usage(source)
-    return replace(inventory, cluster=with_usage(inventory.cluster, usage),
-                   notes=inventory.notes + (f"CPU usage statistics for "
-                                            f"{plural(len(usage), 'instance')} from "
-                                            f"{source.url}",))
+    read = read_usage(source)
+    counted = plural(len(read.usage), "instance")
+    notes: tuple[str, ...] = (f"CPU usage statistics for {counted} from {source.url}",)
+    if read.short:
+        notes += (f"{plural(len(read.short), 'instance')} with fewer than "
+                  f"{source.min_samples} usage samples: deviation taken as at least the mean "
+                  f"([telemetry] min_samples)",)
+    return replace(inventory, cluster=with_usage(inventory.cluster, read.usage),
+                   notes=inventory.notes + notes)
 
 
 def record_snapshot(ctx: AppContext, *, source_suffix: str = "",

@@ -3,7 +3,9 @@
 Two instant queries, configurable, each returning one sample per instance: the mean and the
 standard deviation of its CPU usage in vCPUs over a window. The instance's UUID is read from a
 label (default ``instance_uuid``). Statistics are stored with each snapshot and pooled over the
-cloud's recent snapshots when planning.
+cloud's recent snapshots when planning. A third query counts each instance's samples in the
+window: until it holds ``min_samples``, its deviation is taken as at least its mean
+(core/short_window.py).
 """
 
 from __future__ import annotations
@@ -39,6 +41,28 @@ class PrometheusSource:
     #: that an exporter that stopped answering does not pass its last values off as current.
     #: Empty: no such check.
     fresh_query: str = ""
+    #: An instance with fewer samples than this in the deviation's window (count_query)
+    #: gets at least its mean as deviation; 0: no such prior.
+    min_samples: int = 0
+    #: An instant query counting each instance's samples; empty: the std query with
+    #: stddev_over_time replaced by count_over_time.
+    count_query: str = ""
+
+    def samples_query(self) -> str:
+        """The query that counts each instance's samples, or "" if none can be derived."""
+        if self.count_query:
+            return self.count_query
+        if "stddev_over_time(" in self.std_query:
+            return self.std_query.replace("stddev_over_time(", "count_over_time(")
+        return ""
+
+
+@dataclass(frozen=True)
+class UsageRead:
+    """Each instance's usage statistics, and which of them took the short-window prior."""
+
+    usage: dict[str, dict[str, float]]
+    short: tuple[str, ...] = ()
 
 
 def _api(source: PrometheusSource, path: str, params: dict[str, Any], query: str
@@ -124,16 +148,43 @@ def query_total(source: PrometheusSource, query: str, start: float, end: float, 
     return sorted(totals.items())
 
 
-def fetch_usage(source: PrometheusSource) -> dict[str, dict[str, float]]:
+def read_usage(source: PrometheusSource) -> UsageRead:
     """{instance uuid: {"cpu_mean", "cpu_std"}} for every instance with a mean (and fresh
-    data, when the source says how to tell)."""
+    data, when the source says how to tell); an instance with fewer than min_samples
+    samples in its window gets at least its mean as deviation, and is named in short."""
     means = query_vector(source, source.mean_query)
     if source.fresh_query:
         fresh = query_vector(source, source.fresh_query)
         means = {uuid: mean for uuid, mean in means.items() if uuid in fresh}
     stds = query_vector(source, source.std_query)
-    return {uuid: {"cpu_mean": mean, "cpu_std": max(stds.get(uuid, 0.0), 0.0)}
-            for uuid, mean in means.items()}
+    usage = {uuid: {"cpu_mean": mean, "cpu_std": max(stds.get(uuid, 0.0), 0.0)}
+             for uuid, mean in means.items()}
+    counting = source.samples_query() if source.min_samples > 0 else ""
+    if not counting or not usage:
+        return UsageRead(usage)
+    import numpy as np
+
+    from consolidator.core.short_window import short_window_std
+
+    counts = query_vector(source, counting)
+    uuids = list(usage)
+    mean = np.array([usage[u]["cpu_mean"] for u in uuids])
+    std = np.array([usage[u]["cpu_std"] for u in uuids])
+    samples = np.array([counts.get(u, 0.0) for u in uuids])
+    guarded = short_window_std(mean, std, samples, source.min_samples)
+    short = tuple(u for u, n in zip(uuids, samples, strict=True) if n < source.min_samples)
+    for uuid, value in zip(uuids, guarded, strict=True):
+        usage[uuid]["cpu_std"] = float(value)
+    if short:
+        LOG.info("telemetry: %d of %d instances have fewer than %d samples in their window "
+                 "(%s); their deviation is taken as at least their mean",
+                 len(short), len(uuids), source.min_samples, counting)
+    return UsageRead(usage, short)
+
+
+def fetch_usage(source: PrometheusSource) -> dict[str, dict[str, float]]:
+    """read_usage's statistics alone."""
+    return read_usage(source).usage
 
 
 def with_usage(cluster: Cluster, usage: Mapping[str, Mapping[str, float]]) -> Cluster:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeCloud, P
         yield cloud, prom
 
 
-def source(prom: PrometheusServer, **kw: str) -> PrometheusSource:
+def source(prom: PrometheusServer, **kw: Any) -> PrometheusSource:
     return PrometheusSource(url=prom.url, mean_query=f"avg_over_time({RECORDED}[2s])",
                             std_query=f"stddev_over_time({RECORDED}[2s])", timeout=5, **kw)
 
@@ -56,6 +57,45 @@ def test_instant_queries_give_each_instance_its_usage_in_vcpus(bed: tuple) -> No
     for name, mean in USAGE.items():
         assert usage[name]["cpu_mean"] == pytest.approx(mean, rel=0.05)
         assert usage[name]["cpu_std"] < 0.05 * max(mean, 1)
+
+
+def test_a_window_short_of_samples_takes_the_mean_as_its_deviation(bed: tuple) -> None:
+    cloud, prom = bed
+    # The 2 s windows at a 1 s interval hold 2-3 samples: enough at min_samples 2, short at
+    # 100. The count query is the deviation's, with count_over_time.
+    enough = by_name(cloud, fetch_usage(source(prom, min_samples=2)))
+    short = by_name(cloud, fetch_usage(source(prom, min_samples=100)))
+    for name, mean in USAGE.items():
+        assert enough[name]["cpu_std"] < 0.05 * max(mean, 1)
+        assert short[name]["cpu_mean"] == pytest.approx(mean, rel=0.05)
+        assert short[name]["cpu_std"] == short[name]["cpu_mean"]
+
+
+def test_a_snapshot_through_the_config_takes_the_prior_and_says_so(bed: tuple,
+                                                                    tmp_path: Path) -> None:
+    """The daemon's read ([telemetry] with its default min_samples of 12) on windows of 2 s:
+    every instance is short of samples, is stored with its mean as its deviation, and the
+    snapshot's notes say how many and why."""
+    from consolidator.app.config import config_from_sections
+    from consolidator.app.context import AppContext
+    from consolidator.app.snapshots import record_snapshot
+    from consolidator.store.db import make_engine
+    from consolidator.store.snapshots import load_snapshot
+    from tests.conftest import migrated
+
+    cloud, prom = bed
+    config = config_from_sections({"telemetry": {
+        "prometheus_url": prom.url, "cpu_mean_query": f"avg_over_time({RECORDED}[2s])",
+        "cpu_std_query": f"stddev_over_time({RECORDED}[2s])"}})
+    engine = make_engine(migrated(f"sqlite:///{tmp_path / 'c.db'}"))
+    recorded, inventory = record_snapshot(AppContext.of(config=config, engine=engine,
+                                                        connect=cloud.connect))
+    assert any("3 instances with fewer than 12 usage samples" in note
+               for note in inventory.notes), inventory.notes
+    stored = {i.name: i.usage for i in load_snapshot(engine, recorded.info.id).cluster.instances}
+    for name, mean in USAGE.items():
+        assert stored[name]["cpu_mean"] == pytest.approx(mean, rel=0.05)
+        assert stored[name]["cpu_std"] == stored[name]["cpu_mean"]
 
 
 def test_a_range_query_gives_each_instance_its_usage_over_time(bed: tuple) -> None:

@@ -160,6 +160,23 @@ def test_every_migration_the_executor_starts_counts_in_the_replay(tmp_path: Path
     assert started and result.migrations == len(started)
 
 
+def test_the_first_cycle_plans_its_one_sample_with_the_short_window_prior(
+        tmp_path: Path) -> None:
+    """The day's first cycle sees one sample per VM, a deviation of 0: with [telemetry]
+    min_samples (default 12) it plans with each VM's mean as its deviation, as the daemon
+    does on a fresh Prometheus, and keeps more hosts on than without the prior."""
+    rng = np.random.default_rng(3)
+    util = np.repeat(rng.uniform(0.5, 0.9, size=(12, 1)), 12, axis=1)
+    quiet = "[relief]\ninterval = 0\n[daemon]\ncapacity_watch_interval = 0\n"
+    guarded, policy = small_replay(tmp_path / "prior.conf", quiet, util)
+    mean, std = policy.usage                                 # type: ignore[attr-defined]
+    assert policy.cycles == 1 and (std == mean).all() and (mean > 0).all()
+    bare, policy = small_replay(tmp_path / "bare.conf", quiet + "[telemetry]\nmin_samples = 0\n",
+                                util)
+    assert (policy.usage[1] == 0).all()                     # type: ignore[attr-defined]
+    assert guarded.hosts_on[0] > bare.hosts_on[0]
+
+
 def watched_then_idle(tmp_path: Path, min_on_time: int) -> tuple[np.ndarray, object]:
     """Hosts on per sample of a 2-hour replay: idle VMs packed at 00:00, their demand jumps at
     00:20 (the capacity watch powers hosts on) and falls at 00:45; the 01:00 cycle plans on the
