@@ -210,12 +210,12 @@ OPTIONS: tuple[Option, ...] = (
            "confidence, and bring them under at [planner] confidence, so that a host the "
            "cycle packed is not relieved at once; 0 (or any value not below [planner] "
            "confidence): [planner] confidence.", range="[0, 1)"),
-    Option("relief", "watch_demand", str, "hosts",
+    Option("relief", "watch_demand", str, "cloud",
            "What the capacity watch counts as the powered hosts' CPU usage at [planner] "
-           "confidence. hosts: the sum of each host's own (every host at its tail at once: "
-           "more spare hosts, a lower SLATAH). cloud: their instances' usage taken together "
-           "(means summed, variances pooled: fewer hosts on, one host over its cores is "
-           "relief's to move).", ("hosts", "cloud")),
+           "confidence. cloud: their instances' usage taken together (means summed, "
+           "variances pooled: as many hosts on as the cloud's usage needs; one host over "
+           "its cores is relief's to move). hosts: the sum of each host's own (every host at "
+           "its tail at once: more spare hosts, more energy).", ("cloud", "hosts")),
     Option("relief", "headroom", float, 0.9,
            "The capacity watch powers hosts on (those consolidator powered off, the most "
            "efficient first) when the powered hosts' CPU usage at [planner] confidence "

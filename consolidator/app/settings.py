@@ -264,8 +264,8 @@ class ReliefSettings:
     #: The capacity watch: power on above this share of the powered cores, following the
     #: trend of trend_query over trend_window seconds, lookahead seconds ahead.
     headroom: float = 0.9
-    #: hosts: the sum of each powered host's UCaC; cloud: their usage taken together.
-    watch_demand: str = "hosts"
+    #: cloud: the powered hosts' usage taken together; hosts: the sum of each one's UCaC.
+    watch_demand: str = "cloud"
     trend_query: str = ""
     trend_window: int = 1800
     lookahead: int = 900

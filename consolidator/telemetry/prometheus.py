@@ -20,6 +20,7 @@ import requests
 
 from consolidator.core.errors import CloudError
 from consolidator.core.model import Cluster
+from consolidator.core.wording import plural
 
 LOG = logging.getLogger(__name__)
 
@@ -176,9 +177,9 @@ def read_usage(source: PrometheusSource) -> UsageRead:
     for uuid, value in zip(uuids, guarded, strict=True):
         usage[uuid]["cpu_std"] = float(value)
     if short:
-        LOG.info("telemetry: %d of %d instances have fewer than %d samples in their window "
-                 "(%s); their deviation is taken as at least their mean",
-                 len(short), len(uuids), source.min_samples, counting)
+        LOG.info("telemetry: %s of %d short of [telemetry] min_samples = %d in their window "
+                 "(%s): their deviation is taken as at least their mean",
+                 plural(len(short), "instance"), len(uuids), source.min_samples, counting)
     return UsageRead(usage, short)
 
 

@@ -53,9 +53,9 @@ def test_the_need_counts_usage_at_confidence_on_the_powered_hosts_only() -> None
 
 
 def test_the_need_sums_each_hosts_tail_or_pools_the_hosts_usage() -> None:
-    """Two hosts, each with usage 2 +- 1: per host (the default) (2 + z) x 2, every host at
-    its tail at once, which is short of 0.95 x 8 cores; pooled ([relief] watch_demand =
-    cloud) 4 +- sqrt(2) at confidence, which is not."""
+    """Two hosts, each with usage 2 +- 1: per host ([relief] watch_demand = hosts) (2 + z)
+    x 2, every host at its tail at once, which is short of 0.95 x 8 cores; pooled (cloud,
+    the default) 4 +- sqrt(2) at confidence, which is not."""
     hosts = tuple(Host(f"c{i}", 4, 8192, 100, cpu_allocation_ratio=4.0) for i in (1, 2))
     c = cluster(hosts, [vm(f"v{i}", f"c{i}", 2, usage={"cpu_mean": 2.0, "cpu_std": 1.0})
                         for i in (1, 2)])
@@ -95,10 +95,10 @@ def test_watch_demand_is_read_from_the_config_and_checked(tmp_path: Path) -> Non
     from consolidator.app.settings import relief_settings
     from consolidator.core.errors import ConfigError
 
-    assert relief_settings(load_config(None)).watch_demand == "hosts"
+    assert relief_settings(load_config(None)).watch_demand == "cloud"
     conf = tmp_path / "c.conf"
-    conf.write_text("[relief]\nwatch_demand = cloud\n")
-    assert relief_settings(load_config(str(conf))).watch_demand == "cloud"
+    conf.write_text("[relief]\nwatch_demand = hosts\n")
+    assert relief_settings(load_config(str(conf))).watch_demand == "hosts"
     conf.write_text("[relief]\nwatch_demand = pooled\n")
     with pytest.raises(ConfigError, match="watch_demand"):
         load_config(str(conf))
