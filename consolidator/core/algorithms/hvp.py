@@ -16,7 +16,10 @@ independent problems and their best k add up):
    the total free capacity of the others. Every heuristic fails beyond that bound.
 3. A binary search with the cheap Best Fit heuristics finds a k that is surely feasible;
    a second binary search with the whole METAHVP (or LIGHT) set goes from there to the volume
-   bound. Feasibility is assumed monotone in k, as the paper assumes it in the yield.
+   bound. Feasibility is assumed monotone in k, as the paper assumes it in the yield. The
+   other host orders (step 4) then binary-search on from the k found to their own volume
+   bounds: one order can stop hundreds of hosts below another, a gap step 4 alone would
+   close one probe per host.
 4. Local refinement (beyond the paper, which has no host choice): k+1, k+2, ... are tried
    with the least populated hosts and then with the least loaded hosts (which free more
    room), until both fail; heuristics are not monotone, and this recovers a host now and then.
@@ -175,14 +178,15 @@ class ZoneSearch:
         cheap = [s for s in self.tried if s.algo == "bf"] or self.tried[:1]
         lo = 0
         for tried in (cheap, self.tried):
-            hi = bound + 1
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                found = self.probe(order, mid, tried)
-                if found is None:
-                    hi = mid
-                else:
-                    lo, best = mid, found
+            lo, best = self.bisect(order, lo, bound, tried, best)
+        for name, candidate in self.orders.items():     # another order may empty more
+            if candidate is order:
+                continue
+            top = self.volume_bound(candidate)
+            for tried in (cheap, self.tried):
+                k, found = self.bisect(candidate, lo, top, tried, None)
+                if found is not None:
+                    lo, best, used = k, found, name
         if lo:                              # the same number of hosts, fewer migrations?
             for name, candidate in self.orders.items():
                 if (self.population[candidate[:lo]].sum() < self.migrations(best)
@@ -203,6 +207,20 @@ class ZoneSearch:
                 break
             best = found
         return best, bound, used
+
+    def bisect(self, order: np.ndarray, lo: int, top: int, tried: list[Strategy],
+               best: Witness | None) -> tuple[int, Witness | None]:
+        """The largest k in (lo, top] whose hosts of the order pack, found by bisection
+        (feasibility taken as monotone in k), with its witness; lo and best if none does."""
+        hi = top + 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            found = self.probe(order, mid, tried)
+            if found is None:
+                hi = mid
+            else:
+                lo, best = mid, found
+        return lo, best
 
     def migrations(self, witness: Witness | None) -> int:
         """How many instances the witness moves."""
