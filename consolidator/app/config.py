@@ -205,7 +205,7 @@ OPTIONS: tuple[Option, ...] = (
            "fallback, not at their last values. Empty: no check."),
     Option("relief", "max_migrations", int, 0,
            "The most migrations one relief makes; 0: as many as it takes.", range="[0, inf)"),
-    Option("relief", "trigger_confidence", float, 0.95,
+    Option("relief", "trigger_confidence", float, 0.85,
            "Hysteresis: relieve only hosts whose usage exceeds their cores at this (lower) "
            "confidence, and bring them under at [planner] confidence, so that a host the "
            "cycle packed is not relieved at once; 0 (or any value not below [planner] "
