@@ -173,24 +173,19 @@ class ZoneSearch:
         """The best witness, the volume bound and the host order it used."""
         used = "smallest capacity"
         order = self.orders[used]
-        bound = self.volume_bound(order)
+        tops = {name: self.volume_bound(candidate) for name, candidate in self.orders.items()}
         best: Witness | None = None
         cheap = [s for s in self.tried if s.algo == "bf"] or self.tried[:1]
         lo = 0
-        for tried in (cheap, self.tried):
-            lo, best = self.bisect(order, lo, bound, tried, best)
-        for name, candidate in self.orders.items():     # another order may empty more
-            if candidate is order:
-                continue
-            top = self.volume_bound(candidate)
+        for name, candidate in self.orders.items():    # smallest capacity, then the others
             for tried in (cheap, self.tried):
-                k, found = self.bisect(candidate, lo, top, tried, None)
+                k, found = self.bisect(candidate, lo, tops[name], tried)
                 if found is not None:
                     lo, best, used = k, found, name
         if lo:                              # the same number of hosts, fewer migrations?
             for name, candidate in self.orders.items():
                 if (self.population[candidate[:lo]].sum() < self.migrations(best)
-                        and self.volume_bound(candidate) >= lo):
+                        and tops[name] >= lo):
                     found = self.probe(candidate, lo, self.tried)
                     if found is not None:
                         best, used = found, name
@@ -198,7 +193,7 @@ class ZoneSearch:
             found = None
             for name, candidate in sorted(self.orders.items(),
                                           key=lambda o: self.population[o[1][:k]].sum()):
-                if k <= self.volume_bound(candidate):
+                if k <= tops[name]:
                     found = self.probe(candidate, k, self.tried)
                     if found is not None:
                         used = name
@@ -206,12 +201,13 @@ class ZoneSearch:
             if found is None:
                 break
             best = found
-        return best, bound, used
+        return best, tops["smallest capacity"], used
 
-    def bisect(self, order: np.ndarray, lo: int, top: int, tried: list[Strategy],
-               best: Witness | None) -> tuple[int, Witness | None]:
+    def bisect(self, order: np.ndarray, lo: int, top: int,
+               tried: list[Strategy]) -> tuple[int, Witness | None]:
         """The largest k in (lo, top] whose hosts of the order pack, found by bisection
-        (feasibility taken as monotone in k), with its witness; lo and best if none does."""
+        (feasibility taken as monotone in k), with its witness; lo and None if none does."""
+        best: Witness | None = None
         hi = top + 1
         while hi - lo > 1:
             mid = (lo + hi) // 2
