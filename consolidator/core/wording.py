@@ -14,8 +14,9 @@ _STATE_PHRASES = {
 
 
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
-    """'1 host', '2 hosts', '0 migrations': the count and its noun, agreeing."""
-    return f"{count} {noun if count == 1 else plural_form or _plural_of(noun)}"
+    """'1 host', '2 hosts', '1,509 migrations': the count (with thousands separators) and
+    its noun, agreeing."""
+    return f"{count:,} {noun if count == 1 else plural_form or _plural_of(noun)}"
 
 
 def _plural_of(noun: str) -> str:

@@ -60,9 +60,11 @@ def test_the_check_catches_both_kinds() -> None:
 
 @pytest.mark.parametrize(("count", "noun", "expected"), [
     (1, "host", "1 host"), (2, "host", "2 hosts"), (0, "migration", "0 migrations"),
-    (1, "is", "1 is"), (3, "box", "3 boxes"), (2, "wave", "2 waves")])
+    (1, "is", "1 is"), (3, "box", "3 boxes"), (2, "wave", "2 waves"),
+    (1242, "migration", "1,242 migrations"), (10000, "host", "10,000 hosts")])
 def test_plural_agrees_with_the_count(count: int, noun: str, expected: str) -> None:
-    """One is singular; zero and many are plural."""
+    """One is singular; zero and many are plural; a large count has thousands separators,
+    as the tables print it."""
     assert plural(count, noun) == expected
 
 
