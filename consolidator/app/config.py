@@ -109,7 +109,7 @@ OPTIONS: tuple[Option, ...] = (
            "CPU usage against each host's physical cores. auto: ucac when the snapshot "
            "carries measured CPU usage (telemetry), else placement.",
            ("auto", "placement", "ucac")),
-    Option("planner", "confidence", float, 0.995,
+    Option("planner", "confidence", float, 0.98,
            "The confidence alpha of the ucac capacity model and the ucac ranking.",
            range="[0.5, 1)"),
     Option("telemetry", "prometheus_url", str, "",
@@ -205,7 +205,7 @@ OPTIONS: tuple[Option, ...] = (
            "fallback, not at their last values. Empty: no check."),
     Option("relief", "max_migrations", int, 0,
            "The most migrations one relief makes; 0: as many as it takes.", range="[0, inf)"),
-    Option("relief", "trigger_confidence", float, 0.85,
+    Option("relief", "trigger_confidence", float, 0.7,
            "Hysteresis: relieve only hosts whose usage exceeds their cores at this (lower) "
            "confidence, and bring them under at [planner] confidence, so that a host the "
            "cycle packed is not relieved at once; 0 (or any value not below [planner] "

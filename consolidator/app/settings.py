@@ -275,7 +275,7 @@ class ReliefSettings:
     mean_query: str = ""
     std_query: str = ""
     #: Relieve only hosts over their cores at this confidence (0: [planner] confidence).
-    trigger_confidence: float = 0.85
+    trigger_confidence: float = 0.7
 
 
 def relief_settings(config: Config) -> ReliefSettings:

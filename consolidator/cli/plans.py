@@ -88,7 +88,7 @@ def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
               help="ucac: also keep CPU usage within each host's cores at --confidence "
                    "(paper 003) [default: [planner] capacity_model].")
 @click.option("--confidence", type=FiniteRange(0.5, 1.0, max_open=True),
-              help="Confidence alpha for ucac [default: [planner] confidence, 0.995].")
+              help="Confidence alpha for ucac [default: [planner] confidence, 0.98].")
 @click.option("-o", "--option", "raw_options", multiple=True, metavar="KEY=VALUE",
               help="Algorithm or ranking option, e.g. bin=8x8x6, assign=false, "
                    "prime_resource=memory_mb, weights=1,0,-2.")
