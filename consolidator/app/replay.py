@@ -4,8 +4,9 @@ configured ('consolidator'), each over the same trace, data centre and simulated
 The consolidator policy calls the daemon's own functions (app/cycle.py) with ports
 (``CloudPorts``) onto the replay's cloud: at each time its [daemon] schedule fires on the
 simulated clock, ``run_cycle`` (snapshot with each VM's CPU statistics over the samples since
-the previous cycle, as telemetry gives them, with [telemetry] min_samples' prior where they
-are too few, as at the day's first cycle; the [padding] spare target; ``make_plan`` with
+the previous cycle, or the last [telemetry] min_samples when the cycles come sooner, as
+telemetry gives them, with min_samples' prior where the trace holds too few, as at the
+day's first cycle; the [padding] spare target; ``make_plan`` with
 the config's algorithm, ranking, capacity model, confidence and budget; the plan approved and
 run by the real executor, ``PlanRun``, against the dry run's simulated cloud seeded with the
 replay's state; the morning ramp); between cycles, every [daemon] capacity_watch_interval,
@@ -223,6 +224,9 @@ class ConsolidatorPolicy:
         """The daemon's cycle (app/cycle.py run_cycle) on the replay's cloud."""
         self.cycles += 1
         first = self.last + 1 if self.cycles > 1 else 0
+        # at least min_samples where the trace has them: the daemon's windows ([7d]) reach
+        # back past the previous cycle, so a frequent schedule is not a short history
+        first = min(first, max(k - self.min_samples + 1, 0))
         mean, std = usage_window(self.trace, first, k)
         samples = np.full(len(mean), k - max(min(first, k), 0) + 1)
         self.usage = (mean, short_window_std(mean, std, samples, self.min_samples))

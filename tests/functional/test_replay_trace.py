@@ -177,6 +177,22 @@ def test_the_first_cycle_plans_its_one_sample_with_the_short_window_prior(
     assert guarded.hosts_on[0] > bare.hosts_on[0]
 
 
+def test_a_cycle_sooner_than_min_samples_after_the_last_reads_min_samples_of_history(
+        tmp_path: Path) -> None:
+    """With cycles every 30 minutes (6 samples apart), a cycle once the trace holds
+    [telemetry] min_samples (12) reads the last 12 samples, as the daemon's Prometheus
+    windows ([7d]) would, not only the 6 since the previous cycle: the prior is for a short
+    history, not for a frequent schedule. Steady VMs then plan with their own deviation, 0."""
+    rng = np.random.default_rng(5)
+    util = np.repeat(rng.uniform(0.2, 0.6, size=(12, 1)), 24, axis=1)
+    quiet = ("[relief]\ninterval = 0\n[daemon]\ncapacity_watch_interval = 0\n"
+             "schedule = */30 * * * *\n")
+    _, policy = small_replay(tmp_path / "half-hourly.conf", quiet, util)
+    mean, std = policy.usage                                 # type: ignore[attr-defined]
+    assert policy.cycles == 4 and (mean > 0).all()           # 00:00, 00:30, 01:00, 01:30
+    assert (std < 1e-9 * mean).all()                         # not the prior (std = mean)
+
+
 def watched_then_idle(tmp_path: Path, min_on_time: int) -> tuple[np.ndarray, object]:
     """Hosts on per sample of a 2-hour replay: idle VMs packed at 00:00, their demand jumps at
     00:20 (the capacity watch powers hosts on) and falls at 00:45; the 01:00 cycle plans on the
