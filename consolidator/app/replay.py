@@ -228,7 +228,7 @@ class ConsolidatorPolicy:
         # back past the previous cycle, so a frequent schedule is not a short history
         first = min(first, max(k - self.min_samples + 1, 0))
         mean, std = usage_window(self.trace, first, k)
-        samples = np.full(len(mean), k - max(min(first, k), 0) + 1)
+        samples = np.full(len(mean), k - first + 1)
         self.usage = (mean, short_window_std(mean, std, samples, self.min_samples))
         self.last = k
         result = run_cycle(self.ctx, self.settings, self.windows, now, self.ports(k))

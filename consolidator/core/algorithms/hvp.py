@@ -172,7 +172,6 @@ class ZoneSearch:
     def search(self) -> tuple[Witness | None, int, str]:
         """The best witness, the volume bound and the host order it used."""
         used = "smallest capacity"
-        order = self.orders[used]
         tops = {name: self.volume_bound(candidate) for name, candidate in self.orders.items()}
         best: Witness | None = None
         cheap = [s for s in self.tried if s.algo == "bf"] or self.tried[:1]
@@ -189,7 +188,7 @@ class ZoneSearch:
                     found = self.probe(candidate, lo, self.tried)
                     if found is not None:
                         best, used = found, name
-        for k in range(lo + 1, len(order) + 1):
+        for k in range(lo + 1, max(tops.values()) + 1):     # no order packs beyond its top
             found = None
             for name, candidate in sorted(self.orders.items(),
                                           key=lambda o: self.population[o[1][:k]].sum()):
