@@ -22,12 +22,13 @@ def replay_table(doc: dict[str, Any]) -> str:
     for r in doc["results"]:
         rows.append([r.policy, f"{r.energy_kwh:,.2f}", f"{r.slatah:.2%}",
                      f"{r.slatah_cloudsim:.2%}", f"{r.pdm:.3%}", f"{r.slav:.5%}",
-                     f"{r.esv:.5f}", f"{r.migrations:,}", f"{r.hosts_on_mean:.1f}"])
+                     f"{r.esv:.5f}", f"{r.migrations:,}", f"{r.hosts_on_mean:.1f}",
+                     f"{r.hosts_used:,}"])
     head = (f"{plural(doc['vms'], 'VM')} on {plural(doc['hosts'], 'host')}, "
             f"{plural(doc['steps'], 'sample')}; physical floor {doc['floor_kwh']:,.1f} kWh (the "
             f"demand of the VMs while they run){_allocation_floor(doc)}")
     body = table(["policy", "energy kWh", "SLATAH", "SLATAH (CloudSim)", "PDM", "SLAV",
-                  "ESV", "migrations", "hosts on"], rows, align="lrrrrrrrr")
+                  "ESV", "migrations", "hosts on", "hosts used"], rows, align="lrrrrrrrrr")
     notes = [f"note: {n}" for n in shared_notes(doc["results"])]
     notes += [f"note: {r.policy} used less than the physical floor because {r.unserved:.1%} of "
               f"the demand was not served (hosts at 100 % CPU)"
@@ -93,7 +94,7 @@ def replay_json(doc: dict[str, Any]) -> dict[str, Any]:
 
 def day_rows(days: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per day and policy: the day's floor and allocation floor, energy and its ratio
-    to the floor, both SLATAH figures, PDM, migrations and hosts on."""
+    to the floor, both SLATAH figures, PDM, migrations, hosts on and hosts used."""
     return [{"day": d["day"], "floor_kwh": d["floor_kwh"],
              "allocation_floor_kwh": d["allocation_floor_kwh"], **r.as_dict(),
              "x_floor": round(r.energy_kwh / d["floor_kwh"], 3) if d["floor_kwh"] else None}
@@ -103,7 +104,7 @@ def day_rows(days: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def median_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per policy, the medians over the days of day_rows."""
     keys = ("floor_kwh", "allocation_floor_kwh", "energy_kwh", "x_floor", "slatah",
-            "slatah_cloudsim", "pdm", "migrations", "hosts_on_mean")
+            "slatah_cloudsim", "pdm", "migrations", "hosts_on_mean", "hosts_used")
     policies = list(dict.fromkeys(r["policy"] for r in rows))
     return [{"policy": p, "days": sum(r["policy"] == p for r in rows),
              **{k: statistics.median(r[k] for r in rows if r["policy"] == p
@@ -115,19 +116,20 @@ def days_table(days: Sequence[dict[str, Any]]) -> str:
     """The per-day table and the medians over the days."""
     rows = day_rows(days)
     head = ["day", "policy", "floor kWh", "allocation floor", "energy kWh", "x floor",
-            "SLATAH", "SLATAH (CloudSim)", "PDM", "migrations", "hosts on"]
+            "SLATAH", "SLATAH (CloudSim)", "PDM", "migrations", "hosts on", "hosts used"]
 
     def cells(r: dict[str, Any], first: str) -> list[str]:
         return [first, r["policy"], f"{r['floor_kwh']:,.1f}",
                 f"{r['allocation_floor_kwh']:,.1f}", f"{r['energy_kwh']:,.2f}",
                 f"{r['x_floor']:.2f}", f"{r['slatah']:.2%}", f"{r['slatah_cloudsim']:.2%}",
-                f"{r['pdm']:.3%}", f"{r['migrations']:,.0f}", f"{r['hosts_on_mean']:.1f}"]
+                f"{r['pdm']:.3%}", f"{r['migrations']:,.0f}", f"{r['hosts_on_mean']:.1f}",
+                f"{r['hosts_used']:,.0f}"]
     ratio = days[0].get("cpu_allocation_ratio") if days else None
     title = (f"{plural(len(days), 'day')} of PlanetLab on {plural(days[0]['hosts'], 'host')}"
              + (f", CPU allocation ratio {ratio:g}" if ratio else "")) if days else ""
-    body = table(head, [cells(r, r["day"]) for r in rows], align="llrrrrrrrrr")
+    body = table(head, [cells(r, r["day"]) for r in rows], align="llrrrrrrrrrr")
     medians = table(head, [cells(r, "median") for r in median_rows(rows)],
-                    align="llrrrrrrrrr")
+                    align="llrrrrrrrrrr")
     notes = [f"note: {d['day']}: {n}" for d in days for n in shared_notes(d["results"])
              if "did not finish" in n or "failed" in n]
     return "\n".join([title, "", body, "", f"medians over {plural(len(days), 'day')}",

@@ -21,7 +21,7 @@ from tests.functional.cli import run
 
 SAMPLE = Path(__file__).resolve().parents[2] / "consolidator/data/planetlab-sample/20110303-50"
 KEYS = {"policy", "energy_kwh", "slatah", "slatah_cloudsim", "pdm", "slav", "esv",
-        "migrations", "hosts_on_mean"}
+        "migrations", "hosts_on_mean", "hosts_used"}
 
 
 def _hours(trace: Trace, hours: int) -> Trace:
@@ -291,6 +291,8 @@ def test_simulate_trace_plot_draws_the_series_of_its_json(tmp_path: Path, suffix
         assert sum(drawn["migrations"]) == row["migrations"]
         assert sum(drawn["energy_kwh"]) == pytest.approx(row["energy_kwh"], abs=1e-3)
         assert np.mean(drawn["hosts_on"]) == pytest.approx(row["hosts_on_mean"], abs=0.01)
+        # SLATAH's N: at least the most hosts on at once, at most the data centre
+        assert max(drawn["hosts_on"]) <= row["hosts_used"] <= doc["hosts"]
     assert max(series["policies"]["lr-mmt-1.2"]["overloaded"]) > 0
 
 

@@ -109,3 +109,21 @@ def test_every_migration_the_executor_ran_counts_and_costs_not_the_net_host_chan
     requested = 0.5 * trace.mips[0] * 300 * 3
     assert result.pdm == pytest.approx(2 * 0.1 * 0.5 * trace.mips[0] * seconds / requested / 2)
     assert result.slatah_cloudsim > 0
+
+
+def test_slatah_averages_over_the_hosts_used_so_more_short_lived_hosts_dilute_it() -> None:
+    """The paper's SLATAH is a mean over the hosts that were ever active (its N): the same
+    overload reads half as large when a second host is powered for one interval, and
+    hosts_used says how many the mean ran over."""
+    dc = cloudsim_datacentre(3)
+    cap = dc.capacity[0]
+    demand = np.array([[0.5 * cap, 1.5 * cap, 1.5 * cap], [0.0, 0.0, 0.0]])
+    alone = Meter(dc, demand, np.array([10.0, 10.0]), 300.0)
+    spread = Meter(dc, demand, np.array([10.0, 10.0]), 300.0)
+    for meter, second in ((alone, False), (spread, True)):
+        meter.interval(0, np.array([0, 0]), np.array([True, second, False]))
+        meter.interval(1, np.array([0, 0]), np.array([True, False, False]))
+    assert alone.result("x").hosts_used == 1 and spread.result("x").hosts_used == 2
+    assert alone.result("x").slatah == pytest.approx((0.5 + 1) / 2)
+    assert spread.result("x").slatah == pytest.approx(alone.result("x").slatah / 2)
+    assert alone.result("x").as_dict()["hosts_used"] == 1

@@ -79,7 +79,7 @@ def main() -> None:
                              "kwh": r.energy_kwh, "x": r.energy_kwh / floor,
                              "slatah": r.slatah, "slatah_cs": r.slatah_cloudsim,
                              "pdm": r.pdm, "migrations": r.migrations,
-                             "hosts": r.hosts_on_mean,
+                             "hosts": r.hosts_on_mean, "used": r.hosts_used,
                              "s": round(time.perf_counter() - started)})
                 print(json.dumps(rows[-1]), flush=True)
                 if args.rows:
@@ -94,9 +94,10 @@ def report(rows: list[dict], table) -> str:
         return [first, f"{r['ratio']:g}", r["policy"], f"{r['floor']:.1f}",
                 f"{r.get('bound', 0):.3f}", f"{r['kwh']:.1f}", f"{r['x']:.3f}",
                 f"{r['slatah']:.2%}", f"{r['slatah_cs']:.2%}",
-                f"{r['pdm']:.3%}", f"{r['migrations']:,.0f}", f"{r['hosts']:.1f}"]
+                f"{r['pdm']:.3%}", f"{r['migrations']:,.0f}", f"{r['hosts']:.1f}",
+                f"{r['used']:,.0f}" if "used" in r else "-"]
     head = ["day", "ratio", "policy", "floor kWh", "bound x floor", "kWh", "x floor",
-            "SLATAH", "SLATAH (CloudSim)", "PDM", "migrations", "hosts on"]
+            "SLATAH", "SLATAH (CloudSim)", "PDM", "migrations", "hosts on", "hosts used"]
     lines = [table(head, [cells(r, r["day"]) for r in rows]), ""]
     medians, verdicts = [], []
     for ratio in sorted({r["ratio"] for r in rows}):

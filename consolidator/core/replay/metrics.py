@@ -7,7 +7,9 @@ utilisation model interpolates. A host draws the mean of its power at both ends 
 linear interpolation); it is at 100 % CPU for the part of the interval in which its demand
 exceeds its MIPS.
 
-- SLATAH (the paper's): the mean over hosts of time at 100 % CPU / time active.
+- SLATAH (the paper's): the mean over hosts of time at 100 % CPU / time active, over the
+  hosts used (active in at least one interval): a policy that powers many hosts for a short
+  time each lowers it with no fewer overloads, so each row also says how many it used.
 - SLATAH as CloudSim computes it: the sum over hosts of violation time / the sum of active
   time, where a host also violates while a migration comes in.
 - PDM: the mean over VMs of CPU lost to migrations (10 % of its demand while it migrates) /
@@ -46,6 +48,8 @@ class ReplayResult:
     energy_steps: tuple[float, ...] = ()
     overloaded: tuple[int, ...] = ()
     migration_steps: tuple[int, ...] = ()
+    #: The hosts active in at least one interval: the N over which SLATAH is a mean.
+    hosts_used: int = 0
 
     @property
     def slav(self) -> float:
@@ -67,7 +71,8 @@ class ReplayResult:
         return {"policy": self.policy, "energy_kwh": round(self.energy_kwh, 3),
                 "slatah": self.slatah, "slatah_cloudsim": self.slatah_cloudsim,
                 "pdm": self.pdm, "slav": self.slav, "esv": self.esv,
-                "migrations": self.migrations, "hosts_on_mean": round(self.hosts_on_mean, 2)}
+                "migrations": self.migrations, "hosts_on_mean": round(self.hosts_on_mean, 2),
+                "hosts_used": self.hosts_used}
 
 
 def _unserved(start: np.ndarray, end: np.ndarray, cap: np.ndarray) -> np.ndarray:
@@ -168,4 +173,4 @@ class Meter:
         return ReplayResult(policy, self.joules / 3.6e6, slatah, cloudsim, pdm,
                             self.migrations, tuple(self.hosts_on), notes, unserved,
                             tuple(self.energy_steps), tuple(self.overloaded),
-                            tuple(self.migration_steps))
+                            tuple(self.migration_steps), int(active.sum()))
