@@ -127,3 +127,7 @@ def test_slatah_averages_over_the_hosts_used_so_more_short_lived_hosts_dilute_it
     assert alone.result("x").slatah == pytest.approx((0.5 + 1) / 2)
     assert spread.result("x").slatah == pytest.approx(alone.result("x").slatah / 2)
     assert alone.result("x").as_dict()["hosts_used"] == 1
+    # weighed by active time, the extra interval of the second host counts as such
+    assert alone.result("x").time_over == pytest.approx(1.5 / 2)
+    assert spread.result("x").time_over == pytest.approx(1.5 / 3)
+    assert spread.result("x").as_dict()["time_over"] == pytest.approx(0.5)

@@ -9,7 +9,8 @@ exceeds its MIPS.
 
 - SLATAH (the paper's): the mean over hosts of time at 100 % CPU / time active, over the
   hosts used (active in at least one interval): a policy that powers many hosts for a short
-  time each lowers it with no fewer overloads, so each row also says how many it used.
+  time each lowers it with no fewer overloads, so each row also says how many it used, and
+  the hosts' time at 100 % CPU over their active time (the same weighed by active time).
 - SLATAH as CloudSim computes it: the sum over hosts of violation time / the sum of active
   time, where a host also violates while a migration comes in.
 - PDM: the mean over VMs of CPU lost to migrations (10 % of its demand while it migrates) /
@@ -50,6 +51,9 @@ class ReplayResult:
     migration_steps: tuple[int, ...] = ()
     #: The hosts active in at least one interval: the N over which SLATAH is a mean.
     hosts_used: int = 0
+    #: The hosts' time at 100 % CPU over their active time: SLATAH weighed by active time
+    #: (CloudSim's figure without the migrations).
+    time_over: float = 0.0
 
     @property
     def slav(self) -> float:
@@ -72,7 +76,7 @@ class ReplayResult:
                 "slatah": self.slatah, "slatah_cloudsim": self.slatah_cloudsim,
                 "pdm": self.pdm, "slav": self.slav, "esv": self.esv,
                 "migrations": self.migrations, "hosts_on_mean": round(self.hosts_on_mean, 2),
-                "hosts_used": self.hosts_used}
+                "hosts_used": self.hosts_used, "time_over": self.time_over}
 
 
 def _unserved(start: np.ndarray, end: np.ndarray, cap: np.ndarray) -> np.ndarray:
@@ -173,4 +177,5 @@ class Meter:
         return ReplayResult(policy, self.joules / 3.6e6, slatah, cloudsim, pdm,
                             self.migrations, tuple(self.hosts_on), notes, unserved,
                             tuple(self.energy_steps), tuple(self.overloaded),
-                            tuple(self.migration_steps), int(active.sum()))
+                            tuple(self.migration_steps), int(active.sum()),
+                            float(self.over_s.sum()) / total if total else 0.0)
