@@ -21,8 +21,7 @@ from tests.functional.cli import run
 
 SAMPLE = Path(__file__).resolve().parents[2] / "consolidator/data/planetlab-sample/20110303-50"
 KEYS = {"policy", "energy_kwh", "slatah", "slatah_cloudsim", "pdm", "slav", "esv",
-        "migrations", "hosts_on_mean", "hosts_used",
-        "time_over"}
+        "migrations", "hosts_on_mean", "hosts_used", "time_over"}
 
 
 def _hours(trace: Trace, hours: int) -> Trace:
