@@ -104,9 +104,7 @@ def report(rows: list[dict], table) -> str:
         for policy in ("consolidator", "lr-mmt-1.2"):
             mine = [r for r in rows if r["ratio"] == ratio and r["policy"] == policy]
             if mine:
-                medians.append(cells({k: statistics.median(r[k] for r in mine) if k not in
-                                      ("day", "policy", "ratio") else mine[0][k]
-                                      for k in mine[0]}, f"median/{len(mine)}"))
+                medians.append(cells(median_row(mine), f"median/{len(mine)}"))
         ours = {r["day"]: r for r in rows if r["ratio"] == ratio and r["policy"] ==
                 "consolidator"}
         lr = {r["day"]: r for r in rows if r["policy"] == "lr-mmt-1.2" and r["ratio"] == ratio}
@@ -133,6 +131,15 @@ def report(rows: list[dict], table) -> str:
                             f"{moves <= MEDIAN_TARGETS[1]})")
     lines += ["medians", table(head, medians), "", "targets", *verdicts]
     return "\n".join(lines)
+
+
+def median_row(rows: list[dict]) -> dict:
+    """Each measured column's median over the rows that hold it (a --rows file may mix rows
+    written before a column was added with rows written after), with the first row's day,
+    policy and ratio."""
+    keys = dict.fromkeys(k for r in rows for k in r)
+    return {k: rows[0][k] if k in ("day", "policy", "ratio") else
+            statistics.median(r[k] for r in rows if k in r) for k in keys}
 
 
 if __name__ == "__main__":
