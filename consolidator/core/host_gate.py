@@ -15,7 +15,8 @@ The rules, in order:
 - a host the operator disabled (a reason that is not consolidator's, or none) is held: no
   actor enables it or gives it work, and none but the operator's own command disables it
   again (which would replace the operator's reason) or powers it on or off;
-- a drained host is enabled, powered on or given work only by its undrain;
+- a drained host is enabled, powered on or given work only by its undrain, while its
+  service stays disabled (the operator who enables it through Nova ends the drain);
 - a host whose shutdown was requested and not yet confirmed off receives no work and is not
   enabled; a power-on of it waits until its BMC reads off;
 - a host whose BMC reads off receives no work and is not enabled before it is powered on;

@@ -429,7 +429,8 @@ backoff = 0
 
     def operator_service(self, host: str, enable: bool) -> int:
         """The operator disables (with a reason of their own: held) or enables a host
-        through Nova's os-services API."""
+        through Nova's os-services API; an enable ends a hold or a drain (the gate reads the
+        live service, as Nova's scheduler does)."""
         service = self.cloud.state.hosts[host].service_id
         mark = max((r.id for r in self.facts().journal), default=0)
         body: dict[str, Any] = {"status": "enabled"} if enable else {
@@ -442,8 +443,9 @@ backoff = 0
                 for name in self.migrating_to(host):
                     self.known.placed_by_others[name] = host
             self.known.operator_status[host] = ("enabled" if enable else "disabled", mark)
-            if enable:
+            if enable:      # the operator ends a hold, or a drain, through Nova too
                 self.known.held.discard(host)
+                self.known.drained.discard(host)
             else:
                 self.known.held.add(host)
         return status

@@ -345,3 +345,21 @@ def test_found_hosts_power_off_keeps_a_drain_or_an_operators_hold(world: World,
     reason = world.facts().hosts["c4"]["disabled_reason"]
     assert reason.startswith("consolidator: drained by plan") if hold == "drain" else \
         reason == "DIMM errors: RMA, keep off"
+
+
+def test_found_an_operator_enabling_a_drained_host_through_nova_ends_its_drain(
+        world: World) -> None:
+    """Found by the long run (tools/bench/safety_fuzz.py --jobs 2, seed 20261128), reduced
+    by hand: after c4's drain the operator enabled it through Nova (``openstack compute
+    service set --enable``), and a rollback to a snapshot older than the drain moved e0 back
+    onto it; invariant protected_host_touched (drained, given e0). The gate reads the live
+    service, so the operator's enable ends the drain as it ends a hold: Nova's scheduler
+    places work there again, and so may the rollback. The world kept c4 drained."""
+    assert world.drain("c4", power_off=False).code == 0
+    step(world)
+    assert world.facts().servers["e0"]["host"] != "c4"
+    assert world.operator_service("c4", enable=True) == 200
+    step(world)
+    assert world.rollback(0).code == 0
+    settled(world)
+    assert world.facts().servers["e0"]["host"] == "c4"

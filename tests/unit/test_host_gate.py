@@ -46,6 +46,15 @@ def test_a_drained_host_comes_back_only_through_its_undrain() -> None:
     assert not ask(hg.ENABLE, hg.OPERATOR, **drained).go
 
 
+def test_a_drain_the_operator_ended_through_nova_no_longer_holds_the_host() -> None:
+    """Recorded drained, but the operator enabled its nova-compute: in service, as for Nova's
+    scheduler; while it stays disabled, the recorded drain holds even without its reason."""
+    for actor in (hg.ROLLBACK, hg.RELIEF, hg.APPLY):
+        assert ask(hg.RECEIVE, actor, status="enabled", recorded=hg.DRAINED).go
+        assert not ask(hg.RECEIVE, actor, status="disabled", disabled_reason=OURS,
+                       recorded=hg.DRAINED).go
+
+
 def test_a_pending_shutdown_gets_no_work_and_a_power_on_waits_for_off() -> None:
     pending = {"status": "disabled", "disabled_reason": OURS, "shutdown_pending": True,
                "power": "on"}
