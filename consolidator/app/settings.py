@@ -363,6 +363,7 @@ def check_plugin_names(config: Config) -> None:
     where = f"{config.path}: " if config.path else ""
     for option, registry in (("algorithm", ALGORITHMS), ("ranking", RANKINGS)):
         name = config.get("planner", option)
-        if name and name not in registry and not (option == "algorithm" and name == "auto"):
+        auto = ["auto"] if option == "algorithm" else []
+        if name and name not in registry and name not in auto:
             raise ConfigError(f"{where}[planner] {option} = {name!r}: unknown {registry.kind}: "
-                              f"choose one of {', '.join(registry.names())}")
+                              f"choose one of {', '.join(sorted([*auto, *registry.names()]))}")

@@ -50,9 +50,11 @@ def final_line(kind: str, plan_id: str, outcome: Outcome, seconds: float, *,
                dry_run: bool = False) -> str:
     """'plan 1a2b3c4d succeeded: 46 migrations, 6 hosts powered off in 3 min 12 s'."""
     done = [plural(len(outcome.migrated), "migration")]
-    if outcome.powered_on:
+    # A run that powers nothing says so in its own direction: a rollback powers hosts on.
+    powers_on = kind.startswith("rollback")
+    if outcome.powered_on or (powers_on and not outcome.powered_off):
         done.append(f"{plural(len(outcome.powered_on), 'host')} powered on")
-    if outcome.powered_off or not outcome.powered_on:
+    if outcome.powered_off or not (outcome.powered_on or powers_on):
         done.append(f"{plural(len(outcome.powered_off), 'host')} powered off")
     if dry_run:
         return (f"dry run of {kind} {plan_id} done: it would make "

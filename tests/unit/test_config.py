@@ -96,5 +96,7 @@ def test_planner_names_are_checked_against_the_registries(tmp_path: Path, option
     path = tmp_path / "c.conf"
     path.write_text(f"[planner]\n{option} = {value}\n")
     with pytest.raises(ConfigError, match=rf"\[planner\] {option} = '{value}': unknown "
-                                          rf"{kind}: choose one of "):
+                                          rf"{kind}: choose one of ") as caught:
         _ = AppContext(config_file=str(path)).config
+    # the default, auto, is one of the algorithm's choices, as in plan's own message
+    assert ("auto, " in str(caught.value)) == (option == "algorithm")

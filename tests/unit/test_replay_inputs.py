@@ -78,3 +78,20 @@ def test_a_planetlab_folder_takes_cloudsims_types_in_sorted_order(tmp_path: Path
     assert trace.names == ("a b", "b", "c", "d")
     assert list(trace.mips) == [2500, 2000, 1000, 500]
     assert trace.utilisation[0, 0] == pytest.approx(0.1)
+
+
+def test_the_trace_file_docs_replay_shows_replays(tmp_path: Path) -> None:
+    """docs/replay.rst's CSV example is a trace every policy can place (a VM larger than a
+    host's core fits nowhere: its db-1 once asked for 4,000 MIPS on 2,660-MIPS cores)."""
+    from consolidator.app.replay import run_policy
+    from consolidator.core.replay.datacentre import cloudsim_datacentre
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "replay.rst").read_text()
+    block = text.split("name,mips,ram_mb,cpu,cpu,cpu", 1)[1].split("\n\n", 1)[0]
+    csv = tmp_path / "t.csv"
+    csv.write_text("name,mips,ram_mb,cpu,cpu,cpu\n" + "\n".join(
+        line.strip() for line in block.splitlines() if line.strip()) + "\n")
+    trace = load_trace_file(csv)
+    assert trace.names == ("web-1", "db-1")
+    result = run_policy(trace, cloudsim_datacentre(), "lr-mmt-1.2")
+    assert result.energy_kwh > 0 and result.hosts_used >= 1
