@@ -11,6 +11,7 @@ from consolidator.app.dry_run import dry_context, simulated_cloud
 from consolidator.app.interrupted import overtaken
 from consolidator.app.leadership import refuse_while_executor_runs
 from consolidator.app.notify import after_run, last_entry, notify_status
+from consolidator.app.review import refuse_a_scenario_plan
 from consolidator.app.settings import executor_settings, rules_from_config
 from consolidator.app.snapshots import refuse_another_cloud
 from consolidator.core.errors import UsageError
@@ -92,9 +93,7 @@ def check_applicable(ctx: AppContext, plan_ref: str, *, yes: bool, dry_run: bool
     """The plan, once its state allows this run; a proposed plan with --yes is approved."""
     engine = ctx.engine()
     plan = load_plan(engine, plan_ref)
-    if plan.cloud.startswith("scenario:"):
-        raise UsageError(f"plan {plan.id} was made from a scenario file ({plan.cloud}), not "
-                         f"from a live cloud: it can be reviewed, not applied")
+    refuse_a_scenario_plan(plan, "applied")
     if ctx.cloud_name and ctx.cloud_name != plan.cloud:
         raise UsageError(f"plan {plan.id} is for cloud {plan.cloud!r}, not {ctx.cloud_name!r}: "
                          f"apply it with --cloud {plan.cloud}")
