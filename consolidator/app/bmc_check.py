@@ -81,4 +81,21 @@ def check_bmcs(ctx: AppContext) -> list[BmcCheck]:
     for host, check in zip(hosts, checks, strict=True):
         if check.problem is None and check.identity and not check.expected:
             check.problem = shared_system(host, check.identity, seen, hosts)
-    return checks
+    return checks + stray_entries(ctx, hosts)
+
+
+def stray_entries(ctx: AppContext, hosts: list[Host]) -> list[BmcCheck]:
+    """A row for each bmc.yaml entry whose name is no compute host's (hypervisor or
+    nova-compute host name): a typo that would leave the host it meant without a BMC."""
+    from pathlib import Path
+
+    from consolidator.power.bmc_file import load_bmc_file
+
+    path = ctx.bmc_path()
+    if not Path(path).exists():
+        return []
+    names = {h.name for h in hosts} | {h.compute_host for h in hosts if h.compute_host}
+    return [BmcCheck(entry, config.driver, nova="no such host",
+                     problem=f"the bmc.yaml entry {entry!r} matches no compute host "
+                             f"(hypervisor or nova-compute host name): correct its name")
+            for entry, config in sorted(load_bmc_file(path).items()) if entry not in names]

@@ -24,6 +24,23 @@ _TIMING_KEYS: dict[str, KeyTypes] = {
     "read_backoff": (int, float)}
 #: Numeric keys and the smallest value each accepts.
 _MINIMUM = {"port": 1, "grace": 0, "read_attempts": 1, "read_backoff": 0}
+#: Numeric keys and the largest value each accepts.
+_MAXIMUM = {"port": 65535}
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that gives a key twice (PyYAML keeps the
+    last silently, so a host pasted twice would lose its first entry without a word)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key!r} is given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def known_keys() -> dict[str, KeyTypes]:
@@ -53,6 +70,9 @@ def _check_entry(path: Path, host: str, entry: Mapping[str, Any]) -> dict[str, A
             continue
         if key in _MINIMUM and value < _MINIMUM[key]:
             raise _file_error(path, where, f"{key} must be at least {_MINIMUM[key]}, "
+                                           f"got {value}")
+        if key in _MAXIMUM and value > _MAXIMUM[key]:
+            raise _file_error(path, where, f"{key} must be at most {_MAXIMUM[key]}, "
                                            f"got {value}")
         if key == "timeout" and value <= 0:
             raise _file_error(path, where, f"timeout must be more than 0, got {value}")
@@ -120,10 +140,13 @@ def _read_document(path: Path) -> Mapping[str, Any]:
     text = read_utf8(path, "BMC file")
     refuse_if_readable(path, str(path))
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_UniqueKeyLoader)     # a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f"line {mark.line + 1}" if mark is not None else "YAML"
+        problem = getattr(exc, "problem", "") or ""
+        if problem.endswith("is given twice"):
+            raise ConfigError(f"{path}: {at}: {problem}: keep one") from None
         raise ConfigError(f"{path}: {at}: not valid YAML") from None
     if not isinstance(doc, Mapping) or not isinstance(doc.get("hosts"), Mapping):
         raise ConfigError(f"{path}: expected a mapping with a 'hosts' mapping")

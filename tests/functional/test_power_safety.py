@@ -368,3 +368,12 @@ def test_bmc_check_reports_each_systems_identity_and_a_miswired_entry(fast: Oper
     assert "the same system as c1's" in problems["c3"]
     assert "the same system as c3's" in problems["c1"]
     assert problems["c2"] is None and problems["c4"] is None
+    # An entry under a name no compute host has (a typo) powers nothing: named, and exit 1.
+    doc["hosts"]["c-4"] = doc["hosts"].pop("c4")
+    path.write_text(yaml.safe_dump(doc))
+    stray = fast("bmc-check", "--format", "json")
+    assert stray.code == 1 and "c-4" in stray.err, stray.err
+    rows = {r["host"]: r for r in json.loads(stray.out)}
+    assert rows["c4"]["driver"] == "-" and rows["c4"]["agrees"] is None
+    assert "matches no compute host" in rows["c-4"]["problem"]
+    assert rows["c-4"]["agrees"] is False

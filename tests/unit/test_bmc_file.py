@@ -69,6 +69,11 @@ hosts:
      ["'c1'", "port"]),
     ("hosts: {c1: {driver: ipmi, address: a, username: u, password_file: /nonexistent/x}}",
      ["'c1'", "password_file", "/nonexistent/x"]),
+    ("hosts: {c1: {driver: ipmi, address: a, username: u, password: p, port: 99999}}",
+     ["'c1'", "port", "65535"]),
+    ("hosts:\n  c1: {driver: ipmi, address: a, username: u, password: p}\n"
+     "  c1: {driver: ipmi, address: b, username: u, password: p}\n",
+     ["'c1'", "twice", "line 3"]),
     ("hosts: [c1]", ["hosts"]),
     ("hosts: {c1: {driver: ipmi\n", ["line"]),
     ("host: {}", ["hosts"]),
