@@ -5,6 +5,7 @@ mis-wired entry (one that reaches another host's system) shows before it powers 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -84,7 +85,7 @@ def check_bmcs(ctx: AppContext) -> list[BmcCheck]:
     return checks + stray_entries(ctx, hosts)
 
 
-def stray_entries(ctx: AppContext, hosts: list[Host]) -> list[BmcCheck]:
+def stray_entries(ctx: AppContext, hosts: Sequence[Host]) -> list[BmcCheck]:
     """A row for each bmc.yaml entry whose name is no compute host's (hypervisor or
     nova-compute host name): a typo that would leave the host it meant without a BMC."""
     from pathlib import Path

@@ -7,6 +7,7 @@ generated from (and checked against) this module.
 from __future__ import annotations
 
 import configparser
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -300,8 +301,24 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
+def comment_hint(raw: str) -> str:
+    """What to add to a value's error when it ends in a comment: INI has none there."""
+    return " (a comment goes on a line of its own: INI has none at the end of a line)" \
+        if re.search(r"\s[#;]", raw) else ""
+
+
+def _number(kind: type, text: str) -> Any:
+    """int or float of the text; ValueError saying which is expected."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError("expected a whole number" if kind is int else
+                         "expected a number") from None
+
+
 def _parse(option: Option, raw: str) -> Any:
     text = raw.strip()
+    where = f"[{option.section}] {option.name} = {raw!r}"
     try:
         if option.type is bool:
             lowered = text.lower()
@@ -310,23 +327,19 @@ def _parse(option: Option, raw: str) -> Any:
             if lowered in ("0", "no", "false", "off"):
                 return False
             raise ValueError("expected true or false")
-        if option.type is int and not option.range:
-            return int(text)
-        if option.type is float and not option.range:
-            return float(text)
         if option.type in (int, float):
-            option.type(text)
+            value = _number(option.type, text)
+            if not option.range:
+                return value
     except ValueError as exc:
-        raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: {exc}") from None
+        raise ConfigError(f"{where}: {exc}{comment_hint(raw)}") from None
     if option.range and option.type in (int, float):
-        value = option.type(text)
         if not in_range(value, option.range):
-            raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: out of range: "
-                              f"expected a number in {option.range}")
+            raise ConfigError(f"{where}: out of range: expected a number in {option.range}")
         return value
     problem = check_form(option.form, text) if option.form and text else None
     if problem:
-        raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: {problem}")
+        raise ConfigError(f"{where}: {problem}{comment_hint(raw)}")
     if option.choices and text not in option.choices:
         raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: expected one of "
                           f"{', '.join(option.choices)}")
@@ -534,7 +547,8 @@ def _validate_free(section: str, items: dict[str, str], where: str) -> None:
         try:
             check(key, value)
         except ValueError as exc:
-            raise ConfigError(f"{where}[{section}] {key} = {value!r}: {exc}") from None
+            raise ConfigError(f"{where}[{section}] {key} = {value!r}: {exc}"
+                              f"{comment_hint(value)}") from None
 
 
 def declared_options(section: str | None = None) -> Iterable[Option]:

@@ -335,8 +335,11 @@ def cron_trigger(config: Config) -> Any:
         return CronTrigger.from_crontab(expression, timezone=zone) if zone else \
             CronTrigger.from_crontab(expression)
     except (ValueError, LookupError) as exc:
-        raise ConfigError(f"[daemon] schedule = {expression!r} / timezone = {zone!r}: "
-                          f"{str(exc).splitlines()[0]}") from None
+        of = f"[daemon] schedule = {expression!r}" + (f" / timezone = {zone!r}" if zone else "")
+        form = "" if isinstance(exc, LookupError) else (
+            " (a cron expression of five fields: minute hour day month weekday, e.g. "
+            "'0 * * * *' for hourly)")
+        raise ConfigError(f"{of}: {str(exc).splitlines()[0]}{form}") from None
 
 
 def check_schedule(config: Config) -> None:

@@ -38,6 +38,34 @@ def test_bad_config_is_one_line(tmp_path: Path, text: str, message: str) -> None
     assert str(path) in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("text, words", [
+    ("[executor]\nmax_parallel = abc\n", ["max_parallel = 'abc'", "expected a whole number"]),
+    ("[cloud]\ncpu_allocation_ratio = 4  # overcommit\n",
+     ["expected a number", "a comment goes on a line of its own"]),
+    ("[padding]\nspare = 1  ; one\n", ["a comment goes on a line of its own"]),
+])
+def test_a_value_that_is_no_number_says_what_is_expected(tmp_path: Path, text: str,
+                                                         words: list[str]) -> None:
+    """Not Python's 'invalid literal for int() with base 10'; and INI has no comment at the
+    end of a line, so a value with one is named as such."""
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text))
+    for word in words:
+        assert word in str(info.value)
+    assert "invalid literal" not in str(info.value)
+
+
+def test_a_schedule_that_is_no_cron_expression_shows_its_form(tmp_path: Path) -> None:
+    from consolidator.app.settings import cron_trigger
+
+    config = load_config(write(tmp_path, "[daemon]\nschedule = every hour\n"))
+    with pytest.raises(ConfigError) as info:
+        cron_trigger(config)
+    message = str(info.value)
+    assert "[daemon] schedule = 'every hour'" in message
+    assert "timezone = None" not in message and "'0 * * * *'" in message
+
+
 def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(tmp_path / "absent.conf", required=True)
