@@ -101,27 +101,75 @@ def load_trace_file(path: str | Path) -> Trace:
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
     try:
-        if p.suffix.lower() == ".json":
-            doc = json.loads(text)
-            entries = doc["instances"]
-            step = float(doc.get("step_s", 300))
-            rows = [(str(e["name"]), float(e["mips"]), float(e.get("ram_mb", 1024)),
-                     [float(x) for x in e["cpu"]]) for e in entries]
-        else:
-            reader = csv.reader(text.splitlines())
-            header = next(reader)
-            if [h.strip() for h in header[:3]] != ["name", "mips", "ram_mb"]:
-                raise ValueError("the header must start name,mips,ram_mb")
-            step = 300.0
-            rows = [(r[0], float(r[1]), float(r[2]), [float(x) for x in r[3:]])
-                    for r in reader if r]
-        if not rows or len({len(r[3]) for r in rows}) != 1:
+        if not text.strip():
+            raise ValueError("the file is empty")
+        step, rows = _json_rows(text) if p.suffix.lower() == ".json" else _csv_rows(text)
+        if not rows:
+            raise ValueError("it lists no instances")
+        if len({len(r[3]) for r in rows}) != 1:
             raise ValueError("every instance needs the same number of CPU samples")
         return Trace(tuple(r[0] for r in rows), np.array([r[3] for r in rows]) / 100.0,
                      np.array([r[1] for r in rows]), np.array([r[2] for r in rows]), step)
-    except (KeyError, TypeError, ValueError, StopIteration, IndexError,
-            json.JSONDecodeError, ModelError) as exc:
-        raise UsageError(f"{path}: not a trace file ({exc or type(exc).__name__})") from None
+    except (ValueError, ModelError) as exc:
+        raise UsageError(f"{path}: not a trace file: {exc}") from None
+
+
+_Row = tuple[str, float, float, list[float]]
+
+
+def _number(value: Any, what: str) -> float:
+    """A number of the trace; ValueError naming what it is."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{what} is not a number ({value!r})")
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{what} is not a number ({value!r})") from None
+
+
+def _json_rows(text: str) -> tuple[float, list[_Row]]:
+    """step_s and the rows of a JSON trace: {"step_s": 300, "instances": [...]}."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("instances"), list):
+        raise ValueError('expected {"step_s": 300, "instances": [...]}')
+    rows = []
+    for i, entry in enumerate(doc["instances"], 1):
+        if not isinstance(entry, dict):
+            raise ValueError(f"instance {i} is not a mapping")
+        missing = [k for k in ("name", "mips", "cpu") if k not in entry]
+        if missing:
+            raise ValueError(f"instance {i} has no {missing[0]!r}")
+        name = str(entry["name"])
+        if not isinstance(entry["cpu"], list):
+            raise ValueError(f"instance {name!r}: cpu is not a list of percentages")
+        rows.append((name, _number(entry["mips"], f"instance {name!r}: mips"),
+                     _number(entry.get("ram_mb", 1024), f"instance {name!r}: ram_mb"),
+                     [_number(x, f"instance {name!r}: CPU sample {k}")
+                      for k, x in enumerate(entry["cpu"], 1)]))
+    return _number(doc.get("step_s", 300), "step_s"), rows
+
+
+def _csv_rows(text: str) -> tuple[float, list[_Row]]:
+    """The rows of a CSV trace: a header name,mips,ram_mb,cpu,..., a row per instance."""
+    reader = csv.reader(text.splitlines())
+    header = [h.strip() for h in next(reader)]
+    if header[:3] != ["name", "mips", "ram_mb"]:
+        raise ValueError("the header must start name,mips,ram_mb")
+    rows = []
+    for line, r in enumerate(reader, 2):
+        if not r:
+            continue
+        if len(r) != len(header):
+            raise ValueError(f"line {line} has {len(r)} fields, the header {len(header)}")
+        name = r[0]
+        rows.append((name, _number(r[1], f"line {line}: mips"),
+                     _number(r[2], f"line {line}: ram_mb"),
+                     [_number(x, f"line {line}: CPU sample {k}")
+                      for k, x in enumerate(r[3:], 1)]))
+    return 300.0, rows
 
 
 def load_host_models(path: str | Path) -> DataCentre:

@@ -35,18 +35,33 @@ def test_a_csv_and_a_json_trace_read_the_same(tmp_path: Path) -> None:
     assert list(a.mips) == [2000, 4000] and list(a.ram_mb) == [2048, 8192]
 
 
-@pytest.mark.parametrize("text, why", [
-    ("vm,mips\nx,1\n", "the header must start name,mips,ram_mb"),
-    ("name,mips,ram_mb,cpu,cpu\na,100,10,5,6\nb,100,10,5\n", "same number of CPU samples"),
-    ("name,mips,ram_mb,cpu\na,100,10,150\n", "between 0 and 100 %"),
-    ("name,mips,ram_mb,cpu\na,x,10,15\n", "not a trace file"),
+@pytest.mark.parametrize("name, text, why", [
+    ("bad.csv", "vm,mips\nx,1\n", "the header must start name,mips,ram_mb"),
+    ("bad.csv", "name,mips,ram_mb,cpu,cpu\na,100,10,5,6\nb,100,10,5\n",
+     "line 3 has 4 fields, the header 5"),
+    ("bad.csv", "name,mips,ram_mb,cpu,cpu\nweb-1,2000,2048,12\n",
+     "line 2 has 4 fields, the header 5"),
+    ("bad.csv", "name,mips,ram_mb,cpu\na,100,10,150\n", "between 0 and 100 %"),
+    ("bad.csv", "name,mips,ram_mb,cpu\na,x,10,15\n", "line 2: mips is not a number ('x')"),
+    ("bad.csv", "", "the file is empty"),
+    ("bad.json", '{"step_s": 300, "instances": [{"name": "w", "mips": 2000}]}',
+     "instance 1 has no 'cpu'"),
+    ("bad.json", '{"instances": []}', "it lists no instances"),
+    ("bad.json", '"instances": []', "not valid JSON (line 1: Extra data)"),
+    ("bad.json", '[{"name": "w"}]', 'expected {"step_s": 300, "instances": [...]}'),
+    ("bad.json", '{"instances": [{"name": "w", "mips": 1, "cpu": [null, 3]}]}',
+     "instance 'w': CPU sample 1 is not a number (None)"),
+    ("bad.json", '{"instances": [', "not valid JSON (line 1"),
 ])
-def test_a_bad_trace_file_is_one_usage_error(tmp_path: Path, text: str, why: str) -> None:
-    path = tmp_path / "bad.csv"
+def test_a_bad_trace_file_is_one_usage_error(tmp_path: Path, name: str, text: str,
+                                             why: str) -> None:
+    """One line naming the file and what is wrong where, never Python's own words."""
+    path = tmp_path / name
     path.write_text(text)
-    with pytest.raises(UsageError, match="bad.csv") as caught:
+    with pytest.raises(UsageError, match=name) as caught:
         load_trace_file(path)
-    assert why in str(caught.value)
+    assert why in str(caught.value) and "not a trace file" in str(caught.value)
+    assert "\n" not in str(caught.value) and "float()" not in str(caught.value)
 
 
 def test_a_host_model_file_builds_the_data_centre(tmp_path: Path) -> None:
