@@ -167,10 +167,13 @@ def host_driver(lookup: PowerLookup, host: Host) -> Any:
 
 def _bmc_file_lookup(path: str, *, required: bool) -> PowerLookup:
     """A lookup over a BMC file; a missing default file means no host has a BMC."""
+    from consolidator.core.errors import MissingBmcFile
     from consolidator.power.bmc_file import load_bmc_file
     from consolidator.power.catalog import driver_for
 
-    configs = load_bmc_file(path) if required or Path(path).exists() else {}
+    if required and not Path(path).exists():
+        raise MissingBmcFile(f"{path}: no such BMC file")
+    configs = load_bmc_file(path) if Path(path).exists() else {}
     drivers: dict[str, Any] = {}
 
     def lookup(host: str) -> Any:

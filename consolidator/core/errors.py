@@ -39,6 +39,13 @@ class MissingConfigFile(ConfigError, MissingFileError):
     exit_code = 2
 
 
+class MissingBmcFile(ConfigError, MissingFileError):
+    """The BMC file --bmc-file (or CONSOLIDATOR_BMC_FILE) names does not exist; exit code
+    2."""
+
+    exit_code = 2
+
+
 class ModelError(ConsolidatorError):
     """A cluster that is not self-consistent (unknown host, negative size, duplicate)."""
 

@@ -345,3 +345,16 @@ hosts:
 """)
     with pytest.raises(ConfigError, match="compute-01.*system_guid 'not-a-guid' is not a GUID"):
         load_bmc_file(bad)
+
+
+def test_a_bmc_file_the_command_line_names_and_that_is_missing_is_a_usage_error(
+        tmp_path: Path) -> None:
+    """--bmc-file FILE that does not exist exits 2, as a missing --config or --scenario does
+    (a file that exists but cannot be used exits 1)."""
+    from consolidator.app.context import AppContext
+
+    missing = tmp_path / "nonexist.yaml"
+    with pytest.raises(ConfigError) as caught:
+        AppContext(bmc_file=str(missing)).power_lookup()
+    assert caught.value.exit_code == 2
+    assert str(caught.value) == f"{missing}: no such BMC file"
