@@ -156,6 +156,19 @@ def _relay(watch: StartWatch, echo: Echo, line: str) -> None:
     echo(line)
 
 
+def last_word(output: str) -> str:
+    """A served cloud's last line of output, without its own 'consolidator: error: ' (the
+    demo's line that quotes it begins with one)."""
+    lines = output.strip().splitlines()
+    if not lines:
+        return "no output"
+    line = lines[-1]
+    for prefix in ("consolidator: error: ", "consolidator: "):
+        if line.startswith(prefix):
+            return line[len(prefix):]
+    return line
+
+
 def served_name(backend: str) -> str:
     """What the demo starts: the project's fake cloud, or the real Nova."""
     return "the real Nova and Placement" if backend == "nova" else "the fake cloud"
@@ -193,8 +206,8 @@ def served_fake_cloud(workdir: Path, backend: str = "fake", echo: Echo | None = 
                 if still is not None:
                     echo(f"  {served_name(backend)}: {still}")
             if process.poll() is not None:
-                tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-                raise StepFailed(f"{served_name(backend)} did not start: {tail[0]}")
+                raise StepFailed(f"{served_name(backend)} did not start: "
+                                 f"{last_word(log.read_text(errors='replace'))}")
             if watch.expired():
                 raise StepFailed(f"{served_name(backend)} did not start: no progress in "
                                  f"{limit:g} s (a loaded machine needs more: give "

@@ -41,3 +41,15 @@ def test_the_nova_demo_names_what_it_runs_and_how_long_it_takes() -> None:
     text = " ".join(shown.output.split())
     assert "about two minutes" not in text
     assert "176 s" in text and "--start-timeout SECONDS" in text
+
+
+def test_a_server_that_did_not_start_is_quoted_without_its_own_prefix() -> None:
+    """The demo's line already begins 'consolidator: error: demo failed at step 1': the
+    served cloud's last line is quoted without its own 'consolidator: error: '."""
+    from consolidator.demo import last_word
+
+    said = "consolidator: error: --backend nova needs Nova: pip install 'consolidator[realnova]'"
+    assert last_word(f"starting\n{said}\n") == \
+        "--backend nova needs Nova: pip install 'consolidator[realnova]'"
+    assert last_word("Traceback ...\nOSError: boom\n") == "OSError: boom"
+    assert last_word("") == "no output"
