@@ -44,12 +44,19 @@ def _name(path: Path) -> str:
 
 
 def _purpose(name: str, path: Path) -> str:
+    """PURPOSE's words, else the first sentence of the file's opening comment."""
     if name in PURPOSE:
         return PURPOSE[name]
+    words: list[str] = []
     for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#") and line.strip("# "):
-            return line.strip("# ")
-    return ""
+        text = line.strip("# ")
+        if not line.startswith("#") or (words and not text):
+            break
+        words += text.split()
+        sentence = " ".join(words)
+        if ". " in sentence or sentence.endswith("."):
+            return sentence.split(". ")[0].rstrip(".")
+    return " ".join(words)
 
 
 def shipped_files() -> list[ShippedFile]:

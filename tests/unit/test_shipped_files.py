@@ -76,3 +76,13 @@ def test_the_files_live_once_in_the_package_not_again_in_etc() -> None:
     names = {p.name for p in DEPLOY.rglob("*") if p.is_file()}
     copies = [p for p in (ROOT / "etc").rglob("*") if p.name in names]
     assert copies == []
+
+
+def test_each_file_says_what_it_is_in_a_whole_sentence() -> None:
+    """'config files' took a file's first comment line, which cut the alert rules' off at
+    '... Load it'; it takes the first sentence of the opening comment."""
+    purposes = {f.name: f.purpose for f in shipped_files()}
+    assert purposes["prometheus/alert-rules.yml"] == (
+        "Alerting rules for the consolidator daemon's own metrics (/metrics, [metrics] port)")
+    for name, purpose in purposes.items():
+        assert purpose and not purpose.endswith(("Load it", ",")), name
