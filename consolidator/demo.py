@@ -292,15 +292,28 @@ def run_demo(options: DemoOptions, echo: Echo) -> float:
             _story(story, served, workdir, options, echo)
     finally:
         if options.keep:
-            echo(f"\nkept {workdir}: the database, clouds.yaml, bmc.yaml, the config "
-                 f"(consolidator.conf) and the log of {served_name(options.backend)} "
-                 f"(fake-cloud.log{', nova.log' if options.backend == 'nova' else ''})")
-            if not options.db_url:
-                echo(f"  look around with: consolidator --config {workdir}/consolidator.conf "
-                     f"plans list   (or journal, snapshots list)")
+            echo("")
+            for line in kept_lines(workdir, options):
+                echo(line)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     return time.monotonic() - story.started
+
+
+def kept_lines(workdir: Path, options: DemoOptions) -> list[str]:
+    """What --keep kept, and where the database is: in the directory, or the one --db-url
+    (or CONSOLIDATOR_DB_URL) names, its password hidden."""
+    from consolidator.store.db import redact
+
+    logs = f"fake-cloud.log{', nova.log' if options.backend == 'nova' else ''}"
+    first = (f"kept {workdir}: {'' if options.db_url else 'the database (demo.db), '}"
+             f"clouds.yaml, bmc.yaml, the config (consolidator.conf) and the log of "
+             f"{served_name(options.backend)} ({logs})")
+    if options.db_url:
+        return [first, f"  the demo's plans, journal and snapshots are in the database "
+                       f"--db-url names: {redact(options.db_url)}"]
+    return [first, f"  look around with: consolidator --config {workdir}/consolidator.conf "
+                   f"plans list   (or journal, snapshots list)"]
 
 
 def cloud_heading(backend: str) -> str:

@@ -53,3 +53,19 @@ def test_a_server_that_did_not_start_is_quoted_without_its_own_prefix() -> None:
         "--backend nova needs Nova: pip install 'consolidator[realnova]'"
     assert last_word("Traceback ...\nOSError: boom\n") == "OSError: boom"
     assert last_word("") == "no output"
+
+
+def test_a_kept_demo_says_where_its_database_is() -> None:
+    """With --db-url (or CONSOLIDATOR_DB_URL) the demo's database is that one, not a file in
+    the kept directory; the line said 'kept DIR: the database, ...' all the same."""
+    from pathlib import Path
+
+    from consolidator.demo import DemoOptions, kept_lines
+
+    own = kept_lines(Path("/tmp/d"), DemoOptions(keep=True))
+    assert own[0].startswith("kept /tmp/d: the database (demo.db), clouds.yaml")
+    assert "consolidator --config /tmp/d/consolidator.conf plans list" in own[1]
+    named = kept_lines(Path("/tmp/d"), DemoOptions(keep=True,
+                                                   db_url="postgresql://u:secret@db/c"))
+    assert named[0].startswith("kept /tmp/d: clouds.yaml") and "database" not in named[0]
+    assert "postgresql://u:***@db/c" in named[1] and "secret" not in " ".join(named)
