@@ -60,6 +60,11 @@ class MissingScenarioFile(ScenarioError, MissingFileError):
     exit_code = 2
 
 
+class TraceFileError(ConsolidatorError):
+    """A trace, PlanetLab or host-model file whose content cannot be read or used; exit
+    code 1, as any file's content (a missing one is a MissingFileError: 2)."""
+
+
 class StoreError(ConsolidatorError):
     """The database cannot be reached or used."""
 

@@ -25,7 +25,13 @@ from typing import Any
 import numpy as np
 import yaml
 
-from consolidator.core.errors import ConsolidatorError, ModelError, UsageError
+from consolidator.core.errors import (
+    ConsolidatorError,
+    MissingFileError,
+    ModelError,
+    TraceFileError,
+    UsageError,
+)
 from consolidator.core.replay.datacentre import DataCentre, HostModel
 from consolidator.core.replay.trace import Trace, with_cloudsim_types
 
@@ -41,6 +47,12 @@ def bundled_folder() -> Path:
 def bundled_days() -> list[str]:
     """The PlanetLab days bundled with the package, in date order."""
     return sorted(p.name[:-len(".tar.xz")] for p in bundled_folder().glob("*.tar.xz"))
+
+
+def unreadable(path: str | Path, exc: OSError) -> ConsolidatorError:
+    """A file that could not be read: missing (exit 2) or another reason (exit 1)."""
+    kind = MissingFileError if isinstance(exc, FileNotFoundError) else TraceFileError
+    return kind(f"{path}: {exc.strerror or exc}")
 
 
 def load_planetlab(source: str | Path, *, vms: int | None = None) -> Trace:
@@ -59,7 +71,7 @@ def load_planetlab(source: str | Path, *, vms: int | None = None) -> Trace:
         try:
             texts[name] = (root / name).read_text()
         except OSError as exc:
-            raise UsageError(f"{root / name}: not a PlanetLab file ({exc})") from None
+            raise TraceFileError(f"{root / name}: not a PlanetLab file ({exc})") from None
     return _planetlab_rows(str(source), texts, vms)
 
 
@@ -78,19 +90,19 @@ def _planetlab_rows(where: str, texts: dict[str, str], vms: int | None) -> Trace
     """The trace of a day's files (name -> text), in sorted file-name order."""
     names = sorted(texts)[:vms]
     if not names:
-        raise UsageError(f"{where}: no PlanetLab files in it")
+        raise TraceFileError(f"{where}: no PlanetLab files in it")
     rows = []
     for name in names:
         try:
             rows.append([float(line) for line in texts[name].split()])
         except ValueError as exc:
-            raise UsageError(f"{where}/{name}: not a PlanetLab file ({exc})") from None
+            raise TraceFileError(f"{where}/{name}: not a PlanetLab file ({exc})") from None
     if len({len(r) for r in rows}) != 1:
-        raise UsageError(f"{where}: the files have different numbers of samples")
+        raise TraceFileError(f"{where}: the files have different numbers of samples")
     try:
         return with_cloudsim_types(names, np.array(rows))
     except ModelError as exc:
-        raise UsageError(f"{where}: {exc}") from None
+        raise TraceFileError(f"{where}: {exc}") from None
 
 
 def load_trace_file(path: str | Path) -> Trace:
@@ -99,7 +111,7 @@ def load_trace_file(path: str | Path) -> Trace:
     try:
         text = p.read_text()
     except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+        raise unreadable(path, exc) from None
     try:
         if not text.strip():
             raise ValueError("the file is empty")
@@ -111,7 +123,7 @@ def load_trace_file(path: str | Path) -> Trace:
         return Trace(tuple(r[0] for r in rows), np.array([r[3] for r in rows]) / 100.0,
                      np.array([r[1] for r in rows]), np.array([r[2] for r in rows]), step)
     except (ValueError, ModelError) as exc:
-        raise UsageError(f"{path}: not a trace file: {exc}") from None
+        raise TraceFileError(f"{path}: not a trace file: {exc}") from None
 
 
 _Row = tuple[str, float, float, list[float]]
@@ -177,9 +189,9 @@ def load_host_models(path: str | Path) -> DataCentre:
     try:
         doc: Any = yaml.safe_load(Path(path).read_text())
     except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+        raise unreadable(path, exc) from None
     except yaml.YAMLError as exc:
-        raise UsageError(f"{path}: not YAML or JSON ({exc})") from None
+        raise TraceFileError(f"{path}: not YAML or JSON ({exc})") from None
     try:
         counts = [(HostModel(str(m["name"]), int(m["cores"]), float(m["mips"]),
                              int(m.get("memory_mb", 0)), tuple(float(w) for w in m["watts"])),
@@ -188,6 +200,6 @@ def load_host_models(path: str | Path) -> DataCentre:
                              cpu_allocation_ratio=float(doc.get("cpu_allocation_ratio", 4.0)),
                              ram_binds=bool(doc.get("ram_binds", False)))
     except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{path}: not a host-model file (missing or bad {exc})") from None
+        raise TraceFileError(f"{path}: not a host-model file (missing or bad {exc})") from None
     except ConsolidatorError as exc:
-        raise UsageError(f"{path}: {exc}") from None
+        raise TraceFileError(f"{path}: {exc}") from None

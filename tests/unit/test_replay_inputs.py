@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from consolidator.core.errors import UsageError
+from consolidator.core.errors import MissingFileError, TraceFileError
 from consolidator.core.replay.datacentre import G4, G5
 from consolidator.scenario.traces import load_host_models, load_planetlab, load_trace_file
 
@@ -53,13 +53,14 @@ def test_a_csv_and_a_json_trace_read_the_same(tmp_path: Path) -> None:
      "instance 'w': CPU sample 1 is not a number (None)"),
     ("bad.json", '{"instances": [', "not valid JSON (line 1"),
 ])
-def test_a_bad_trace_file_is_one_usage_error(tmp_path: Path, name: str, text: str,
+def test_a_bad_trace_file_is_one_error(tmp_path: Path, name: str, text: str,
                                              why: str) -> None:
     """One line naming the file and what is wrong where, never Python's own words."""
     path = tmp_path / name
     path.write_text(text)
-    with pytest.raises(UsageError, match=name) as caught:
+    with pytest.raises(TraceFileError, match=name) as caught:
         load_trace_file(path)
+    assert caught.value.exit_code == 1      # a file's content: an operation that failed
     assert why in str(caught.value) and "not a trace file" in str(caught.value)
     assert "\n" not in str(caught.value) and "float()" not in str(caught.value)
 
@@ -77,13 +78,22 @@ def test_a_host_model_file_builds_the_data_centre(tmp_path: Path) -> None:
     ({"cores": 0}, "must be positive"),
     ({"mips": None}, "not a host-model file"),
 ])
-def test_a_bad_host_model_is_one_usage_error(tmp_path: Path, change: dict, why: str) -> None:
+def test_a_bad_host_model_is_one_error(tmp_path: Path, change: dict, why: str) -> None:
     doc = json.loads(json.dumps(CLOUDSIM))
     doc["models"][0].update(change)
     path = tmp_path / "hosts.yaml"
     path.write_text(json.dumps(doc))
-    with pytest.raises(UsageError, match=why):
+    with pytest.raises(TraceFileError, match=why):
         load_host_models(path)
+
+
+def test_a_missing_trace_or_host_model_file_is_a_usage_error(tmp_path: Path) -> None:
+    """A file the command line names that does not exist exits 2; one that exists but holds
+    no trace exits 1 (the exit-code contract of docs/operator-guide.rst)."""
+    for load in (load_trace_file, load_host_models):
+        with pytest.raises(MissingFileError) as caught:
+            load(tmp_path / "absent.csv")
+        assert caught.value.exit_code == 2
 
 
 def test_a_planetlab_folder_takes_cloudsims_types_in_sorted_order(tmp_path: Path) -> None:
