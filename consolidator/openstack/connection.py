@@ -49,12 +49,22 @@ class HttpStatusError(CloudError):
 SELECTION_HINT = "(check clouds.yaml, OS_CLIENT_CONFIG_FILE or --cloud)"
 
 
+#: How long to wait for any one answer from the cloud (seconds) when its clouds.yaml entry
+#: sets no ``api_timeout`` of its own; without one a Keystone that accepts connections but
+#: never answers would hang the command, and the daemon, forever.
+DEFAULT_API_TIMEOUT_S = 60
+
+
 def connect(cloud: str | None, **overrides: Any) -> Connection:
     """An openstacksdk Connection to a clouds.yaml cloud (or OS_* variables when cloud is None).
 
-    openstacksdk connects lazily: credentials are first used by the first request.
+    The clouds.yaml openstacksdk would read is checked first (openstacksdk skips a file that
+    is not YAML without a word, and crashes on wrong types); an entry without api_timeout
+    gets DEFAULT_API_TIMEOUT_S. openstacksdk connects lazily: credentials are first used by
+    the first request.
     """
-    import openstack
+    import openstack.config
+    import openstack.connection
     from keystoneauth1 import exceptions as ks_exc
     from openstack import exceptions as sdk_exc
 
@@ -62,14 +72,78 @@ def connect(cloud: str | None, **overrides: Any) -> Connection:
     if named and not Path(named).is_file():   # openstacksdk would silently look elsewhere
         raise CloudError(f"OS_CLIENT_CONFIG_FILE={named}: no such file (point it at your "
                          f"clouds.yaml, or unset it)")
+    if overrides.get("load_yaml_config", True):
+        check_clouds_yaml()
     try:
-        return openstack.connect(cloud=cloud, **overrides)
+        region = openstack.config.get_cloud_region(cloud=cloud, **overrides)
     except (sdk_exc.ConfigException, ks_exc.MissingRequiredOptions,
             ks_exc.MissingAuthPlugin) as exc:
         raise CloudError(f"cloud {cloud or '(default)'!r}: {_first_line(exc)} "
                          f"{SELECTION_HINT}") from None
     except ks_exc.ClientException as exc:
         raise CloudError(f"cloud {cloud or '(default)'!r}: {_first_line(exc)}") from None
+    entry: dict[str, Any] = region.config   # the clouds.yaml entry, as openstacksdk read it
+    if entry.get("api_timeout") is None:
+        entry["api_timeout"] = DEFAULT_API_TIMEOUT_S
+    return openstack.connection.Connection(config=region)
+
+
+def clouds_yaml_path() -> Path | None:
+    """The clouds.yaml openstacksdk reads: OS_CLIENT_CONFIG_FILE, else the first that exists
+    of ./clouds.yaml, ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml, ..."""
+    from openstack.config import loader
+
+    named = os.environ.get("OS_CLIENT_CONFIG_FILE")
+    for candidate in ([named] if named else []) + list(loader.CONFIG_FILES):
+        if os.path.isfile(candidate):
+            return Path(candidate)
+    return None
+
+
+def check_clouds_yaml(path: Path | None = None) -> None:
+    """Raise CloudError, one line naming the file, the problem and the fix, if the clouds.yaml
+    in use is not YAML or has a value of the wrong type where openstacksdk expects one."""
+    import yaml
+
+    path = path or clouds_yaml_path()
+    if path is None:
+        return
+    fix = "fix the file, or point OS_CLIENT_CONFIG_FILE at another"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CloudError(f"clouds.yaml {path}: cannot be read ({exc.strerror}): {fix}") from None
+    except UnicodeDecodeError:
+        raise CloudError(f"clouds.yaml {path}: not UTF-8 text: save it as UTF-8") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise CloudError(f"{path}: {at}not valid YAML ({problem}): {fix}") from None
+    problem = _clouds_yaml_problem(doc)
+    if problem:
+        raise CloudError(f"clouds.yaml {path}: {problem}: {fix}")
+
+
+def _clouds_yaml_problem(doc: Any) -> str | None:
+    """What is wrong with a parsed clouds.yaml, in a few words; None if nothing we check."""
+    if not isinstance(doc, dict):
+        return "the top level must be a mapping with a 'clouds' key"
+    clouds = doc.get("clouds", {})
+    if not isinstance(clouds, dict):
+        return "'clouds' must be a mapping of cloud names to their entries"
+    for name, cloud in clouds.items():
+        if not isinstance(cloud, dict):
+            return f"cloud {name!r} must be a mapping"
+        if not isinstance(cloud.get("auth", {}), dict):
+            return f"cloud {name!r}: 'auth' must be a mapping"
+        timeout = cloud.get("api_timeout")
+        if timeout is not None and (isinstance(timeout, bool)
+                                    or not isinstance(timeout, (int, float)) or timeout <= 0):
+            return f"cloud {name!r}: 'api_timeout' must be a number of seconds above 0"
+    return None
 
 
 _URL = re.compile(r"https?://\S+?(?=:\s|\s|$)")
@@ -82,11 +156,19 @@ def connect_cause(exc: BaseException) -> str:
     return (cause.group(1) or cause.group(2)).strip().lower() if cause else "no answer"
 
 
-def unreachable(label: str, exc: BaseException) -> str:
-    """One short line for a cloud that does not answer: the URL, the cause, what to check."""
+def unreachable(label: str, exc: BaseException, conn: Connection | None = None) -> str:
+    """One short line for a cloud that does not answer: the URL, the cause, what to check;
+    for one that accepted the connection and then said nothing, the api_timeout it hit."""
     url = _URL.search(str(exc))
     where = url.group(0)[:80] if url else "its auth URL"
-    return (f"cloud {label!r}: cannot connect to {where} ({connect_cause(exc)}): check "
+    cause = connect_cause(exc)
+    if cause == "timed out" and conn is not None and "connect timeout" not in str(exc):
+        entry: dict[str, Any] = conn.config.config   # the clouds.yaml entry in use
+        timeout = entry.get("api_timeout") or DEFAULT_API_TIMEOUT_S
+        return (f"cloud {label!r}: {where} did not answer within {float(timeout):g} s: check "
+                f"that it is up, or raise api_timeout in the clouds.yaml entry {label!r} "
+                f"(default {DEFAULT_API_TIMEOUT_S} s)")
+    return (f"cloud {label!r}: cannot connect to {where} ({cause}): check "
             f"auth_url in the clouds.yaml entry {label!r}")
 
 
@@ -132,8 +214,10 @@ def cloud_errors(conn: Connection, doing: str) -> Iterator[None]:
         raise CloudError(f"cloud {label!r}: authentication failed while {doing}: "
                          f"check the username, password and project in clouds.yaml") from None
     except (ks_exc.ConnectFailure, ks_exc.ConnectionError) as exc:
-        raise CloudError(unreachable(label, exc)) from None
+        raise CloudError(unreachable(label, exc, conn)) from None
     except ks_exc.DiscoveryFailure as exc:
+        if _CAUSE.search(str(exc)):   # discovery failed for want of a connection
+            raise CloudError(unreachable(label, exc, conn)) from None
         raise CloudError(f"cloud {label!r}: cannot reach or discover the auth URL while "
                          f"{doing}: {_first_line(exc)}") from None
     except ks_exc.EndpointNotFound as exc:
