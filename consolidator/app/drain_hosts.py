@@ -19,7 +19,7 @@ from consolidator.core.errors import ConsolidatorError, UsageError
 from consolidator.core.host_gate import UNDRAIN
 from consolidator.core.maintenance import DrainSettings, drain_draft, drained_by
 from consolidator.core.model import Cluster
-from consolidator.core.plan import StoredPlan
+from consolidator.core.plan import PlanDraft, StoredPlan
 from consolidator.execution.gate import Gate
 from consolidator.execution.host_power import GuardedPower
 from consolidator.openstack.nova import Nova
@@ -53,29 +53,35 @@ def drain_hosts_of(cluster: Cluster, request: DrainRequest) -> list[str]:
 
 
 def plan_drain(ctx: AppContext, request: DrainRequest) -> tuple[StoredPlan, Snapshot]:
-    """Snapshot the cloud and store the checked drain plan, proposed; DrainBlocked (nothing
-    stored) when an instance cannot leave."""
+    """Snapshot the cloud and store the checked drain plan, proposed; a UsageError or
+    DrainBlocked (nothing stored, not even the snapshot) when a host is unknown, has no BMC
+    for --power-off, or holds an instance that cannot leave."""
     from consolidator.store.plans import save_plan
 
     if not request.hosts and request.aggregate is None:
         raise UsageError("name the hosts to drain, or give --aggregate NAME")
-    def named(read: Cluster) -> None:     # checked before the snapshot is stored
-        drain_hosts_of(read, request)
-
-    snapshot, _ = record_snapshot(ctx, check=named)
-    cluster = snapshot.cluster
-    names = drain_hosts_of(cluster, request)
-    if request.power_off:
-        lookup = ctx.power_lookup()
-        missing = [n for n in names
-                   if host_driver(lookup, cluster.hosts[cluster.host_index[n]]) is None]
-        if missing:
-            raise UsageError(f"--power-off: no BMC is configured for {', '.join(missing)} in "
-                             f"the BMC file; drain without --power-off")
     settings = settings_from_config(ctx.config)
-    draft = drain_draft(cluster, names, DrainSettings(
-        rules=settings.rules, per_host_limit=settings.per_host_limit,
-        power_off=request.power_off))
+    drain_settings = DrainSettings(rules=settings.rules,
+                                   per_host_limit=settings.per_host_limit,
+                                   power_off=request.power_off)
+
+    def checked_draft(cluster: Cluster) -> PlanDraft:
+        names = drain_hosts_of(cluster, request)
+        if request.power_off:
+            lookup = ctx.power_lookup()
+            missing = [n for n in names
+                       if host_driver(lookup, cluster.hosts[cluster.host_index[n]]) is None]
+            if missing:
+                raise UsageError(f"--power-off: no BMC is configured for "
+                                 f"{', '.join(missing)} in the BMC file; drain without "
+                                 f"--power-off")
+        return drain_draft(cluster, names, drain_settings)
+
+    def check(read: Cluster) -> None:     # everything checked before the snapshot is stored
+        checked_draft(read)
+
+    snapshot, _ = record_snapshot(ctx, check=check)
+    draft = checked_draft(snapshot.cluster)   # the plan of the snapshot as stored
     stored = save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
                        snapshot_id=snapshot.info.id)
     notify(ctx, "plan.proposed", plan=stored)

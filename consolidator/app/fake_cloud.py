@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 from collections.abc import Callable
@@ -11,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from consolidator.core.errors import ConsolidatorError
+from consolidator.core.errors import ConsolidatorError, UsageError
 from consolidator.emulators.fake.process import stop_child
 
 
@@ -58,6 +59,16 @@ def serve_fake_cloud(request: ServeRequest, echo: Callable[[str], None],
         raise ConsolidatorError("the fake cloud needs a scenario file (--scenario FILE)")
     cloud = FakeCloud(request.scenario, **kwargs)
     name = request.cloud_name
+    try:
+        cloud.start()
+    except OSError as exc:
+        http_port = not cloud.listening      # the cloud's own port, not an IPMI BMC's
+        cloud.stop()
+        if exc.errno != errno.EADDRINUSE or not http_port:
+            raise
+        port = cloud.settings["port"]
+        raise UsageError(f"port {port} on {cloud.host} is in use: choose another --port "
+                         f"(or 0 for any free one)") from None
     with cloud:
         echo(f"fake cloud listening: auth URL {cloud.auth_url}")
         echo(f"Prometheus API for [telemetry] prometheus_url: {cloud.prometheus_url}")

@@ -92,7 +92,9 @@ def choose(config: PlannerChoices, request: PlanRequest) -> PlanChoice:
 
 
 def validate_request(ctx: AppContext, request: PlanRequest) -> None:
-    """Fail early, in one line, on an unknown algorithm or ranking or a bad ranking option."""
+    """Fail early, in one line, on an unknown algorithm or ranking or a bad ranking option,
+    a budget with the energy objective, or -a exact without OR-Tools: everything that can
+    be refused before a snapshot is stored (a refused plan leaves no snapshot behind)."""
     choice = choose(planner_choices(ctx.config), request)
     algorithm, ranking = choice.planner.algorithm, choice.planner.ranking
     if algorithm != AUTO and algorithm not in ALGORITHMS.names():
@@ -101,6 +103,12 @@ def validate_request(ctx: AppContext, request: PlanRequest) -> None:
     check_options(algorithm, ranking or None, choice.options)
     get_ranking(ranking, choice.options)
     parse_scope(request.scope)
+    if choice.planner.objective == "energy":
+        check_energy_request(request)
+    if algorithm == "exact":
+        from consolidator.core.algorithms.exact_model import load_cp_model
+
+        load_cp_model()
 
 
 def check_scope(ctx: AppContext, request: PlanRequest, cluster: Cluster) -> None:

@@ -6,8 +6,10 @@ display."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from consolidator.app.context import AppContext
@@ -17,7 +19,7 @@ from consolidator.app.leadership import refuse_while_executor_runs
 from consolidator.app.notify import notify
 from consolidator.app.review import approve, cancel
 from consolidator.app.settings import executor_settings, settings_from_config
-from consolidator.app.snapshots import check_read_from, read_cloud, store_inventory
+from consolidator.app.snapshots import check_read_from, inventory_to_store, read_cloud
 from consolidator.core.errors import UsageError
 from consolidator.core.model import Cluster
 from consolidator.core.plan import StoredPlan
@@ -41,6 +43,9 @@ class PreparedRollback:
     live: Cluster
     notes: tuple[str, ...]
     plan: StoredPlan | None
+    #: Stores the live snapshot and the plan under the ids shown, once confirmed; None when
+    #: they are stored already (or there is nothing to do).
+    store: Callable[[], StoredPlan] | None = None
 
     @property
     def plan_id(self) -> str | None:
@@ -87,10 +92,12 @@ def settled_cloud(ctx: AppContext, cloud: str) -> Inventory:
         time.sleep(max(settings.poll_interval, 0.5))
 
 
-def prepare_rollback(ctx: AppContext, snapshot_ref: str, *, partial: bool = False
-                     ) -> PreparedRollback:
+def prepare_rollback(ctx: AppContext, snapshot_ref: str, *, partial: bool = False,
+                     store: bool = True) -> PreparedRollback:
     """Read the live cloud and store the proposed plan back to the snapshot; it powers on
-    only hosts consolidator powered off, and with partial moves back only what fits."""
+    only hosts consolidator powered off, and with partial moves back only what fits. Without
+    store, the plan (and the live snapshot it is made from) is stored only when the
+    prepared rollback's store() is called: a declined rollback leaves nothing behind."""
     engine = ctx.engine()
     target = load_snapshot(engine, snapshot_ref)
     inventory = settled_cloud(ctx, ctx.cloud_name or target.info.cloud)
@@ -103,10 +110,23 @@ def prepare_rollback(ctx: AppContext, snapshot_ref: str, *, partial: bool = Fals
                            target_id=target.info.id, bmc_power=bmc_power(ctx, live))
     if not draft.migrations and not draft.power_on:
         return PreparedRollback(target, live, draft.notes, None)
-    snapshot = store_inventory(ctx, inventory, source_suffix=" (before rollback)")
-    plan = save_plan(engine, draft, cloud=snapshot.info.cloud, snapshot_id=snapshot.info.id)
-    notify(ctx, "plan.proposed", plan=plan)
-    return PreparedRollback(target, live, draft.notes, plan)
+    snapshot_id, store_snapshot = inventory_to_store(ctx, inventory,
+                                                     source_suffix=" (before rollback)")
+    now = datetime.now(timezone.utc)
+    shown = StoredPlan(id=str(uuid.uuid4()), cloud=inventory.cloud, snapshot_id=snapshot_id,
+                       status="proposed", created_at=now, updated_at=now, reason=None,
+                       draft=draft)
+
+    def stored() -> StoredPlan:
+        snapshot = store_snapshot()
+        plan = save_plan(engine, draft, cloud=snapshot.info.cloud,
+                         snapshot_id=snapshot.info.id, plan_id=shown.id)
+        notify(ctx, "plan.proposed", plan=plan)
+        return plan
+
+    if store:
+        return PreparedRollback(target, live, draft.notes, stored())
+    return PreparedRollback(target, live, draft.notes, shown, store=stored)
 
 
 def interrupted_rollback(ctx: AppContext, snapshot_ref: str) -> StoredPlan:
@@ -160,13 +180,16 @@ def roll_back(ctx: AppContext, snapshot_ref: str, *, partial: bool, resume: bool
         return RollbackRun(plan.id, run(ctx, plan.id, True))
     if dry_run:    # a scratch database and a simulated cloud: nothing is stored or changed
         ctx = dry_rollback_context(ctx, snapshot_ref)
-    prepared = prepare_rollback(ctx, snapshot_ref, partial=partial)
+    # stored once confirmed: a declined rollback leaves no snapshot and no plan behind
+    prepared = prepare_rollback(ctx, snapshot_ref, partial=partial, store=dry_run)
     show(prepared)
     if prepared.plan is None:
         return RollbackRun()
     target, plan_id = prepared.target.info.id, prepared.plan.id
     if not dry_run and not confirm(f"roll back to snapshot {target} now?"):
         raise UsageError("not confirmed")
+    if prepared.store is not None:
+        plan_id = prepared.store().id
     approve(ctx, plan_id, reason=f"rollback to snapshot {target}")
     try:
         outcome = run(ctx, plan_id, False)

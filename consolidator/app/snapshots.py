@@ -84,15 +84,27 @@ def record_snapshot(ctx: AppContext, *, source_suffix: str = "",
 def store_inventory(ctx: AppContext, inventory: Inventory, *, source_suffix: str = ""
                     ) -> Snapshot:
     """Store an inventory already read as a snapshot of this context's cloud."""
+    return inventory_to_store(ctx, inventory, source_suffix=source_suffix)[1]()
+
+
+def inventory_to_store(ctx: AppContext, inventory: Inventory, *, source_suffix: str = ""
+                       ) -> tuple[str, Callable[[], Snapshot]]:
+    """An inventory already read, its power settled and read now, as the id its snapshot
+    will have and what stores it under that id (nothing is stored until it is called)."""
+    import uuid
+    from functools import partial
+
     from consolidator.app.power_readings import read_watts, settle_power
 
     label = inventory.cloud
     cluster = settle_power(ctx, inventory.cluster)
     readings = read_watts(ctx, cluster)
-    return save_snapshot(ctx.engine(), cluster, cloud=label,
-                         source=f"cloud:{label}{source_suffix}",
-                         capacity_source=inventory.capacity_source, readings=readings,
-                         endpoint=inventory.endpoint)
+    snapshot_id = str(uuid.uuid4())
+    return snapshot_id, partial(save_snapshot, ctx.engine(), cluster, cloud=label,
+                                source=f"cloud:{label}{source_suffix}",
+                                capacity_source=inventory.capacity_source,
+                                readings=readings, endpoint=inventory.endpoint,
+                                snapshot_id=snapshot_id)
 
 
 def check_read_from(snapshot: SnapshotInfo, inventory: Inventory, doing: str) -> None:

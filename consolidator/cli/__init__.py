@@ -140,8 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             code = _os_error(exc)
             if code is not None:
                 return code
-        _say(f"consolidator: unexpected error: {type(exc).__name__}: {exc} "
-             f"(run with --verbose for the traceback)")
+        # with --verbose the traceback is printed above: no hint to ask for it
+        hint = "" if verbose else " (run with --verbose for the traceback)"
+        _say(f"consolidator: unexpected error: {type(exc).__name__}: {exc}{hint}")
         return 1
     return 0
 

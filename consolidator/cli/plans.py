@@ -156,11 +156,11 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
                           max_migrations=max_migrations, max_moved_gib=max_moved_gib,
                           target_hosts=target_hosts,
                           objective=objective, scope=scope)
-    validate_request(app, request)
     if show_front:
         _front_conflicts(fmt, objective, check_live,
                          {"max_migrations": max_migrations, "max_moved_gib": max_moved_gib,
                           "target_hosts": target_hosts})
+    validate_request(app, request)   # all it can refuse, before a snapshot is stored
     if snapshot_ref and scenario:
         raise click.UsageError("give --snapshot or --scenario, not both")
     app.engine()

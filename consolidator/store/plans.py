@@ -17,11 +17,12 @@ from consolidator.store.tables import plan_migrations, plan_power_actions, plans
 
 
 def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
-              supersede: bool = True) -> StoredPlan:
-    """Store a proposed plan and (unless told not to) supersede the cloud's proposed plans
-    made from other snapshots, in one transaction; return it as stored. Plans of the same
-    snapshot stay side by side until one of them is approved."""
-    plan_id = str(uuid.uuid4())
+              supersede: bool = True, plan_id: str | None = None) -> StoredPlan:
+    """Store a proposed plan (under plan_id when given, else a new one) and (unless told
+    not to) supersede the cloud's proposed plans made from other snapshots, in one
+    transaction; return it as stored. Plans of the same snapshot stay side by side until one
+    of them is approved."""
+    plan_id = plan_id or str(uuid.uuid4())
     now = datetime.now(timezone.utc)
     details = {"notes": list(draft.notes), "options": dict(draft.options),
                "left_on": dict(draft.left_on),

@@ -58,10 +58,11 @@ _INSTANCE_COLUMNS = ("name", "host", "vcpus", "memory_mb", "disk_gb", "status", 
 
 def save_snapshot(engine: Engine, cluster: Cluster, *, cloud: str, source: str,
                   capacity_source: str = "placement", taken_at: datetime | None = None,
-                  readings: tuple[Reading, ...] = (), endpoint: str | None = None
-                  ) -> Snapshot:
-    """Store a cluster as a new snapshot in one transaction; return it as stored."""
-    info = SnapshotInfo(id=str(uuid.uuid4()), cloud=cloud, endpoint=endpoint,
+                  readings: tuple[Reading, ...] = (), endpoint: str | None = None,
+                  snapshot_id: str | None = None) -> Snapshot:
+    """Store a cluster as a new snapshot in one transaction (under snapshot_id when given,
+    else a new one); return it as stored."""
+    info = SnapshotInfo(id=snapshot_id or str(uuid.uuid4()), cloud=cloud, endpoint=endpoint,
                         taken_at=taken_at or datetime.now(timezone.utc), source=source,
                         capacity_source=capacity_source, host_count=len(cluster.hosts),
                         instance_count=len(cluster.instances))

@@ -17,11 +17,16 @@ PLAN = SimpleNamespace(id="p-1")
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
-    """What roll_back did, in order; prepare_rollback stores plan p-1 for snapshot s-1."""
+    """What roll_back did, in order; prepare_rollback makes plan p-1 for snapshot s-1, stored
+    at once (store=True: a dry run's scratch database) or by its store() once confirmed."""
     done: list[tuple[str, Any]] = []
-    prepared = SimpleNamespace(plan=PLAN, target=SimpleNamespace(info=SimpleNamespace(id="s-1")))
-    monkeypatch.setattr(rollback_run, "prepare_rollback",
-                        lambda ctx, ref, partial: done.append(("prepare", ctx)) or prepared)
+    target = SimpleNamespace(info=SimpleNamespace(id="s-1"))
+
+    def prepare(ctx: Any, ref: str, partial: bool, store: bool = True) -> SimpleNamespace:
+        done.append(("prepare", ctx))
+        later = None if store else (lambda: done.append(("store", PLAN.id)) or PLAN)
+        return SimpleNamespace(plan=PLAN, target=target, store=later)
+    monkeypatch.setattr(rollback_run, "prepare_rollback", prepare)
     monkeypatch.setattr(rollback_run, "dry_rollback_context", lambda ctx, ref: "dry")
     monkeypatch.setattr(rollback_run, "refuse_while_running", lambda ctx, ref: None)
     monkeypatch.setattr(rollback_run, "interrupted_rollback", lambda ctx, ref: PLAN)
@@ -50,12 +55,12 @@ def roll(calls: list[tuple[str, Any]], *, answer: bool = True, dry_run: bool = F
 
 def test_it_shows_asks_approves_and_runs(calls: list[tuple[str, Any]]) -> None:
     result = roll(calls)
-    assert [c[0] for c in calls] == ["prepare", "show", "confirm", "approve", "run"]
+    assert [c[0] for c in calls] == ["prepare", "show", "confirm", "store", "approve", "run"]
     assert calls[2][1] == "roll back to snapshot s-1 now?"
     assert (result.plan_id, result.outcome) == ("p-1", "outcome")
 
 
-def test_a_refusal_approves_nothing(calls: list[tuple[str, Any]]) -> None:
+def test_a_refusal_stores_and_approves_nothing(calls: list[tuple[str, Any]]) -> None:
     with pytest.raises(UsageError):
         roll(calls, answer=False)
     assert [c[0] for c in calls] == ["prepare", "show", "confirm"]

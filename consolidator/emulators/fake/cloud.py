@@ -181,6 +181,11 @@ class FakeCloud:
             self._http.stop()
             self._http = None
 
+    @property
+    def listening(self) -> bool:
+        """Whether the HTTP server (Keystone, Nova, Placement) is bound and serving."""
+        return self._http is not None
+
     def __enter__(self) -> FakeCloud:
         return self.start()
 
