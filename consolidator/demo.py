@@ -303,7 +303,7 @@ def run_demo(options: DemoOptions, echo: Echo) -> float:
 def kept_lines(workdir: Path, options: DemoOptions) -> list[str]:
     """What --keep kept, and where the database is: in the directory, or the one --db-url
     (or CONSOLIDATOR_DB_URL) names, its password hidden."""
-    from consolidator.store.db import redact
+    from consolidator.app.database import redact
 
     logs = f"fake-cloud.log{', nova.log' if options.backend == 'nova' else ''}"
     first = (f"kept {workdir}: {'' if options.db_url else 'the database (demo.db), '}"

@@ -93,7 +93,7 @@ def check_applicable(ctx: AppContext, plan_ref: str, *, yes: bool, dry_run: bool
     """The plan, once its state allows this run; a proposed plan with --yes is approved."""
     engine = ctx.engine()
     plan = load_plan(engine, plan_ref)
-    refuse_a_scenario_plan(plan, "applied")
+    refuse_a_scenario_plan(plan)
     if ctx.cloud_name and ctx.cloud_name != plan.cloud:
         raise UsageError(f"plan {plan.id} is for cloud {plan.cloud!r}, not {ctx.cloud_name!r}: "
                          f"apply it with --cloud {plan.cloud}")

@@ -40,24 +40,31 @@ def asked_row(row: Any) -> str:
                      details.get("choice"))
 
 
-def refuse_a_scenario_plan(plan: StoredPlan, doing: str) -> None:
+def refuse_a_scenario_plan(plan: StoredPlan) -> None:
     """UsageError when the plan was made from a scenario file: it can be reviewed, not
-    approved or applied (it names no live cloud)."""
+    applied (it names no live cloud)."""
     if plan.cloud.startswith("scenario:"):
         raise UsageError(f"plan {plan.id} was made from a scenario file ({plan.cloud}), not "
-                         f"from a live cloud: it can be reviewed, not {doing}")
+                         f"from a live cloud: it can be reviewed, not applied")
+
+
+def approved_line(ctx: AppContext, full: str, changed: bool) -> str:
+    """What 'plan approve' says: how to run the plan, or, for a plan made from a scenario
+    file (which apply refuses), that it can be reviewed, not applied."""
+    plan = stored.load_plan(ctx.engine(), full)
+    done = f"plan {full} {'approved' if changed else 'was already approved'}"
+    if plan.cloud.startswith("scenario:"):
+        return (f"{done}; it was made from a scenario file ({plan.cloud}), not from a live "
+                f"cloud: it can be reviewed, not applied")
+    return f"{done}; run it with: consolidator apply {full}"
 
 
 def change_status(ctx: AppContext, ref: str, status: str) -> tuple[str, bool]:
     """Move a plan (id or unique prefix) to a new state by the operator: its full id, and
-    False when it already was in that state (approving or cancelling twice is no error).
-    A plan made from a scenario file is never approved."""
+    False when it already was in that state (approving or cancelling twice is no error)."""
     engine = ctx.engine()
     full = stored.resolve_plan_id(engine, ref)
-    plan = stored.load_plan(engine, full)
-    if status == "approved":
-        refuse_a_scenario_plan(plan, "approved")
-    if status in ("approved", "cancelled") and plan.status == status:
+    if status in ("approved", "cancelled") and stored.load_plan(engine, full).status == status:
         return full, False
     stored.set_status(engine, full, status, reason=f"{status} by operator")
     notify_status(ctx, full)

@@ -20,7 +20,13 @@ from consolidator.app.planning import (
     make_plan,
     validate_request,
 )
-from consolidator.app.review import asked_row, change_status, list_plans, show_plan
+from consolidator.app.review import (
+    approved_line,
+    asked_row,
+    change_status,
+    list_plans,
+    show_plan,
+)
 from consolidator.app.snapshots import get_snapshot, record_scenario, record_snapshot
 from consolidator.cli.context import (
     BMC_FILE,
@@ -288,8 +294,7 @@ def plan_show(app: AppContext, plan_id: str, full: bool, out: Output) -> None:
 def plan_approve(app: AppContext, plan_id: str) -> None:
     """Approve a proposed plan so that 'apply' (or the daemon) may run it."""
     full, changed = change_status(app, plan_id, "approved")
-    click.echo(f"plan {full} {'approved' if changed else 'was already approved'}; run it "
-               f"with: consolidator apply {full}")
+    click.echo(approved_line(app, full, changed))
 
 
 @plan_group.command("cancel")

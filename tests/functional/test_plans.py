@@ -74,7 +74,9 @@ def test_plan_command_review_approve_cancel(tmp_path: Path, bundled_scenario: Pa
     assert {p["id"]: p["status"] for p in listed} == {again["id"]: "proposed",
                                                       plan["id"]: "proposed"}
     approved = run("plan", "approve", again["id"], db_url=db_url)
-    assert approved.code == 0 and "consolidator apply" in approved.out
+    # a plan made from a scenario file: approved for the review, never pointed at 'apply'
+    assert approved.code == 0 and "can be reviewed, not applied" in approved.out
+    assert "consolidator apply" not in approved.out
     assert json.loads(run("plan", "show", plan["id"], "--format", "json",
                           db_url=db_url).out)["status"] == "superseded"
     assert run("plan", "cancel", again["id"], db_url=db_url).code == 0

@@ -47,13 +47,12 @@ def test_a_scenario_plan_is_filed_apart_and_never_applied(tmp_path: Path) -> Non
     assert "was made from a scenario file (scenario:alto)" in applied.err
     shown = json.loads(run("plan", "show", plan["id"], "--format", "json", db_url=db_url).out)
     assert shown["status"] == "proposed"
-    # Nor approved: approving it said "run it with: consolidator apply ID", which refuses.
+    # Approving it (a review step) said "run it with: consolidator apply ID", which refuses.
     approved = run("plan", "approve", plan["id"], db_url=db_url)
-    assert approved.code == 2, approved.out
-    assert "was made from a scenario file (scenario:alto)" in approved.err
-    assert "apply" not in approved.out
-    shown = json.loads(run("plan", "show", plan["id"], "--format", "json", db_url=db_url).out)
-    assert shown["status"] == "proposed"
+    assert approved.code == 0, approved.err
+    assert "was made from a scenario file (scenario:alto)" in approved.out
+    assert "can be reviewed, not applied" in approved.out
+    assert "consolidator apply" not in approved.out
 
 
 def test_a_rollback_refused_by_the_lease_leaves_no_approved_plan(tmp_path: Path) -> None:
