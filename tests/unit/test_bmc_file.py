@@ -74,6 +74,8 @@ hosts:
     ("hosts:\n  c1: {driver: ipmi, address: a, username: u, password: p}\n"
      "  c1: {driver: ipmi, address: b, username: u, password: p}\n",
      ["'c1'", "twice", "line 3"]),
+    ("hosts: {c1: {driver: redfish, address: 'ftp://127.0.0.1:1', username: u, password: p}}",
+     ["'c1'", "ftp", "https://"]),
     ("hosts: [c1]", ["hosts"]),
     ("hosts: {c1: {driver: ipmi\n", ["line"]),
     ("host: {}", ["hosts"]),
