@@ -341,8 +341,7 @@ def _parse(option: Option, raw: str) -> Any:
     if problem:
         raise ConfigError(f"{where}: {problem}{comment_hint(raw)}")
     if option.choices and text not in option.choices:
-        raise ConfigError(f"[{option.section}] {option.name} = {raw!r}: expected one of "
-                          f"{', '.join(option.choices)}")
+        raise ConfigError(f"{where}: expected one of {', '.join(option.choices)}")
     return text
 
 

@@ -171,9 +171,10 @@ def _bmc_file_lookup(path: str, *, required: bool) -> PowerLookup:
     from consolidator.power.bmc_file import load_bmc_file
     from consolidator.power.catalog import driver_for
 
-    if required and not Path(path).exists():
+    exists = Path(path).exists()
+    if required and not exists:
         raise MissingBmcFile(f"{path}: no such BMC file")
-    configs = load_bmc_file(path) if Path(path).exists() else {}
+    configs = load_bmc_file(path) if exists else {}
     drivers: dict[str, Any] = {}
 
     def lookup(host: str) -> Any:

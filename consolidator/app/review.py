@@ -40,23 +40,28 @@ def asked_row(row: Any) -> str:
                      details.get("choice"))
 
 
+def from_a_scenario(plan: StoredPlan) -> str | None:
+    """Why the plan cannot be applied when it was made from a scenario file (it names no
+    live cloud), else None."""
+    if not plan.cloud.startswith("scenario:"):
+        return None
+    return (f"was made from a scenario file ({plan.cloud}), not from a live cloud: it can be "
+            f"reviewed, not applied")
+
+
 def refuse_a_scenario_plan(plan: StoredPlan) -> None:
-    """UsageError when the plan was made from a scenario file: it can be reviewed, not
-    applied (it names no live cloud)."""
-    if plan.cloud.startswith("scenario:"):
-        raise UsageError(f"plan {plan.id} was made from a scenario file ({plan.cloud}), not "
-                         f"from a live cloud: it can be reviewed, not applied")
+    """UsageError when the plan was made from a scenario file (from_a_scenario)."""
+    why = from_a_scenario(plan)
+    if why is not None:
+        raise UsageError(f"plan {plan.id} {why}")
 
 
 def approved_line(ctx: AppContext, full: str, changed: bool) -> str:
     """What 'plan approve' says: how to run the plan, or, for a plan made from a scenario
     file (which apply refuses), that it can be reviewed, not applied."""
-    plan = stored.load_plan(ctx.engine(), full)
+    why = from_a_scenario(stored.load_plan(ctx.engine(), full))
     done = f"plan {full} {'approved' if changed else 'was already approved'}"
-    if plan.cloud.startswith("scenario:"):
-        return (f"{done}; it was made from a scenario file ({plan.cloud}), not from a live "
-                f"cloud: it can be reviewed, not applied")
-    return f"{done}; run it with: consolidator apply {full}"
+    return f"{done}; it {why}" if why else f"{done}; run it with: consolidator apply {full}"
 
 
 def change_status(ctx: AppContext, ref: str, status: str) -> tuple[str, bool]:

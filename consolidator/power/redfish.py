@@ -152,13 +152,12 @@ class RedfishDriver:
                  resolve: Callable[[str], Path]) -> dict[str, Any]:
         """Redfish's keys of a host's entry: plain http:// refused unless allowed, ca_bundle
         resolved and present and not beside verify_tls: false (InvalidBmcEntry)."""
-        scheme = entry["address"].split("://", 1)[0].lower() if "://" in entry["address"] \
-            else "https"
+        address = entry["address"]
+        scheme = address.split("://", 1)[0].lower() if "://" in address else "https"
         if scheme not in ("https", "http"):
-            raise InvalidBmcEntry(f"address {entry['address']!r}: Redfish speaks https:// "
-                                  f"(or http:// with allow_insecure_http), not {scheme}://")
-        if (entry["address"].lower().startswith("http://")
-                and not entry.get("allow_insecure_http", False)):
+            raise InvalidBmcEntry(f"address {address!r}: Redfish speaks https:// (or http:// "
+                                  f"with allow_insecure_http), not {scheme}://")
+        if scheme == "http" and not entry.get("allow_insecure_http", False):
             raise InvalidBmcEntry(f"Redfish over plain http:// sends the BMC password in "
                                   f"clear; use https://, or set allow_insecure_http: true "
                                   f"for {host!r} to accept it")
