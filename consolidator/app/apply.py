@@ -10,7 +10,7 @@ from consolidator.app.context import AppContext
 from consolidator.app.dry_run import dry_context, simulated_cloud
 from consolidator.app.interrupted import overtaken
 from consolidator.app.leadership import refuse_while_executor_runs
-from consolidator.app.notify import after_run, last_entry, notify_status
+from consolidator.app.notify import after_run, last_entry, migration_events, notify_status
 from consolidator.app.review import refuse_a_scenario_plan
 from consolidator.app.settings import executor_settings, rules_from_config
 from consolidator.app.snapshots import refuse_another_cloud
@@ -80,9 +80,11 @@ class PlanRun:
 
     def run(self, *, resume: bool = False) -> Outcome:
         """Run (or resume) the plan; it ends succeeded or failed, or stays as it was. The
-        webhook hears it start, its power actions and its end (app/notify.py)."""
+        notifications tell its start, each migration, its power actions and its end
+        (app/notify.py)."""
         since = last_entry(self.ctx, self.plan.id)
         self.executor.on_started = lambda: notify_status(self.ctx, self.plan.id)
+        self.executor.on_migration = migration_events(self.ctx, self.plan)
         outcome = self.executor.run(self.plan, resume=resume)
         after_run(self.ctx, self.plan.id, outcome, since)
         return outcome

@@ -277,8 +277,24 @@ OPTIONS: tuple[Option, ...] = (
            form="address"),
     Option("notify", "webhook_url", str, "",
            "POST a JSON document to this http(s) URL at each event (a plan proposed, "
-           "approved, started, succeeded or failed; a power action; a drained or undrained "
-           "host); empty: no notifications.", form="url"),
+           "approved, started, succeeded or failed; a live migration started or ended; a "
+           "power action; a drained, undrained or rescued host); empty: no webhook.",
+           form="url"),
+    Option("notify", "webhook_format", str, "cloudevents",
+           "The webhook's body: cloudevents (CloudEvents 1.0, structured mode, whose data is "
+           "the versioned payload) or legacy (0.1's document, for one release).",
+           choices=("cloudevents", "legacy")),
+    Option("notify", "transport_url", str, "",
+           "Send versioned notifications to this oslo.messaging transport, e.g. "
+           "rabbit://user:password@host:5672/ (the notify extra); empty: none. A config file "
+           "holding a password in it is refused unless only its owner may read it.",
+           form="transport_url"),
+    Option("notify", "topic", str, "versioned_notifications",
+           "The versioned notifications' topic: they go to TOPIC.info and TOPIC.error."),
+    Option("notify", "queue_size", int, 1000,
+           "Events that may wait for each receiver (the webhook, the bus: while the broker "
+           "is down they wait, in order); past it a new event is dropped and counted.",
+           range="[1, 1000000]"),
     Option("notify", "secret", str, "",
            "With it, each POST carries X-Consolidator-Signature: sha256=HMAC-SHA256 of the "
            "body under this secret. A config file holding it (or a password in [database] "
@@ -380,6 +396,9 @@ def check_form(form: str, text: str) -> str | None:
         if text and not re.match(r"^https?://[^/\s]+", text):
             return "not an http:// or https:// URL"
         return None
+    if form == "transport_url":
+        return None if re.match(r"^([a-z][a-z0-9+]*://\S*)?$", text) else \
+            "not an oslo.messaging transport URL such as rabbit://user:password@host:5672/"
     raise ValueError(f"unknown form {form!r}")
 
 
@@ -441,12 +460,13 @@ def _refuse_readable_secrets(config: Config, path: Path) -> None:
 
     if config.get("notify", "secret"):
         refuse_if_readable(path, str(path), "[notify] secret")
-    try:
-        password = urlsplit(config.get("database", "url")).password
-    except ValueError:
-        password = None
-    if password:
-        refuse_if_readable(path, str(path), "a password in [database] url")
+    for section, name in (("database", "url"), ("notify", "transport_url")):
+        try:
+            password = urlsplit(config.get(section, name)).password
+        except ValueError:
+            password = None
+        if password:
+            refuse_if_readable(path, str(path), f"a password in [{section}] {name}")
 
 
 def _read_ini(path: Path) -> configparser.ConfigParser:

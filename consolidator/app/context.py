@@ -75,9 +75,15 @@ class AppContext:
         """The validated config (defaults when no file is given or present)."""
         if self._config is None:
             config = load_config(self.config_file, required=self.config_file is not None)
-            from consolidator.app.settings import check_plugin_names, check_schedule, config_scope
+            from consolidator.app.settings import (
+                check_notify,
+                check_plugin_names,
+                check_schedule,
+                config_scope,
+            )
 
             check_plugin_names(config)
+            check_notify(config)
             check_schedule(config)
             config_scope(config)
             self._config = config

@@ -60,9 +60,14 @@ def start_metrics(ctx: AppContext) -> Metrics | None:
         return None
     from consolidator.telemetry.exporter import Metrics
 
-    metrics = Metrics(stored=partial(stored_stats, ctx))
+    metrics = Metrics(stored=partial(stored_stats, ctx), waiting=partial(waiting, ctx))
     metrics.start(settings.port, settings.address)
     return metrics
+
+
+def waiting(ctx: AppContext) -> dict[str, int]:
+    """The notifications waiting in the context's outbox, by receiver."""
+    return ctx.outbox.waiting() if ctx.outbox is not None else {}
 
 
 def record_cycle_end(ctx: AppContext, at: float) -> None:

@@ -1,14 +1,17 @@
 """Notifications: each event of a plan's life (proposed, approved, started, succeeded,
-failed, cancelled), each power action of a run, and each drained or undrained host, POSTed to
-[notify] webhook_url (telemetry/webhook.py).
+failed, cancelled), each live migration (started, succeeded, failed), each power action and
+rescue of a run, and each drained or undrained host, POSTed to [notify] webhook_url
+(telemetry/webhook.py: CloudEvents, or the legacy format) and sent as versioned notifications
+on [notify] transport_url's bus (telemetry/versioned.py, telemetry/bus.py).
 
 Every event is first journaled (action ``notify``, the event as target); the journal row's id
 is the event's sequence number, so numbers only grow, across processes and restarts, and the
 row records whether the delivery succeeded. The event then leaves from the context's outbox
 (app/outbox.py), outside the executor lease, each delivery within [notify] deadline. Delivery
-never fails or holds the operation: a receiver that is down gets the retries, one that is
-stuck loses the event; the journal row, the log and consolidator_notifications_dropped_total
-say so. Dry runs notify nothing.
+never fails or holds the operation: a webhook receiver that is down gets the retries, one
+that is stuck loses the event; a broker that is down gets the event again once it is back,
+while at most [notify] queue_size events wait; the journal row, the log and
+consolidator_notifications_dropped_total say what was lost. Dry runs notify nothing.
 """
 
 from __future__ import annotations
@@ -17,15 +20,16 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from consolidator.app.context import AppContext
-from consolidator.app.outbox import Outbox
+from consolidator.app.notify_sinks import Sinks
 from consolidator.app.settings import notify_settings
 from consolidator.core.errors import ConsolidatorError
-from consolidator.core.plan import StoredPlan
+from consolidator.core.plan import Move, StoredPlan
 from consolidator.store import journal, totals
 from consolidator.store.plans import load_plan
 
 if TYPE_CHECKING:
     from consolidator.execution.executor import Outcome
+    from consolidator.execution.progress import MigrationListener
 
 #: The journal actions of a run that are power actions, and their event names.
 POWER_EVENTS = {"power_off": "power.off", "power_on": "power.on"}
@@ -42,8 +46,7 @@ def plan_kind(plan: StoredPlan) -> str:
 def notify(ctx: AppContext, event: str, *, plan: StoredPlan | None = None,
            plan_id: str | None = None, **fields: Any) -> None:
     """Journal one event and POST it to the webhook, if one is configured; never raises."""
-    settings = notify_settings(ctx.config)
-    if not settings.webhook_url or ctx.simulate:
+    if not notifying(ctx):
         return
     document: dict[str, Any] = {"event": event, "plan_id": plan.id if plan else plan_id,
                                 "time": datetime.now(timezone.utc).isoformat()}
@@ -66,30 +69,51 @@ def notify(ctx: AppContext, event: str, *, plan: StoredPlan | None = None,
     outbox_of(ctx).put(entry, document)
 
 
-def outbox_of(ctx: AppContext) -> Outbox:
-    """The context's outbox, made (and its thread started) at the first event."""
-    if ctx.outbox is None:
-        from consolidator.telemetry.webhook import Webhook, deliver
+def notifying(ctx: AppContext) -> bool:
+    """Whether events go anywhere: a webhook or a bus is configured, and this is no dry run."""
+    settings = notify_settings(ctx.config)
+    return bool(settings.webhook_url or settings.transport_url) and not ctx.simulate
 
-        settings = notify_settings(ctx.config)
-        hook = Webhook(settings.webhook_url, settings.secret, settings.timeout,
-                       settings.attempts, settings.backoff, settings.deadline)
+
+def outbox_of(ctx: AppContext) -> Sinks:
+    """The context's outboxes, made (and their threads started) at the first event."""
+    if ctx.outbox is None:
         engine = ctx.engine()
 
-        def settle(entry: int, delivered: bool, detail: str, reason: str) -> None:
+        def finish(entry: int, delivered: bool, detail: str) -> None:
             journal.finish(engine, entry, journal.SUCCEEDED if delivered else journal.FAILED,
                            detail)
-            if not delivered:
-                totals.add(engine, "notifications_dropped_total", {"reason": reason})
 
-        ctx.outbox = Outbox(lambda document: deliver(hook, document), settle)
+        def dropped(reason: str) -> None:
+            totals.add(engine, "notifications_dropped_total", {"reason": reason})
+
+        ctx.outbox = Sinks(notify_settings(ctx.config), finish, dropped)
     return ctx.outbox
+
+
+def migration_events(ctx: AppContext, plan: StoredPlan) -> MigrationListener | None:
+    """What notifies each live migration's start and end (None: nothing is notified)."""
+    if not notifying(ctx):
+        return None
+    from consolidator.execution import progress as mp
+
+    states = {mp.STARTED: "started", mp.DONE: "succeeded", mp.FAILED: "failed"}
+
+    def listener(move: Move, phase: str, elapsed: float, error: str | None) -> None:
+        state = states[phase]
+        notify(ctx, f"migration.{state}", plan_id=plan.id, cloud=plan.cloud,
+               instance_id=move.instance_id, instance_name=move.instance_name,
+               source=move.source, destination=move.destination, wave=move.wave,
+               state=state, elapsed_s=round(elapsed, 3),
+               result=None if state == "started" else error or (
+                   f"on {move.destination} after {elapsed:.1f} s"))
+    return listener
 
 
 def notify_status(ctx: AppContext, plan_id: str) -> None:
     """The event of a plan's current state (plan.approved, plan.started for running,
     plan.cancelled...)."""
-    if not notify_settings(ctx.config).webhook_url or ctx.simulate:
+    if not notifying(ctx):
         return
     plan = load_plan(ctx.engine(), plan_id)
     notify(ctx, f"plan.{'started' if plan.status == 'running' else plan.status}", plan=plan)
@@ -97,7 +121,7 @@ def notify_status(ctx: AppContext, plan_id: str) -> None:
 
 def last_entry(ctx: AppContext, plan_id: str) -> int:
     """The id of a plan's newest journal row (0: none): where a run's rows start after."""
-    if not notify_settings(ctx.config).webhook_url or ctx.simulate:
+    if not notifying(ctx):
         return 0
     rows = journal.entries(ctx.engine(), plan_id=plan_id)
     return rows[-1].id if rows else 0
@@ -106,13 +130,15 @@ def last_entry(ctx: AppContext, plan_id: str) -> int:
 def after_run(ctx: AppContext, plan_id: str, outcome: Outcome, since: int) -> None:
     """The events of a run that has ended: its power actions (from its journal rows after
     `since`), the hosts a drain emptied, then the plan's final state."""
-    if not notify_settings(ctx.config).webhook_url or ctx.simulate:
+    if not notifying(ctx):
         return
     engine = ctx.engine()
     for row in journal.entries(engine, plan_id=plan_id):
         if row.id > since and row.action in POWER_EVENTS and row.state != journal.RUNNING:
-            notify(ctx, POWER_EVENTS[row.action], plan_id=plan_id, host=row.target,
-                   state=row.state, result=row.result)
+            rescue = bool((row.params or {}).get("rescue"))
+            notify(ctx, "host.rescued" if rescue else POWER_EVENTS[row.action],
+                   plan_id=plan_id, host=row.target, state=row.state, result=row.result,
+                   reason=(row.params or {}).get("why") if rescue else None)
     plan = load_plan(engine, plan_id)
     if plan.status == "succeeded":
         from consolidator.core.maintenance import drain_reason

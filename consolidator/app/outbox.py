@@ -1,8 +1,13 @@
 """The notifications' outbox: events queued by whoever made them (a plan run holding the
 executor lease, a rollback, 'hosts power'), and sent by a thread of their own, one at a time
 and in order, each delivery within [notify] deadline. Nothing that acts on the cloud ever
-waits for a receiver: a stuck one loses events, which are journaled failed, logged and
-counted in consolidator_notifications_dropped_total.
+waits for a receiver. A webhook's outbox gives up on an event once its delivery fails (a
+stuck receiver loses events); the bus's outbox keeps the event and tries again every
+`retry` seconds, so that the events wait, in order, while the broker is down. Either way at
+most `capacity` events wait ([notify] queue_size): past it a new event is dropped at once.
+A dropped event is journaled failed, logged and counted in
+consolidator_notifications_dropped_total; the waiting ones are
+consolidator_notifications_waiting.
 
 When the command ends, it waits at most one deadline for the events still queued (after its
 leases are released), and drops the rest; SIGTERM or SIGINT during that wait drops them at
@@ -34,13 +39,18 @@ class Outbox:
     """Events waiting for the webhook, and the thread that sends them."""
 
     def __init__(self, send: Callable[[dict[str, Any]], tuple[bool, str]], settle: Settle,
-                 *, capacity: int = CAPACITY) -> None:
+                 *, capacity: int = CAPACITY, retry: float | None = None,
+                 name: str = "notify") -> None:
+        """retry: seconds between the tries of an event not delivered (None: one delivery,
+        then it is dropped)."""
         self.send, self._settle = send, settle
+        self.capacity, self.retry = capacity, retry
         self._queue: queue.Queue[tuple[int, dict[str, Any]] | None] = queue.Queue(capacity)
         self._lock = threading.Lock()
         self._open: dict[int, str] = {}          # entry -> event: queued or being sent
         self._settling: set[int] = set()         # entries whose outcome is being recorded
-        self._thread = threading.Thread(target=self._work, daemon=True, name="notify")
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._work, daemon=True, name=name)
         self._thread.start()
 
     def put(self, entry: int, document: dict[str, Any]) -> None:
@@ -50,8 +60,8 @@ class Outbox:
         try:
             self._queue.put_nowait((entry, document))
         except queue.Full:
-            self._finish(entry, False, f"dropped: {CAPACITY} events already wait for the "
-                                       f"receiver", "queue_full")
+            self._finish(entry, False, f"dropped: {self.capacity} events already wait for "
+                                       f"the receiver ([notify] queue_size)", "queue_full")
 
     @property
     def pending(self) -> int:
@@ -77,6 +87,7 @@ class Outbox:
             left_over = sorted((e, v) for e, v in self._open.items() if e not in self._settling)
         for entry, _event in left_over:
             self._finish(entry, False, f"dropped at exit: {why}", "shutdown")
+        self._closed.set()
         if left_over:
             LOG.warning("%d notification(s) dropped at exit: %s", len(left_over), why)
         settled_by = time.monotonic() + 5.0      # an outcome being recorded: let it land
@@ -94,9 +105,21 @@ class Outbox:
                 if entry not in self._open or entry in self._settling:   # dropped meanwhile
                     continue
             delivered, detail = self.send(document)
+            while not delivered and self.retry is not None and self._open_still(entry):
+                LOG.info("notification #%d not sent (%s): trying again in %g s", entry,
+                         detail, self.retry)
+                self._closed.wait(self.retry)
+                if not self._open_still(entry):
+                    break
+                delivered, detail = self.send(document)
             reason = "" if delivered else (
                 "deadline" if detail.startswith("deadline passed") else "failed")
             self._finish(entry, delivered, detail, reason)
+
+    def _open_still(self, entry: int) -> bool:
+        """Whether an event is still to be sent (not dropped at exit meanwhile)."""
+        with self._lock:
+            return entry in self._open and entry not in self._settling
 
     def _finish(self, entry: int, delivered: bool, detail: str, reason: str) -> None:
         """Settle an event once: the first outcome counts (a drop at exit, or the send). It

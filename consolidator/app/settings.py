@@ -304,7 +304,8 @@ def relief_settings(config: Config) -> ReliefSettings:
 
 @dataclass(frozen=True)
 class NotifySettings:
-    """[notify]: the webhook (empty: none), its HMAC secret, timeout and retries."""
+    """[notify]: the webhook (empty: none), its format, HMAC secret, timeout and retries;
+    the bus (empty: none) and its topic; the outbox's bound."""
 
     webhook_url: str
     secret: str
@@ -312,12 +313,26 @@ class NotifySettings:
     attempts: int
     backoff: float
     deadline: float
+    webhook_format: str = "cloudevents"
+    transport_url: str = ""
+    topic: str = "versioned_notifications"
+    queue_size: int = 1000
 
 
 def notify_settings(config: Config) -> NotifySettings:
-    """The [notify] webhook."""
+    """The [notify] webhook and bus."""
     return NotifySettings(**_options(config, "notify", "webhook_url", "secret", "timeout",
-                                     "attempts", "backoff", "deadline"))
+                                     "attempts", "backoff", "deadline", "webhook_format",
+                                     "transport_url", "topic", "queue_size"))
+
+
+def check_notify(config: Config) -> None:
+    """ConfigError when [notify] transport_url is set and oslo.messaging is not installed:
+    one line naming the extra."""
+    if config.get("notify", "transport_url"):
+        from consolidator.telemetry.bus import require_oslo_messaging
+
+        require_oslo_messaging()
 
 
 def metrics_settings(config: Config) -> MetricsSettings:

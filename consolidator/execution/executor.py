@@ -43,7 +43,7 @@ from consolidator.execution.move_queue import MoveQueue
 from consolidator.execution.move_runner import MoveCallbacks, run_moves
 from consolidator.execution.nova_port import NovaPort
 from consolidator.execution.power_steps import HostSteps
-from consolidator.execution.progress import ProgressListener
+from consolidator.execution.progress import MigrationListener, ProgressListener
 from consolidator.execution.resume import reconcile
 from consolidator.execution.run_terms import (  # re-exported: callers import them here
     ExecutorSettings,
@@ -84,6 +84,8 @@ class Executor:
         self.progress: ProgressListener | None = None
         #: Told once the plan is running (notifications); None: nobody.
         self.on_started: Callable[[], None] | None = None
+        #: Told of each live migration's start and end (notifications); None: nobody.
+        self.on_migration: MigrationListener | None = None
         self.guard: Guard | None = None
         #: The token this run holds the executor lease under (set when the run takes it).
         self.holder = ""

@@ -45,6 +45,8 @@ class MigrationStep:
         run.report(f"  migrate {move.instance_name} {move.source} -> {move.destination}")
         started = time.monotonic()
         self.progress(move, mp.STARTED, started)
+        if run.on_migration is not None:
+            run.on_migration(move, mp.STARTED, 0.0, None)
         with run.running_lock:
             run.running += 1
         try:
@@ -58,6 +60,9 @@ class MigrationStep:
         self.progress(move, mp.FAILED if error else mp.DONE, started)
         journal.finish(run.engine, entry, journal.FAILED if error else journal.SUCCEEDED,
                        error or f"on {move.destination} after {time.monotonic() - started:.1f} s")
+        if run.on_migration is not None:
+            run.on_migration(move, mp.FAILED if error else mp.DONE,
+                             time.monotonic() - started, error)
         run.report(f"  {'FAILED' if error else 'done'} {move.instance_name}"
                    f"{': ' + error if error else ''} ({time.monotonic() - started:.1f} s)")
         return error

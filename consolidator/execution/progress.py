@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 #: Phases of one migration's progress.
 STARTED, RUNNING, DONE, FAILED = "started", "running", "done", "failed"
@@ -33,6 +34,9 @@ class MigrationProgress:
 
 
 ProgressListener = Callable[[MigrationProgress], None]
+#: Told of each live migration as it starts and ends: the move, its phase (STARTED, DONE or
+#: FAILED), seconds since it started, and why it failed (None otherwise).
+MigrationListener = Callable[[Any, str, float, "str | None"], None]
 
 
 def poll_delays(first: float, cap: float) -> Iterator[float]:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from consolidator.execution.gate import Gate
     from consolidator.execution.host_power import GuardedPower
     from consolidator.execution.nova_port import NovaPort
-    from consolidator.execution.progress import ProgressListener
+    from consolidator.execution.progress import MigrationListener, ProgressListener
     from consolidator.power.driver import PowerDriver
     from consolidator.store.leases import Guard, LeaseLostError
 
@@ -89,6 +89,7 @@ class Run(Protocol):
     running: int
     running_lock: threading.Lock
     progress: ProgressListener | None
+    on_migration: MigrationListener | None
     blocked: dict[str, str]
 
     def block(self, host: str, why: str) -> None:

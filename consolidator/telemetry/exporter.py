@@ -57,7 +57,7 @@ MIGRATION_RESULTS = ("succeeded", "failed")
 PLAN_STATUSES = STATES
 RUN_KINDS = ("plan", "rollback")
 RUN_RESULTS = ("succeeded", "failed", "interrupted")
-#: Why a notification was not delivered (app/notify_outbox.py).
+#: Why a notification was not delivered (app/outbox.py).
 DROP_REASONS = ("failed", "deadline", "queue_full", "shutdown")
 LEASES = ("daemon", "executor")
 #: Labels of a stored total: sorted (key, value) pairs.
@@ -113,8 +113,9 @@ class StoredCollector(Collector):
         yield _counter(stats, "journal_migrations", "Live migrations journaled as ended, by "
                        "result.", "result", MIGRATION_RESULTS)
         yield self._durations(stats)
-        yield _counter(stats, "notifications_dropped", "Webhook events never delivered, by "
-                       "reason.", "reason", DROP_REASONS)
+        yield _counter(stats, "notifications_dropped", "Events a receiver (the webhook, "
+                       "the bus) never got, by reason (queue_full: past [notify] "
+                       "queue_size).", "reason", DROP_REASONS)
         yield _counter(stats, "leases_lost", "Leases lost while working, by lease.", "lease",
                        LEASES)
         last = stats.totals.get(("last_cycle_timestamp_seconds", ()))
@@ -136,6 +137,24 @@ class StoredCollector(Collector):
             sum_value=stats.totals.get(("migration_duration_seconds_sum", ()), 0.0))
 
 
+class WaitingCollector(Collector):
+    """consolidator_notifications_waiting: the events this process's outbox holds."""
+
+    def __init__(self, read: Callable[[], Mapping[str, int]]) -> None:
+        self.read = read
+
+    def collect(self) -> Iterator[Any]:
+        """One series per receiver (webhook, bus), 0 for those with nothing waiting."""
+        family = GaugeMetricFamily(
+            "consolidator_notifications_waiting", "Notifications waiting in the outbox "
+            "for their receiver (the broker down, the webhook slow), by receiver; at most "
+            "[notify] queue_size each.", labels=["receiver"])
+        counts = dict(self.read())
+        for receiver in dict.fromkeys(("webhook", "bus", *sorted(counts))):
+            family.add_metric([receiver], counts.get(receiver, 0))
+        yield family
+
+
 def build_version() -> str:
     """The installed package's version ('unknown' when run from a tree not installed)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -153,11 +172,14 @@ class MetricsError(ConsolidatorError):
 class Metrics:
     """The daemon's gauges and counters, and the HTTP endpoint that serves them."""
 
-    def __init__(self, stored: Callable[[], StoredStats] | None = None) -> None:
+    def __init__(self, stored: Callable[[], StoredStats] | None = None,
+                 waiting: Callable[[], Mapping[str, int]] | None = None) -> None:
+        """waiting: the notifications waiting in this process's outbox, by receiver."""
         self.registry = CollectorRegistry(auto_describe=True)
         reg = self.registry
         if stored is not None:
             reg.register(StoredCollector(stored))
+        reg.register(WaitingCollector(waiting or dict))
         self.hosts = Gauge("consolidator_hosts", "Hosts by state after the last cycle.",
                            ["state"], registry=reg)
         self.plans = Gauge("consolidator_plans", "Stored plans by status.", ["status"],

@@ -1,8 +1,16 @@
-"""Webhook notifications: one JSON document POSTed per event, signed with HMAC-SHA256 when a
-secret is set, retried with backoff, the whole delivery bounded by a deadline however slowly
-the receiver answers; a delivery never raises.
+"""Webhook notifications: one event POSTed per event, signed with HMAC-SHA256 when a secret
+is set, retried with backoff, the whole delivery bounded by a deadline however slowly the
+receiver answers; a delivery never raises.
 
-Headers: ``Content-Type: application/json``, ``X-Consolidator-Event`` (the event name),
+The body is a CloudEvents 1.0 event in structured mode (``Content-Type:
+application/cloudevents+json``, made with the ``cloudevents`` library): ``type`` is the
+versioned notification's event type (``consolidation.plan.create``...), ``id`` and the
+extension attribute ``sequence`` the event's sequence number, ``subject`` the plan or host,
+``priority`` info or error, and ``data`` the versioned payload (telemetry/versioned.py). The
+legacy format (``webhook_format = legacy``, for one release) is the event document itself as
+``application/json``.
+
+Headers: ``X-Consolidator-Event`` (the event name),
 ``X-Consolidator-Sequence`` (the event's sequence number) and, with a secret,
 ``X-Consolidator-Signature: sha256=<hex HMAC-SHA256 of the body>`` (as GitHub signs its
 webhooks), so that a receiver can check that the body came from consolidator unchanged.
@@ -23,10 +31,12 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from consolidator.core.wording import plural
+from consolidator.telemetry.versioned import versioned
 
 SIGNATURE_HEADER = "X-Consolidator-Signature"
 #: HTTP statuses worth another try: the receiver is busy or failing for a moment.
@@ -44,6 +54,8 @@ class Webhook:
     backoff: float = 0.5
     #: Seconds the whole delivery (every attempt and wait) may take.
     deadline: float = 30.0
+    #: The body: "cloudevents" or "legacy".
+    format: str = "cloudevents"
 
 
 class _Transient(Exception):
@@ -64,15 +76,44 @@ def signature(secret: str, body: bytes) -> str:
 
 
 def encode(document: dict[str, Any]) -> bytes:
-    """The body POSTed for an event document."""
+    """The legacy body POSTed for an event document."""
     return json.dumps(document, sort_keys=True, default=str).encode()
+
+
+def cloud_event(document: dict[str, Any]) -> tuple[bytes, str]:
+    """The CloudEvents 1.0 structured-mode body of an event document, and its content
+    type."""
+    from cloudevents.core.bindings import http as ce_http
+    from cloudevents.core.v1.event import CloudEvent
+
+    note = versioned(document)
+    event = str(document.get("event", ""))
+    sequence = int(document.get("sequence") or 0)
+    attributes: dict[str, Any] = {
+        "specversion": "1.0", "id": str(sequence),
+        "source": f"/consolidator/{document.get('cloud') or 'default'}",
+        "type": note.event_type if note else f"consolidation.{event}",
+        "datacontenttype": "application/json", "sequence": sequence,
+        "priority": note.priority if note else "info"}
+    subject = document.get("host") or document.get("instance_id") or document.get("plan_id")
+    if subject:
+        attributes["subject"] = str(subject)
+    when = document.get("time")
+    if when:
+        attributes["time"] = datetime.fromisoformat(str(when))
+    data = note.payload if note else json.loads(encode(document))
+    message = ce_http.to_structured_event(CloudEvent(attributes=attributes, data=data))
+    return message.body, message.headers.get("content-type", "application/cloudevents+json")
 
 
 def deliver(hook: Webhook, document: dict[str, Any]) -> tuple[bool, str]:
     """POST one event; (delivered, what happened). Never raises, and returns by the hook's
     deadline: a receiver that is down, slow or refusing is reported, not propagated."""
-    body = encode(document)
-    headers = {"Content-Type": "application/json", "User-Agent": "consolidator",
+    if hook.format == "legacy":
+        body, content_type = encode(document), "application/json"
+    else:
+        body, content_type = cloud_event(document)
+    headers = {"Content-Type": content_type, "User-Agent": "consolidator",
                "X-Consolidator-Event": str(document.get("event", "")),
                "X-Consolidator-Sequence": str(document.get("sequence", ""))}
     if hook.secret:

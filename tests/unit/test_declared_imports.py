@@ -22,6 +22,7 @@ EXTRA_ONLY = {
     "consolidator/emulators/realnova/": "realnova",
     "consolidator/core/algorithms/exact_model.py": "exact",
     "consolidator/render/plot.py": "plot",
+    "consolidator/telemetry/bus.py": "notify",
     "tests/functional/plots.py": "plot",
     "tests/realnova/": "realnova",
 }
