@@ -381,7 +381,6 @@ def check_form(form: str, text: str) -> str | None:
         return None
     if form == "address":
         import ipaddress
-        import re
 
         try:
             ipaddress.ip_address(text)
@@ -391,8 +390,6 @@ def check_form(form: str, text: str) -> str | None:
                 return "not an IP address or a host name"
         return None
     if form == "url":
-        import re
-
         if text and not re.match(r"^https?://[^/\s]+", text):
             return "not an http:// or https:// URL"
         return None

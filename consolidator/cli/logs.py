@@ -10,10 +10,12 @@ from typing import TextIO
 #: Loggers of the libraries under consolidator. Below -v their warnings never reach the
 #: terminal: whatever fails there reaches the operator as consolidator's own one-line error.
 LIBRARIES = ("keystoneauth", "keystoneauth1", "openstack", "os_service_types", "stevedore",
-             "sushy", "urllib3", "requests", "pyghmi", "alembic")
+             "sushy", "urllib3", "requests", "pyghmi", "alembic", "oslo_messaging", "kombu",
+             "amqp")
 
 #: Python warnings (warnings.warn) these modules raise, e.g. urllib3's InsecureRequestWarning.
-_WARNING_MODULES = r"(urllib3|requests|sushy|keystoneauth1|openstack|pyghmi)(\..*)?$"
+_WARNING_MODULES = (r"(urllib3|requests|sushy|keystoneauth1|openstack|pyghmi|oslo_messaging|"
+                    r"oslo_service|oslo_utils|eventlet)(\..*)?$")
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: Under systemd journald stamps each line itself: the record's level and logger suffice.
