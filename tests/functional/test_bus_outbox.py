@@ -6,11 +6,8 @@ once it is back: tests/functional/test_bus_notifications.py.)"""
 
 from __future__ import annotations
 
-import socket
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -21,6 +18,7 @@ from consolidator.telemetry.bus import Bus
 from consolidator.telemetry.exporter import Metrics
 from tests.functional.bus_consumer import consuming
 from tests.functional.rabbit import broker_url, free_port
+from tests.functional.test_clouds_yaml import silent_listener
 from tests.functional.waits import wait_until
 
 pytestmark = pytest.mark.slow
@@ -57,36 +55,8 @@ class Record:
             self.dropped.append(reason)
 
 
-@contextmanager
-def silent_peer() -> Iterator[int]:
-    """A TCP port that accepts connections and never says a word (a stuck broker)."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        for conn in held:
-            conn.close()
-        server.close()
-
-
 def test_a_stuck_broker_holds_a_send_no_longer_than_the_deadline() -> None:
-    with silent_peer() as port:
+    with silent_listener() as port:
         bus = Bus(f"rabbit://guest:guest@127.0.0.1:{port}/", "versioned_notifications", 1.0)
         outcome: list[tuple[bool, str]] = []
         caller = threading.Thread(target=lambda: outcome.append(bus.send(event(1))))
