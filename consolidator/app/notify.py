@@ -16,6 +16,7 @@ consolidator_notifications_dropped_total say what was lost. Dry runs notify noth
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,8 @@ from consolidator.store.plans import load_plan
 if TYPE_CHECKING:
     from consolidator.execution.executor import Outcome
     from consolidator.execution.progress import MigrationListener
+
+LOG = logging.getLogger(__name__)
 
 #: The journal actions of a run that are power actions, and their event names.
 POWER_EVENTS = {"power_off": "power.off", "power_on": "power.on"}
@@ -97,16 +100,20 @@ def migration_events(ctx: AppContext, plan: StoredPlan) -> MigrationListener | N
         return None
     from consolidator.execution import progress as mp
 
+    outbox_of(ctx)          # made here, not by the first of several migration threads
     states = {mp.STARTED: "started", mp.DONE: "succeeded", mp.FAILED: "failed"}
 
     def listener(move: Move, phase: str, elapsed: float, error: str | None) -> None:
         state = states[phase]
-        notify(ctx, f"migration.{state}", plan_id=plan.id, cloud=plan.cloud,
-               instance_id=move.instance_id, instance_name=move.instance_name,
-               source=move.source, destination=move.destination, wave=move.wave,
-               state=state, elapsed_s=round(elapsed, 3),
-               result=None if state == "started" else error or (
-                   f"on {move.destination} after {elapsed:.1f} s"))
+        try:
+            notify(ctx, f"migration.{state}", plan_id=plan.id, cloud=plan.cloud,
+                   instance_id=move.instance_id, instance_name=move.instance_name,
+                   source=move.source, destination=move.destination, wave=move.wave,
+                   state=state, elapsed_s=round(elapsed, 3),
+                   result=None if state == "started" else error or (
+                       f"on {move.destination} after {elapsed:.1f} s"))
+        except Exception as exc:  # noqa: BLE001 - a notification never fails a migration
+            LOG.warning("notification migration.%s of %s: %s", state, move.instance_name, exc)
     return listener
 
 

@@ -327,12 +327,13 @@ def notify_settings(config: Config) -> NotifySettings:
 
 
 def check_notify(config: Config) -> None:
-    """ConfigError when [notify] transport_url is set and oslo.messaging is not installed:
-    one line naming the extra."""
-    if config.get("notify", "transport_url"):
-        from consolidator.telemetry.bus import require_oslo_messaging
+    """ConfigError when [notify] transport_url is set and oslo.messaging is not installed
+    (one line naming the extra) or does not know its driver."""
+    url = config.get("notify", "transport_url")
+    if url:
+        from consolidator.telemetry.bus import check_transport_url
 
-        require_oslo_messaging()
+        check_transport_url(url)
 
 
 def metrics_settings(config: Config) -> MetricsSettings:

@@ -12,9 +12,9 @@ transport blocks on a dead or stuck broker.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import socket
+import threading
 import uuid
 from datetime import datetime, timezone
 from typing import Any
@@ -35,24 +35,41 @@ def require_oslo_messaging() -> Any:
     return oslo_messaging
 
 
+def check_transport_url(url: str) -> None:
+    """ConfigError (one line) unless oslo.messaging is installed and knows the URL's driver;
+    nothing connects."""
+    messaging = require_oslo_messaging()
+    transport = _transport(messaging, url)
+    with contextlib.suppress(Exception):
+        transport.cleanup()
+
+
+def _transport(messaging: Any, url: str) -> Any:
+    """A notification transport to `url` (not connected yet), on a config of its own: no
+    oslo.config file of the machine is read."""
+    from oslo_config import cfg
+
+    conf = cfg.ConfigOpts()
+    conf(args=[], project="consolidator", default_config_files=[], default_config_dirs=[])
+    try:
+        return messaging.get_notification_transport(conf, url=url)
+    except Exception as exc:  # noqa: BLE001 - oslo.messaging's own words, one line
+        problem = str(exc).replace(url, "the URL").splitlines()[0] if str(exc) else ""
+        raise ConfigError(f"[notify] transport_url: {type(exc).__name__}"
+                          f"{': ' + problem if problem else ''}") from None
+
+
 class Bus:
     """A notification transport to one topic, each send bounded by `deadline` seconds."""
 
     def __init__(self, url: str, topic: str, deadline: float,
                  publisher_id: str | None = None) -> None:
         messaging = require_oslo_messaging()
-        from oslo_config import cfg
-
-        conf = cfg.ConfigOpts()
-        conf(args=[], project="consolidator", default_config_files=[],
-             default_config_dirs=[])
-        try:
-            self.transport = messaging.get_notification_transport(conf, url=url)
-        except Exception as exc:  # noqa: BLE001 - oslo.messaging's own words, one line
-            raise ConfigError(f"[notify] transport_url: {type(exc).__name__}: {exc}") from None
+        self.transport = _transport(messaging, url)
         self.messaging, self.topic, self.deadline = messaging, topic, deadline
         self.publisher_id = publisher_id or f"consolidator.{socket.gethostname()}"
-        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="bus")
+        #: Held by the send under way: one at a time, in order, even past a deadline.
+        self._sending = threading.Lock()
 
     def send(self, document: dict[str, Any]) -> tuple[bool, str]:
         """Send one event's versioned notification; (delivered, what happened). Never
@@ -66,19 +83,26 @@ class Bus:
                    "payload": note.payload,
                    "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")}
         target = self.messaging.Target(topic=f"{self.topic}.{note.priority}")
-        future = self._pool.submit(self.transport._send_notification, target, {}, message,
-                                   version=2.0, retry=0)
-        try:
-            future.result(timeout=self.deadline)
-        except concurrent.futures.TimeoutError:
+        failed: list[Exception] = []
+        done = threading.Event()
+
+        def work() -> None:     # a daemon thread: one stuck for ever never holds the exit
+            with self._sending:
+                try:
+                    self.transport._send_notification(target, {}, message, version=2.0,
+                                                      retry=0)
+                except Exception as exc:  # noqa: BLE001 - reported to the outbox
+                    failed.append(exc)
+            done.set()
+        threading.Thread(target=work, daemon=True, name="notify-bus-send").start()
+        if not done.wait(self.deadline):
             return False, f"deadline passed: the broker did not take it within " \
                           f"{self.deadline:g} s"
-        except Exception as exc:  # noqa: BLE001 - a notification never fails the operation
-            return False, f"not sent: {type(exc).__name__}: {exc}"
+        if failed:
+            return False, f"not sent: {type(failed[0]).__name__}: {failed[0]}"
         return True, f"sent as {note.event_type} to {self.topic}.{note.priority}"
 
     def close(self) -> None:
         """Let go of the transport (a send still blocked is not waited for)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
         with contextlib.suppress(Exception):   # leaving anyway
             self.transport.cleanup()

@@ -85,3 +85,14 @@ def test_the_product_imports_without_oslo_messaging() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=300, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_transport_oslo_messaging_does_not_know_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write(tmp_path, "[notify]\ntransport_url = nosuch://u:s3cret@127.0.0.1:5672/\n")
+    code = main(["--config", str(config), "--db-url", f"sqlite:///{tmp_path / 'c.db'}",
+                 "snapshots", "list"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.count("\n") == 1 and "Traceback" not in err and "s3cret" not in err
+    assert err.startswith("consolidator: error: [notify] transport_url: "), err
