@@ -13,6 +13,10 @@ down_revision = '0004'
 branch_labels = None
 depends_on = None
 
+#: On MariaDB and MySQL: a table that compares strings as PostgreSQL and SQLite do
+#: (utf8mb4_bin), in InnoDB (transactions, row locks).
+MYSQL = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4', 'mysql_collate': 'utf8mb4_bin'}
+
 
 def upgrade() -> None:
     """Add snapshot_power: (snapshot, host) -> watts, the host's load then, the driver."""
@@ -26,7 +30,8 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(['snapshot_id'], ['snapshots.id'],
                                 name=op.f('fk_snapshot_power_snapshot_id_snapshots'),
                                 ondelete='CASCADE'),
-        sa.PrimaryKeyConstraint('snapshot_id', 'host', name=op.f('pk_snapshot_power')))
+        sa.PrimaryKeyConstraint('snapshot_id', 'host', name=op.f('pk_snapshot_power')),
+        **MYSQL)
 
 
 def downgrade() -> None:
