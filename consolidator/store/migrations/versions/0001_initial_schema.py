@@ -5,6 +5,8 @@ Revises:
 Create Date: 2026-11-22
 """
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
@@ -17,7 +19,7 @@ depends_on = None
 #: On MariaDB and MySQL: microseconds (DATETIME(6), holding UTC), and tables that compare
 #: strings as PostgreSQL and SQLite do (utf8mb4_bin) in InnoDB (transactions, row locks).
 TIMESTAMP = sa.DateTime(timezone=True).with_variant(mysql.DATETIME(fsp=6), 'mysql', 'mariadb')
-MYSQL = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4', 'mysql_collate': 'utf8mb4_bin'}
+MYSQL: dict[str, Any] = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4', 'mysql_collate': 'utf8mb4_bin'}
 
 
 def upgrade() -> None:

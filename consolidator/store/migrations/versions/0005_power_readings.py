@@ -5,6 +5,8 @@ Revises: 0004
 Create Date: 2026-11-25
 """
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -15,7 +17,7 @@ depends_on = None
 
 #: On MariaDB and MySQL: a table that compares strings as PostgreSQL and SQLite do
 #: (utf8mb4_bin), in InnoDB (transactions, row locks).
-MYSQL = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4', 'mysql_collate': 'utf8mb4_bin'}
+MYSQL: dict[str, Any] = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4', 'mysql_collate': 'utf8mb4_bin'}
 
 
 def upgrade() -> None:
