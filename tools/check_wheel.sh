@@ -7,7 +7,8 @@
 #   - against the fake cloud ('consolidator fake-cloud serve --bmc', the bundled scenario):
 #     db upgrade, snapshot, plan, then listings in each -f format (table, json, yaml, value,
 #     csv), each output parsed;
-#   - a PostgreSQL URL without the [postgresql] extra: one line naming the extra, exit 1.
+#   - a PostgreSQL URL without the [postgresql] extra, and a MariaDB/MySQL URL without the
+#     [mysql] extra: one line naming the extra, exit 1.
 # Every check runs even after one fails; the last line says how many failed.
 #
 # Usage: tools/check_wheel.sh [WHEEL]     (default: build one from this tree)
@@ -137,6 +138,10 @@ phase "no [postgresql] extra"
 check "a postgresql URL names the [postgresql] extra in one line, exit 1" bash -c '
     consolidator --db-url postgresql://u@127.0.0.1:9/x db upgrade 2>err >/dev/null
     rc=$?; [ "$rc" = 1 ] && [ "$(wc -l <err)" = 1 ] && grep -q "consolidator\[postgresql\]" err'
+phase "no [mysql] extra"
+check "a mysql URL names the [mysql] extra in one line, exit 1" bash -c '
+    consolidator --db-url mysql://u@127.0.0.1:9/x db upgrade 2>err >/dev/null
+    rc=$?; [ "$rc" = 1 ] && [ "$(wc -l <err)" = 1 ] && grep -q "consolidator\[mysql\]" err'
 
 phase "done"
 if [ "${#failed[@]}" -gt 0 ]; then

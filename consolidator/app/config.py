@@ -37,7 +37,9 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("database", "url", str, "",
-           "SQLAlchemy URL of the database. Empty: SQLite at "
+           "SQLAlchemy URL of the database: sqlite:///PATH, postgresql://... (the "
+           "[postgresql] extra) or mysql://... for MariaDB or MySQL (the [mysql] extra; "
+           "InnoDB, a Galera cluster too). Empty: SQLite at "
            "$XDG_DATA_HOME/consolidator/consolidator.db (~/.local/share/...)."),
     Option("database", "keep_days", int, 0,
            "Days of history to keep: 'consolidator db prune' (and the daemon after each "

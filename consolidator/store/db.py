@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+#: SQLAlchemy's names of MySQL's dialects: mysql:// URLs, and mariadb:// ones.
+MYSQL_DIALECTS = ("mysql", "mariadb")
 
 
 def default_url() -> str:
@@ -64,6 +66,8 @@ def make_engine(url: str | None, *, create: bool = True) -> Engine:
         kwargs["poolclass"] = NullPool
     elif url.startswith("postgresql") and "+" not in url.split("://", 1)[0]:
         url = url.replace("postgresql", "postgresql+psycopg", 1)
+    elif url.split("://", 1)[0] in MYSQL_DIALECTS:
+        url = url.replace("://", "+pymysql://", 1)
     if not url.startswith("sqlite"):
         # A server that went away for a moment costs one failed call, not every pooled one.
         kwargs["pool_pre_ping"] = True
@@ -75,6 +79,10 @@ def make_engine(url: str | None, *, create: bool = True) -> Engine:
         raise StoreError(f"invalid database URL {redact(url)!r}: {exc}") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+    elif engine.dialect.name in MYSQL_DIALECTS:
+        from consolidator.store.mysql import on_connect
+
+        event.listen(engine, "connect", on_connect)
     return engine
 
 
@@ -83,6 +91,9 @@ def _missing_driver(url: str, exc: ImportError) -> str:
     if url.split("://", 1)[0] == "postgresql+psycopg":
         return (f"database {redact(url)}: PostgreSQL needs the psycopg driver, which a plain "
                 f"install leaves out: pip install 'consolidator[postgresql]'")
+    if url.split("://", 1)[0] in {f"{name}+pymysql" for name in MYSQL_DIALECTS}:
+        return (f"database {redact(url)}: MariaDB and MySQL need the PyMySQL driver, which a "
+                f"plain install leaves out: pip install 'consolidator[mysql]'")
     return (f"database {redact(url)}: its driver is not installed "
             f"({exc.name or exc}): install it, or fix --db-url / [database] url")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, delete, insert, select, update
+from sqlalchemy import Connection, Engine, Select, delete, insert, select, update
 
 from consolidator.store.db import translate_errors
 from consolidator.store.journal import operator
@@ -70,8 +70,10 @@ def change(engine: Engine, cloud: str, host: str, state: str, *, actor: str,
     longer ours (the fence right before a BMC request)."""
     now = datetime.now(timezone.utc)
     with translate_errors(engine), engine.begin() as conn:
-        row = conn.execute(select(host_states.c.state).where(
-            host_states.c.cloud == cloud, host_states.c.host == host)).first()
+        # locked (a locking read also sees the newest committed row under InnoDB's
+        # REPEATABLE READ): a concurrent change waits, so that `before` is the state replaced
+        row = conn.execute(_locked(conn, select(host_states.c.state).where(
+            host_states.c.cloud == cloud, host_states.c.host == host))).first()
         before = row.state if row is not None else None
         if before == state:
             if guard is not None:
@@ -90,6 +92,12 @@ def change(engine: Engine, cloud: str, host: str, state: str, *, actor: str,
         if guard is not None:
             guard.check(conn)   # raising rolls the writes back
     return True
+
+
+def _locked(conn: Connection, query: Select) -> Select:
+    """query as SELECT ... FOR UPDATE on a database server (SQLite locks the whole file at
+    the transaction's first write instead)."""
+    return query if conn.dialect.name == "sqlite" else query.with_for_update()
 
 
 def forget(engine: Engine, cloud: str, host: str) -> None:

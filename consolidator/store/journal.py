@@ -87,8 +87,11 @@ def finish(engine: Engine, entry_id: int, state: str, result: str) -> None:
     in the same transaction (once: only when its row leaves running)."""
     now = datetime.now(timezone.utc)
     with translate_errors(engine), engine.begin() as conn:
-        before = conn.execute(select(journal.c.action, journal.c.state, journal.c.started_at)
-                              .where(journal.c.id == entry_id)).first()
+        query = (select(journal.c.action, journal.c.state, journal.c.started_at)
+                 .where(journal.c.id == entry_id))
+        if conn.dialect.name != "sqlite":   # the newest row, locked: counted once
+            query = query.with_for_update()
+        before = conn.execute(query).first()
         conn.execute(update(journal).where(journal.c.id == entry_id).values(
             state=state, result=result[:4000], finished_at=now))
         if before is not None and before.action == "migrate" and before.state == RUNNING:

@@ -1,4 +1,5 @@
-"""Database leases: one holder at a time per name, on SQLite and PostgreSQL alike.
+"""Database leases: one holder at a time per name, on SQLite, PostgreSQL and MariaDB/MySQL
+alike.
 
 Expiry is judged by the database's clock, in the same statement that takes, renews or checks
 a lease, never by the caller's clock: a process whose clock runs ahead cannot take a lease that
@@ -13,6 +14,12 @@ lease until it expires (one TTL).
 Each lease carries a generation, incremented whenever it changes holder (not when the same
 holder renews it). ``acquire`` returns a Guard naming the holder and generation; the journal
 checks a guard in the same transaction as each row written before a destructive call.
+
+On MariaDB and MySQL (InnoDB, REPEATABLE READ) every compare-and-set is a write, which reads
+the newest committed row, not the transaction's snapshot: taking, renewing and releasing are
+conditional UPDATEs, and a guard's check is a conditional UPDATE that changes the row (it adds
+a microsecond to the expiry), so that on a Galera cluster it is certified against a take-over
+made on another node (a locking read is not replicated there; see store/mysql.py).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import (
     Connection,
+    DateTime,
     Engine,
     Interval,
     String,
@@ -32,6 +40,7 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    literal_column,
     or_,
     select,
     update,
@@ -40,7 +49,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
 from consolidator.core.errors import ConsolidatorError
-from consolidator.store.db import translate_errors
+from consolidator.store.db import MYSQL_DIALECTS, translate_errors
 from consolidator.store.tables import leases
 
 #: What a released lease's holder becomes, so that the next holder is a change of holder.
@@ -94,17 +103,22 @@ class Guard:
 
     def check(self, conn: Connection) -> None:
         """Raise LeaseLostError unless the lease, read on conn (inside the caller's
-        transaction, locked against a take-over on PostgreSQL), still has this holder and
+        transaction, locked against a take-over until it ends), still has this holder and
         generation and has not expired by the database's clock."""
         if self.lost:
             raise LeaseLostError(f"lost the lease {self.name!r}: {self.why}")
-        query = select(leases.c.generation).where(
-            leases.c.name == self.name, leases.c.holder == self.holder,
-            leases.c.generation == self.generation,
-            leases.c.expires_at > db_now(conn.dialect.name))
-        if conn.dialect.name != "sqlite":
-            query = query.with_for_update(read=True)
-        if conn.execute(query).first() is None:
+        dialect = conn.dialect.name
+        ours = (leases.c.name == self.name, leases.c.holder == self.holder,
+                leases.c.generation == self.generation, leases.c.expires_at > db_now(dialect))
+        if dialect in MYSQL_DIALECTS:
+            held = conn.execute(update(leases).where(*ours).values(
+                expires_at=_plus(leases.c.expires_at, 0.000001))).rowcount == 1
+        else:
+            query = select(leases.c.generation).where(*ours)
+            if dialect != "sqlite":
+                query = query.with_for_update(read=True)
+            held = conn.execute(query).first() is not None
+        if not held:
             self.revoke(f"generation {self.generation} is no longer current or has expired")
             raise LeaseLostError(f"lost the lease {self.name!r}: {self.why}")
 
@@ -129,8 +143,18 @@ def db_now(dialect: str, plus: float = 0.0) -> ColumnElement:
         stamp = func.strftime("%Y-%m-%d %H:%M:%f", "now", f"{plus:+.3f} seconds",
                               type_=String)
         return stamp.concat("000")
+    if dialect in MYSQL_DIALECTS:   # DATETIME(6) columns holding UTC
+        return _plus(func.utc_timestamp(literal_column("6")), plus)
     now = func.now()
     return now + literal(timedelta(seconds=plus), Interval()) if plus else now
+
+
+def _plus(stamp: ColumnElement, seconds: float) -> ColumnElement:
+    """MariaDB's and MySQL's stamp + seconds, to the microsecond."""
+    if not seconds:
+        return stamp
+    return func.timestampadd(literal_column("MICROSECOND"), round(seconds * 1e6), stamp,
+                             type_=DateTime)
 
 
 def make_holder() -> str:
@@ -147,12 +171,14 @@ def acquire(engine: Engine, name: str, holder: str, ttl: float) -> Guard | None:
     ours = leases.c.holder == holder
     with translate_errors(engine):
         with engine.begin() as conn:
+            # The holder is set last: MySQL evaluates SET's assignments in order, each
+            # seeing the ones before it (the others read the holder it replaces).
             taken = conn.execute(update(leases).where(
-                leases.c.name == name, or_(ours, leases.c.expires_at < now)).values(
-                holder=holder, expires_at=expires,
-                acquired_at=case((ours, leases.c.acquired_at), else_=now),
-                generation=case((ours, leases.c.generation),
-                                else_=leases.c.generation + 1))).rowcount
+                leases.c.name == name, or_(ours, leases.c.expires_at < now)).ordered_values(
+                (leases.c.acquired_at, case((ours, leases.c.acquired_at), else_=now)),
+                (leases.c.generation, case((ours, leases.c.generation),
+                                           else_=leases.c.generation + 1)),
+                (leases.c.expires_at, expires), (leases.c.holder, holder))).rowcount
             if taken:
                 return Guard(engine, name, holder, _generation(conn, name, holder))
         try:

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import Engine, Table, func, select
+from sqlalchemy import ColumnElement, Engine, Subquery, Table, func, select
 
 from consolidator.core.demand import DemandSample, cpu_demand
 from consolidator.core.energy_model import Reading
@@ -155,17 +155,22 @@ def list_snapshots(engine: Engine, cloud: str | None = None, limit: int = 50
         return [_info(r) for r in conn.execute(query)]
 
 
+def _newest(cloud: str, when: ColumnElement[bool], limit: int) -> Subquery:
+    """The ids of the cloud's `limit` newest snapshots taken `when`, as a derived table to
+    join (MariaDB and MySQL take no LIMIT in an IN subquery)."""
+    return (select(snapshots.c.id).where(snapshots.c.cloud == cloud, when)
+            .order_by(snapshots.c.taken_at.desc()).limit(limit).subquery())
+
+
 def usage_history(engine: Engine, cloud: str, *, before: datetime, limit: int
                   ) -> dict[str, list[dict[str, float]]]:
     """{instance id: [usage, ...]} from the cloud's `limit` newest snapshots taken before."""
     if limit <= 0:
         return {}
-    recent = (select(snapshots.c.id).where(snapshots.c.cloud == cloud,
-                                           snapshots.c.taken_at < before)
-              .order_by(snapshots.c.taken_at.desc()).limit(limit))
+    recent = _newest(cloud, snapshots.c.taken_at < before, limit)
     query = (select(snapshot_instances.c.instance_id, snapshot_instances.c.usage)
-             .where(snapshot_instances.c.snapshot_id.in_(recent.scalar_subquery()),
-                    snapshot_instances.c.usage.is_not(None)))
+             .join(recent, snapshot_instances.c.snapshot_id == recent.c.id)
+             .where(snapshot_instances.c.usage.is_not(None)))
     history: dict[str, list[dict[str, float]]] = {}
     with translate_errors(engine), engine.connect() as conn:
         for instance_id, usage in conn.execute(query):
@@ -208,11 +213,9 @@ def power_history(engine: Engine, cloud: str, *, before: datetime, limit: int
     `before` (inclusive)."""
     if limit <= 0:
         return {}
-    recent = (select(snapshots.c.id).where(snapshots.c.cloud == cloud,
-                                           snapshots.c.taken_at <= before)
-              .order_by(snapshots.c.taken_at.desc()).limit(limit))
+    recent = _newest(cloud, snapshots.c.taken_at <= before, limit)
     query = (select(snapshot_power.c.host, snapshot_power.c.load, snapshot_power.c.watts)
-             .where(snapshot_power.c.snapshot_id.in_(recent.scalar_subquery())))
+             .join(recent, snapshot_power.c.snapshot_id == recent.c.id))
     history: dict[str, list[tuple[float, float]]] = {}
     with translate_errors(engine), engine.connect() as conn:
         for host, load, watts in conn.execute(query):

@@ -17,22 +17,30 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
 )
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Dialect
+
+#: A timestamp column's type in the migrations: on MariaDB and MySQL a DATETIME with
+#: microseconds (their DATETIME holds no zone and whole seconds by default).
+TIMESTAMP = DateTime(timezone=True).with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
 
 
 class UTCDateTime(TypeDecorator[datetime]):
-    """A timestamp stored as UTC and always read back timezone-aware."""
+    """A timestamp stored as UTC and always read back timezone-aware (on MariaDB and MySQL,
+    a zone-less DATETIME(6) holding UTC)."""
 
-    impl = DateTime(timezone=True)
+    impl = TIMESTAMP
     cache_ok = True
 
-    def process_bind_param(self, value: datetime | None, dialect: object) -> datetime | None:
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetime given to a UTC column")
-        return value.astimezone(timezone.utc)
+        value = value.astimezone(timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name in ("mysql", "mariadb") else value
 
-    def process_result_value(self, value: datetime | None, dialect: object) -> datetime | None:
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
         if value.tzinfo is None:

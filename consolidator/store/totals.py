@@ -62,12 +62,21 @@ def read_all(engine: Engine) -> dict[tuple[str, Labels], float]:
 
 def _upsert(conn: Connection, name: str, labels: Mapping[str, str], value: float, *,
             add: bool) -> None:
-    """One statement, safe against a concurrent first insert: INSERT ... ON CONFLICT."""
+    """One statement, safe against a concurrent first insert: INSERT ... ON CONFLICT (ON
+    DUPLICATE KEY UPDATE on MariaDB and MySQL)."""
+    now = datetime.now(timezone.utc)
+    if conn.dialect.name in ("mysql", "mariadb"):
+        from sqlalchemy.dialects.mysql import insert as mysql_insert
+
+        upsert = mysql_insert(metric_totals).values(name=name, labels=label_text(labels),
+                                                    value=value, updated_at=now)
+        total = metric_totals.c.value + upsert.inserted.value if add else upsert.inserted.value
+        conn.execute(upsert.on_duplicate_key_update(value=total, updated_at=now))
+        return
     if conn.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
         from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
-    now = datetime.now(timezone.utc)
     statement = insert(metric_totals).values(name=name, labels=label_text(labels), value=value,
                                              updated_at=now)
     new = metric_totals.c.value + statement.excluded.value if add else statement.excluded.value

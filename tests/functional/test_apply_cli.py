@@ -1,5 +1,6 @@
 """apply / hosts / rollback as an operator runs them: real subprocesses, a served fake cloud
-with IPMI and Redfish BMCs in its own process, kill -9 and resume, two applies at once."""
+with IPMI and Redfish BMCs in its own process, kill -9 and resume, two applies at once. The
+operator's whole flow runs on each store: SQLite, PostgreSQL and MariaDB."""
 
 from __future__ import annotations
 
@@ -77,22 +78,25 @@ class Operator:
         return out
 
 
-def operator_for(served: ServedCloud, tmp_path: Path) -> Operator:
+def operator_for(served: ServedCloud, tmp_path: Path, db_url: str | None = None) -> Operator:
+    """An operator of the served cloud, on db_url (default: SQLite in tmp_path), migrated."""
     config = tmp_path / "consolidator.conf"
     # A tight packing (no host kept for N+1): these tests are about running plans. The lease
     # outlives any pause a loaded machine makes; a test that needs it gone expires it.
     config.write_text(f"[executor]\npoll_interval = 0.05\npower_timeout = {PATIENCE_S:g}\n"
                       f"lease_ttl = {LEASE_TTL_S:g}\n[planner]\nn_plus_one = false\n")
-    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    db_url = db_url or f"sqlite:///{tmp_path / 'c.db'}"
     op = Operator(served=served, db_url=db_url, config=config)
     assert op("db", "upgrade").code == 0
     return op
 
 
 @pytest.fixture
-def fast(tmp_path: Path) -> Iterator[Operator]:
+def fast(tmp_path: Path, empty_db_url: str) -> Iterator[Operator]:
+    """The operator of a cloud whose migrations are quick, on SQLite, PostgreSQL and
+    MariaDB."""
     with served_cloud(scenario(bandwidth=1e6), tmp_path) as served:
-        yield operator_for(served, tmp_path)
+        yield operator_for(served, tmp_path, empty_db_url)
 
 
 def test_snapshot_plan_apply_hosts_rollback(fast: Operator) -> None:

@@ -31,7 +31,6 @@ from consolidator.store.db import make_engine, upgrade
 from consolidator.store.leases import current
 from consolidator.store.plans import load_plan
 from consolidator.store.snapshots import load_snapshot
-from tests.conftest import migrated
 from tests.functional.waits import PATIENCE_S, stop_process, wait_until
 
 NIGHT = "2026-11-22 02:00:00+01:00"
@@ -143,22 +142,18 @@ def test_capacity_watch_powers_on_when_free_capacity_is_low(bed: tuple, tmp_path
     assert set(started) <= powered(cloud)
 
 
-@pytest.fixture
-def pg_url(pg_database: str) -> str:
-    return migrated(pg_database)
-
-
-def test_two_daemons_fail_over_on_postgresql(pg_url: str, tmp_path: Path) -> None:
+def test_two_daemons_fail_over_on_a_database_server(server_db_url: str,
+                                                    tmp_path: Path) -> None:
     config = tmp_path / "c.conf"
     config.write_text("[daemon]\nschedule = 0 0 1 1 *\nlease_ttl = 3\n"
                       "capacity_watch_interval = 0\n")
-    env = {**os.environ, "CONSOLIDATOR_DB_URL": pg_url, "OS_CLOUD": "nowhere",
+    env = {**os.environ, "CONSOLIDATOR_DB_URL": server_db_url, "OS_CLOUD": "nowhere",
            "OS_CLIENT_CONFIG_FILE": str(tmp_path / "none.yaml")}
     logs = [tmp_path / f"daemon-{i}.err" for i in range(2)]
     procs = [subprocess.Popen([sys.executable, "-m", "consolidator", "--config", str(config),
                                "daemon"], env=env, stdout=subprocess.DEVNULL,
                               stderr=log.open("w"), text=True) for log in logs]
-    engine = make_engine(pg_url)
+    engine = make_engine(server_db_url)
 
     def holder_of(log: Path) -> str | None:
         """The random lease holder token a daemon logs when it starts."""

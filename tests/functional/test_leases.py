@@ -1,5 +1,5 @@
-"""Leases that cannot be held twice: the database's clock, generations and guards, on SQLite
-and PostgreSQL, with real second processes whose clocks are skewed."""
+"""Leases that cannot be held twice: the database's clock, generations and guards, on SQLite,
+PostgreSQL and MariaDB, with real second processes whose clocks are skewed."""
 
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ from consolidator.store.leases import (
     current,
     release,
 )
-from tests.conftest import migrated
 from tests.functional.waits import PATIENCE_S, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,25 +43,20 @@ def actor(*args: str, timeout: float = PATIENCE_S) -> subprocess.CompletedProces
     return done
 
 
-@pytest.fixture
-def pg_url(pg_database: str) -> str:
-    return migrated(pg_database)
-
-
 @pytest.mark.parametrize("holder_skew, taker_skew", [(0, 90), (-90, 0)],
                          ids=["taker-90s-ahead", "holder-90s-behind"])
 @pytest.mark.parametrize("name", ["executor:alto", "daemon:alto"])
-def test_a_skewed_clock_cannot_take_a_held_lease(pg_url: str, name: str, holder_skew: int,
-                                                 taker_skew: int) -> None:
+def test_a_skewed_clock_cannot_take_a_held_lease(server_db_url: str, name: str,
+                                                 holder_skew: int, taker_skew: int) -> None:
     """A holds a 60 s lease; B, whose clock differs from A's by 90 s, must not take it."""
-    held = actor("--skew", str(holder_skew), "--ttl", "60", "acquire", pg_url, name,
-                 "host-a:1:aaaa")
+    held = actor("--skew", str(holder_skew), "--ttl", "60", "acquire", server_db_url,
+                 name, "host-a:1:aaaa")
     assert held.stdout.strip() == "held"
-    taken = actor("--skew", str(taker_skew), "--ttl", "60", "acquire", pg_url, name,
-                  "host-b:2:bbbb")
+    taken = actor("--skew", str(taker_skew), "--ttl", "60", "acquire", server_db_url,
+                  name, "host-b:2:bbbb")
     assert taken.stdout.strip() == "refused"
-    again = actor("--skew", str(holder_skew), "--ttl", "60", "acquire", pg_url, name,
-                  "host-a:1:aaaa")
+    again = actor("--skew", str(holder_skew), "--ttl", "60", "acquire", server_db_url,
+                  name, "host-a:1:aaaa")
     assert again.stdout.strip() == "held"          # the holder still renews it
 
 
@@ -166,7 +160,7 @@ DESTRUCTIVE = {"migrate", "disable", "enable", "power_on", "power_off", "force_d
 
 
 def test_a_database_outage_hands_the_run_over_with_no_stale_destructive_call(
-        pg_url: str, tmp_path: Path) -> None:
+        server_db_url: str, tmp_path: Path) -> None:
     """Executor A (through a proxy) loses the database for a moment while it migrates: its
     renewal fails, it makes no further destructive call; executor B, another process, then
     takes the lease (a new generation) and finishes the plan. Every destructive call the
@@ -174,10 +168,11 @@ def test_a_database_outage_hands_the_run_over_with_no_stale_destructive_call(
     the process that lost it made none after."""
     from tests.functional.test_executor import Bed, scenario
 
-    url = make_url(pg_url)
-    proxy = FlakyProxy(url.host or "127.0.0.1", url.port or 5432)
+    url = make_url(server_db_url)
+    port = url.port or (5432 if url.get_backend_name() == "postgresql" else 3306)
+    proxy = FlakyProxy(url.host or "127.0.0.1", port)
     proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
-    engine = make_engine(pg_url)
+    engine = make_engine(server_db_url)
     procs: list[subprocess.Popen[str]] = []
     try:
         with FakeCloud(parse_scenario(scenario()), bmc=True, migration_bandwidth_mb_s=2048,
@@ -203,7 +198,7 @@ def test_a_database_outage_hands_the_run_over_with_no_stale_destructive_call(
                 assert time.monotonic() < deadline and a.poll() is None, a.stderr.read()
                 time.sleep(0.05)
             proxy.outage(1.2)                         # 2 s migration; renewals every 0.5 s
-            b = start("execute", pg_url, *files, "--resume", "--wait", "30",
+            b = start("execute", server_db_url, *files, "--resume", "--wait", "30",
                       "--max-parallel", "2")
             out_a, err_a = a.communicate(timeout=120)
             out_b, err_b = b.communicate(timeout=120)

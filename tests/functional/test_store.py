@@ -1,4 +1,4 @@
-"""The snapshot store on SQLite and PostgreSQL: migrations, round trip, lookup errors."""
+"""The snapshot store on SQLite, PostgreSQL and MariaDB: migrations, round trip, lookup errors."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, MetaData, inspect, select
+from sqlalchemy import Engine, inspect, select
 
 from consolidator.core.errors import NotFoundError, NotMigratedError
 from consolidator.core.model import Cluster
@@ -26,6 +26,7 @@ from consolidator.store.snapshots import (
     snapshot_rows,
 )
 from consolidator.store.tables import leases, metadata
+from tests.conftest import reflected
 
 
 def test_unmigrated_database_is_refused_then_upgrade_creates_schema(empty_db_url: str) -> None:
@@ -93,8 +94,7 @@ def test_snapshot_round_trip_keeps_cpu_speed(db_url: str, bundled_scenario: Path
 
 def save_as_revision_0001(engine: Engine, cluster: Cluster) -> str:
     """Store a snapshot as 0001's code did: only the columns the 0001 schema has."""
-    old = MetaData()
-    old.reflect(engine)
+    old = reflected(engine)
     assert "aggregates" not in old.tables["snapshot_hosts"].c
     snapshot_id = str(uuid.uuid4())
     header = {"id": snapshot_id, "cloud": "old", "taken_at": datetime.now(timezone.utc),
@@ -140,8 +140,7 @@ def test_database_at_0003_upgrades_its_leases_to_generation_1(empty_db_url: str)
     it name no lease."""
     engine = make_engine(empty_db_url)
     assert db_upgrade(engine, "0003") == (None, "0003")
-    old = MetaData()
-    old.reflect(engine)
+    old = reflected(engine)
     assert "generation" not in old.tables["leases"].c
     now = datetime.now(timezone.utc)
     with engine.begin() as conn:

@@ -5,6 +5,8 @@ Revises: 0004
 Create Date: 2026-11-25
 """
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -12,6 +14,10 @@ revision = '0005'
 down_revision = '0004'
 branch_labels = None
 depends_on = None
+
+#: On MariaDB and MySQL: a table that compares strings as PostgreSQL and SQLite do
+#: (utf8mb4_bin), in InnoDB (transactions, row locks).
+MYSQL: dict[str, Any] = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4', 'mysql_collate': 'utf8mb4_bin'}
 
 
 def upgrade() -> None:
@@ -26,7 +32,8 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(['snapshot_id'], ['snapshots.id'],
                                 name=op.f('fk_snapshot_power_snapshot_id_snapshots'),
                                 ondelete='CASCADE'),
-        sa.PrimaryKeyConstraint('snapshot_id', 'host', name=op.f('pk_snapshot_power')))
+        sa.PrimaryKeyConstraint('snapshot_id', 'host', name=op.f('pk_snapshot_power')),
+        **MYSQL)
 
 
 def downgrade() -> None:

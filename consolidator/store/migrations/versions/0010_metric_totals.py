@@ -6,14 +6,21 @@ Create Date: 2026-11-27
 """
 
 from datetime import datetime, timezone
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import mysql
 
 revision = '0010'
 down_revision = '0009'
 branch_labels = None
 depends_on = None
+
+#: On MariaDB and MySQL: microseconds (DATETIME(6), holding UTC), and tables that compare
+#: strings as PostgreSQL and SQLite do (utf8mb4_bin) in InnoDB (transactions, row locks).
+TIMESTAMP = sa.DateTime(timezone=True).with_variant(mysql.DATETIME(fsp=6), 'mysql', 'mariadb')
+MYSQL: dict[str, Any] = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4', 'mysql_collate': 'utf8mb4_bin'}
 
 
 def upgrade() -> None:
@@ -24,8 +31,9 @@ def upgrade() -> None:
         sa.Column('name', sa.String(length=64), nullable=False),
         sa.Column('labels', sa.String(length=255), nullable=False),
         sa.Column('value', sa.Float(), nullable=False),
-        sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
-        sa.PrimaryKeyConstraint('name', 'labels', name=op.f('pk_metric_totals')))
+        sa.Column('updated_at', TIMESTAMP, nullable=False),
+        sa.PrimaryKeyConstraint('name', 'labels', name=op.f('pk_metric_totals')),
+        **MYSQL)
     conn = op.get_bind()
     now = datetime.now(timezone.utc)
     rows = []
