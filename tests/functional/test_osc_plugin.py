@@ -1,0 +1,60 @@
+"""The `openstack consolidation ...` plugin, run by the real openstack command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from tests.functional.openstack_cli import openstack
+from tests.functional.served import served_cloud
+
+#: Every command the plugin registers.
+COMMANDS = ["snapshot create", "snapshot list", "snapshot show", "plan create", "plan list",
+            "plan show", "plan approve", "plan cancel", "plan apply", "host list", "host show",
+            "host drain", "host undrain", "host power on", "host power off",
+            "rollback create", "journal list", "job show"]
+
+SCENARIO = {"hosts": [{"name": "c1", "vcpus": 8, "memory_mb": 16384, "disk_gb": 100}],
+            "instances": [{"name": "a0", "host": "c1", "vcpus": 1, "memory_mb": 512,
+                           "disk_gb": 1}]}
+
+
+def test_every_command_is_registered(tmp_path: Path) -> None:
+    """`openstack command list --group consolidation` lists every command of the issue, and
+    each one's help names its options."""
+    clouds = tmp_path / "clouds.yaml"
+    clouds.write_text(yaml.safe_dump({"clouds": {"none": {"auth_type": "none"}}}))
+    osc = openstack(clouds, "none", tmp_path)
+    done = osc("command", "list", "--group", "consolidation", "-f", "yaml")
+    assert done.code == 0, done.err
+    listed = {c for group in yaml.safe_load(done.out) for c in group["Commands"]}
+    assert sorted(f"consolidation {c}" for c in COMMANDS) == sorted(listed)
+    helped = osc("help", "consolidation", "plan", "create")
+    assert helped.code == 0, helped.err
+    for option in ("--algorithm", "--ranking", "--max-migrations", "--front", "--scope", "-f"):
+        assert option in helped.out
+
+
+def test_a_bad_api_version_is_one_line(tmp_path: Path) -> None:
+    clouds = tmp_path / "clouds.yaml"
+    clouds.write_text(yaml.safe_dump({"clouds": {"none": {"auth_type": "none"}}}))
+    done = openstack(clouds, "none", tmp_path)(
+        "--os-consolidation-api-version", "2.1", "consolidation", "plan", "list")
+    assert done.code == 1
+    assert done.err.strip().splitlines() == [
+        "--os-consolidation-api-version 2.1: not a version of the consolidation API; "
+        "give 1 or a microversion 1.N"]
+
+
+def test_a_cloud_without_the_service_says_so(tmp_path: Path) -> None:
+    """Against a catalog with no `consolidation` entry, a command fails with one line that says
+    how to register the service, and exit code 1."""
+    with served_cloud(SCENARIO, tmp_path, bmc=False) as served:
+        osc = openstack(served.clouds_yaml, served.cloud_name, tmp_path)
+        done = osc("consolidation", "plan", "list", "-f", "json")
+    assert done.code == 1, done.out
+    assert done.err.strip().splitlines() == [
+        "no consolidation endpoint in the service catalog: register it with 'openstack "
+        "service create --type consolidation' and an endpoint, or set "
+        "consolidation_endpoint_override in clouds.yaml"]
