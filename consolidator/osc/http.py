@@ -12,8 +12,8 @@ from osc_lib import exceptions
 from consolidator.osc.errors import refusal
 
 MICROVERSION_HEADER = "OpenStack-API-Version"
-#: A job is done in one of these states.
-JOB_DONE = frozenset({"succeeded", "failed", "cancelled", "unclaimed", "error"})
+#: A job is done in one of these states (expired: no daemon took it in time).
+JOB_DONE = frozenset({"succeeded", "failed", "expired"})
 
 
 def _root(endpoint: str) -> str:
@@ -81,11 +81,11 @@ class ConsolidationClient:
         deadline = time.monotonic() + timeout_s
         while True:
             job = unwrap(self.get(job_url, what=what), "job")
-            if str(job.get("status")) in JOB_DONE:
+            if str(job.get("state")) in JOB_DONE:
                 return job
             if time.monotonic() > deadline:
                 raise exceptions.CommandError(
-                    f"{what}: job {job.get('id')} still {job.get('status')} after "
+                    f"{what}: job {job.get('id')} still {job.get('state')} after "
                     f"{timeout_s:g} s; follow it with 'openstack consolidation job show "
                     f"{job.get('id')}'")
             time.sleep(poll_s)

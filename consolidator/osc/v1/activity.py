@@ -32,7 +32,7 @@ class ListJournal(ListResource):
     """List the journal: every action, who did it and how it ended"""
 
     path, key = "/v1/journal", "journal"
-    columns = ("id", "at", "action", "host", "plan_id", "status", "user_name")
+    columns = ("id", "created_at", "action", "target", "plan_id", "state", "operator")
     filters = (("--plan", "plan_id", "Only this plan's actions"),
                ("--host", "host", "Only actions on this host"),
                ("--action", "action", "Only this kind of action"),

@@ -12,9 +12,9 @@ class ListHost(ListResource):
     """List the hosts with their recorded state"""
 
     path, key = "/v1/hosts", "hosts"
-    columns = ("name", "state", "power", "status", "availability_zone", "instances")
+    columns = ("name", "recorded_state", "power", "status", "availability_zone", "instances")
     filters = (("--availability-zone", "availability_zone", "Only hosts of this zone"),
-               ("--aggregate", "aggregate", "Only hosts of this aggregate"))
+               ("--status", "status", "Only hosts whose nova-compute is enabled or disabled"))
 
 
 class ShowHost(ShowResource):

@@ -50,7 +50,7 @@ class ListPlan(ListResource):
     """List the plans, newest first"""
 
     path, key = "/v1/plans", "plans"
-    columns = ("id", "status", "algorithm", "hosts_before", "hosts_after", "lower_bound",
+    columns = ("id", "status", "algorithm", "migrations", "hosts_before", "hosts_after",
                "created_at")
     filters = (("--status", "status", "Only plans in this state"),)
 

@@ -20,7 +20,7 @@ class ListSnapshot(ListResource):
     """List the stored snapshots, newest first"""
 
     path, key = "/v1/snapshots", "snapshots"
-    columns = ("id", "created_at", "cloud", "hosts", "instances")
+    columns = ("id", "taken_at", "cloud", "source", "host_count", "instance_count")
 
 
 class ShowSnapshot(ShowResource):
