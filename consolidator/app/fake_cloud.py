@@ -72,7 +72,7 @@ def serve_fake_cloud(request: ServeRequest, echo: Callable[[str], None],
     with cloud:
         echo(f"fake cloud listening: auth URL {cloud.auth_url}")
         echo(f"Prometheus API for [telemetry] prometheus_url: {cloud.prometheus_url}")
-        echo(yaml.safe_dump({"clouds": {name: cloud.cloud_config(name)}},
+        echo(yaml.safe_dump({"clouds": cloud.clouds(name)},
                             sort_keys=False).removesuffix("\n"))
         if cloud.bmcs is not None:
             for line in cloud.bmcs.listening(cloud.base_url):
