@@ -198,3 +198,93 @@ def test_a_scenario_may_not_name_its_user_after_a_persona() -> None:
         make_cloud(username="reader")
     with pytest.raises(ScenarioError, match="token_lifetime_s must be more than 0"):
         make_cloud(token_lifetime_s=0)
+
+
+# -- fake-cloud serve --with-api -------------------------------------------------------
+
+
+@pytest.fixture
+def scenario_file(tmp_path: Any) -> Any:
+    import yaml
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(DOC))
+    return path
+
+
+def test_serve_with_api_lists_the_api_in_the_catalog_and_the_sdk_finds_it(
+        scenario_file: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalog side of --with-api: whatever serves the API at the URL it gives is
+    listed under type consolidation, and the SDK reaches it through the catalog with a
+    persona's token, which auth_token validates against the fake Keystone. (The starter
+    here serves the tiny echo app behind auth_token; the product wires in its API.)"""
+    import threading
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    from consolidator.app import fake_cloud
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    started: list[Any] = []
+
+    def start_echo(cloud: FakeCloud, request: Any) -> tuple[str, Any]:
+        server = make_server("127.0.0.1", request.api_port or 0, middleware(cloud),
+                             handler_class=Quiet)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        started.append(cloud)
+        return f"http://127.0.0.1:{server.server_port}", server.shutdown
+
+    monkeypatch.setattr(fake_cloud, "API_STARTER", start_echo)
+    stop = threading.Event()
+    lines: list[str] = []
+    request = fake_cloud.ServeRequest(scenario=str(scenario_file), port=None,
+                                      clouds_yaml=None, cloud_name="fake", bmc=False,
+                                      bmc_yaml=None, with_api=True)
+    thread = threading.Thread(target=fake_cloud.serve_fake_cloud,
+                              args=(request, lines.append, stop.wait), daemon=True)
+    thread.start()
+    try:
+        for _ in range(200):
+            if started and any(line.startswith("consolidation API") for line in lines):
+                break
+            time.sleep(0.05)
+        cloud = started[0]
+        url = next(line for line in lines if line.startswith("consolidation API")).split()[3]
+        conn = cloud.connect("reader")
+        assert conn.session.get_endpoint(service_type="consolidation",
+                                         interface="public") == url
+        resp = conn.session.get("/v1/hosts", endpoint_filter={
+            "service_type": "consolidation", "interface": "public"})
+        assert resp.status_code == 200
+        assert resp.json()["HTTP_X_ROLES"] == "reader"
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert lines[-1] == "fake cloud stopped"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--api-port", "9999"], "--api-port needs --with-api"),
+    (["--with-api", "--backend", "nova"], "--with-api needs --backend fake"),
+])
+def test_serve_with_api_usage_errors(scenario_file: Any, args: list[str], message: str
+                                     ) -> None:
+    from tests.functional.cli import run
+
+    result = run("fake-cloud", "serve", "--scenario", str(scenario_file), *args)
+    assert result.code == 2 and message in result.err and "Traceback" not in result.err
+
+
+def test_serve_with_api_refuses_a_cloud_without_keystone(tmp_path: Any) -> None:
+    import yaml
+
+    from tests.functional.cli import run
+
+    path = tmp_path / "noauth.yaml"
+    path.write_text(yaml.safe_dump({**DOC, "settings": {"noauth": True}}))
+    result = run("fake-cloud", "serve", "--scenario", str(path), "--with-api")
+    assert result.code == 2, result.err
+    assert "--with-api needs the fake cloud's Keystone" in result.err
+    assert result.out == ""                              # refused before it listened

@@ -62,7 +62,7 @@ def resolve_settings(scenario_settings: Mapping[str, Any] | None,
     scenario_settings = scenario_settings or {}
     if not isinstance(scenario_settings, Mapping):
         raise ScenarioError("settings: expected a mapping")
-    out = {}
+    out: dict[str, Any] = {}
     for key, (default, kinds) in SETTINGS.items():
         value = explicit.get(key, _UNSET)
         if value is _UNSET:
