@@ -49,6 +49,8 @@ class AppContext:
     #: An operator's SIGTERM or SIGINT stopped the command's run: it ends without waiting for
     #: the queued notifications (they are dropped, journaled and counted).
     signalled: bool = False
+    #: Who asks (a Keystone user through the API); None: this process's OS user.
+    actor: Any = None
     _config: Config | None = field(default=None, repr=False)
     _engine: Engine | None = field(default=None, repr=False)
 
@@ -75,10 +77,16 @@ class AppContext:
         """The validated config (defaults when no file is given or present)."""
         if self._config is None:
             config = load_config(self.config_file, required=self.config_file is not None)
-            from consolidator.app.settings import check_plugin_names, check_schedule, config_scope
+            from consolidator.app.settings import (
+                check_plugin_names,
+                check_review,
+                check_schedule,
+                config_scope,
+            )
 
             check_plugin_names(config)
             check_schedule(config)
+            check_review(config)
             config_scope(config)
             self._config = config
         return self._config

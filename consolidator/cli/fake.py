@@ -76,9 +76,15 @@ def fake_cloud_group() -> None:
               help="Emulate the BMCs the scenario's hosts name (bmc: {driver: ipmi|redfish}).")
 @click.option("--write-bmc-yaml", "bmc_yaml", type=click.Path(dir_okay=False),
               help="Write a bmc.yaml (mode 0600) for the emulated BMCs once they listen.")
+@click.option("--with-api", is_flag=True,
+              help="Also serve consolidator's API, listed in the fake Keystone's catalog "
+                   "(type consolidation).")
+@click.option("--api-port", type=click.IntRange(0, 65535), default=None,
+              help="With --with-api: the API's port on 127.0.0.1 [default: any free one].")
 @optgroup_nova
 def serve(backend: str, scenario: str | None, port: int | None, clouds_yaml: str | None,
-          cloud_name: str, bmc: bool, bmc_yaml: str | None, **nova: Any) -> None:
+          cloud_name: str, bmc: bool, bmc_yaml: str | None, with_api: bool,
+          api_port: int | None, **nova: Any) -> None:
     """Serve a scenario as Keystone, Nova and Placement until SIGINT or SIGTERM.
 
     With --backend nova, the real nova-api, conductor, scheduler, Placement and one
@@ -86,8 +92,14 @@ def serve(backend: str, scenario: str | None, port: int | None, clouds_yaml: str
     """
     if bmc_yaml and not bmc:
         raise click.UsageError("--write-bmc-yaml needs --bmc")
+    if api_port is not None and not with_api:
+        raise click.UsageError("--api-port needs --with-api")
+    if with_api and backend == "nova":
+        raise click.UsageError("--with-api needs --backend fake (the real Nova is served "
+                               "without Keystone)")
     request = ServeRequest(scenario=scenario, port=port, clouds_yaml=clouds_yaml,
-                           cloud_name=cloud_name, bmc=bmc, bmc_yaml=bmc_yaml)
+                           cloud_name=cloud_name, bmc=bmc, bmc_yaml=bmc_yaml,
+                           with_api=with_api, api_port=api_port)
     request.check_outputs()
     if backend == "nova":
         _exec_real_nova(request, nova)

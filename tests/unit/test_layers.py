@@ -22,6 +22,7 @@ LAYERS = {
     "app": "app",
     "cli": "cli",
     "osc": "osc",
+    "api": "api",
     **dict.fromkeys(("daemon", "demo", "__main__", "__init__"), "entry"),
 }
 #: Libraries that do I/O (network, files, processes, threads, databases) or belong to an
@@ -111,7 +112,11 @@ def violations(files: dict[str, str]) -> list[str]:
                 found.append(f"{name}: imports {target} (osc/ speaks only to the API)")
             if theirs == "osc" and mine != "osc":
                 found.append(f"{name}: imports {target} (nothing outside osc/ imports osc/)")
-            if mine == "app" and theirs in {"cli", "entry"}:
+            if theirs == "api" and mine not in {"api", "cli"}:
+                found.append(f"{name}: imports {target} (only api/ and cli/ import api/)")
+            if mine == "api" and theirs not in {"api", "app", "core"}:
+                found.append(f"{name}: imports {target} (api/ calls app/ only)")
+            if mine == "app" and theirs in {"cli", "entry", "api"}:
                 found.append(f"{name}: imports {target} (app/ imports no {theirs})")
         if mine == "core":
             found += [f"{name}: calls {call}() (the core does no I/O)"
@@ -204,6 +209,10 @@ def test_modules_stay_small() -> None:
      "osc/ speaks only to the API"),
     ("consolidator.cli.plans", "from consolidator.osc.http import ConsolidationClient\n",
      "nothing outside osc/ imports osc/"),
+    ("consolidator.api.service", "from consolidator.store.jobs import add\n",
+     "api/ calls app/ only"),
+    ("consolidator.app.jobs", "from consolidator.api.errors import ApiError\n",
+     "only api/ and cli/ import api/"),
 ])
 def test_the_check_catches_a_breach(module: str, source: str, rule: str) -> None:
     """A breach of each rule, in a made-up module among the real ones, is reported."""
