@@ -35,11 +35,19 @@ def make_dashboard(api: Wsgi, keystone: Keystone, may: May, *,
     app = Flask("consolidator.api.dashboard", static_url_path="/static")
     app.config["DASHBOARD"] = Dashboard(api, keystone, may, Box(key))
     app.jinja_env.autoescape = True
+    app.jinja_env.filters["who"] = who
     app.add_url_rule("/login", "login", login, methods=["GET", "POST"])
     app.add_url_rule("/logout", "logout", logout, methods=["POST"])
     views.register(app, signed_in)
     app.after_request(_headers)
     return app
+
+
+def who(actor: Any) -> str:
+    """Who an actor document names: a Keystone user's name, else the OS user."""
+    if isinstance(actor, dict):
+        return str(actor.get("user_name") or actor.get("user_id") or "someone")
+    return str(actor or "")
 
 
 def dashboard() -> Dashboard:
@@ -73,7 +81,8 @@ def signed_in(view: Callable[..., Any]) -> Callable[..., Any]:
         if session is None:
             if request.method == "POST" or request.path.endswith(".json"):
                 abort(401)
-            return redirect(url_for("login", next=request.full_path))
+            return redirect(url_for("login", next=request.script_root +
+                                    request.full_path.rstrip("?")))
         if request.method == "POST" and not session.csrf_ok(request.form.get("csrf")):
             abort(403, "the form's CSRF token is missing or wrong: reload the page")
         g.session = session

@@ -101,6 +101,8 @@ class PlanPage:
     figures: list[tuple[str, Any]]
     hosts: list[HostChange]
     waves: list[tuple[int, list[dict[str, Any]]]]
+    #: The most instances a host holds before or after: the bars' full width.
+    scale: int = 1
 
 
 def plan_page(plan: dict[str, Any], snapshot_hosts: Sequence[dict[str, Any]]) -> PlanPage:
@@ -125,7 +127,8 @@ def plan_page(plan: dict[str, Any], snapshot_hosts: Sequence[dict[str, Any]]) ->
                ("Lower bound on migrations", plan.get("migrations_lower_bound")),
                ("Watts saved", plan.get("watts_saved")), ("Waves", len(waves)),
                ("Hosts to power off", len(off))]
-    return PlanPage(figures, hosts, sorted(waves.items()))
+    scale = max([1, *(max(h.before, h.after) for h in hosts)])
+    return PlanPage(figures, hosts, sorted(waves.items()), scale)
 
 
 @dataclass
