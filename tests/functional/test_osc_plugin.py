@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
 
+from tests.functional.api_stack import api_stack
 from tests.functional.openstack_cli import openstack
 from tests.functional.served import served_cloud
 
@@ -58,3 +60,48 @@ def test_a_cloud_without_the_service_says_so(tmp_path: Path) -> None:
         "no consolidation endpoint in the service catalog: register it with 'openstack "
         "service create --type consolidation' and an endpoint, or set "
         "consolidation_endpoint_override in clouds.yaml"]
+
+
+def test_the_operator_flow_through_the_openstack_command(tmp_path: Path) -> None:
+    """Against the API, found in the fake Keystone's catalog: a reader lists plans as JSON
+    and is refused an approve in one line naming the rule, exit 1; the operator approves;
+    the admin applies and waits for the job; the journal and the hosts show the result."""
+    with api_stack(tmp_path) as stack:
+        osc = openstack(stack.clouds_yaml, "fake-reader", tmp_path)
+        listed = osc("consolidation", "plan", "list", "-f", "json")
+        assert listed.code == 0, listed.err
+        plans = json.loads(listed.out)
+        assert [(p["id"], p["status"]) for p in plans] == [(stack.plan_id, "proposed")]
+        assert set(plans[0]) >= {"id", "status", "algorithm", "migrations", "hosts_before",
+                                 "hosts_after"}
+        shown = osc("consolidation", "plan", "show", stack.plan_id, "-f", "value",
+                    "-c", "status")
+        assert (shown.code, shown.out.strip()) == (0, "proposed")
+
+        refused = osc("consolidation", "plan", "approve", stack.plan_id)
+        assert refused.code == 1
+        assert refused.err.strip().splitlines() == [
+            f"plan approve refused by policy (POST /v1/plans/{stack.plan_id}/approve): "
+            "policy does not allow consolidation:plan:approve to your roles (HTTP 403)"]
+
+        approved = osc("consolidation", "plan", "approve", stack.plan_id, "-f", "json",
+                       cloud="fake-operator")
+        assert approved.code == 0, approved.err
+        assert json.loads(approved.out)["status"] == "approved"
+
+        with stack.daemon():
+            applied = osc("consolidation", "plan", "apply", stack.plan_id, "--wait", "-f",
+                          "json", cloud="fake-admin")
+        assert applied.code == 0, applied.err
+        job = json.loads(applied.out)
+        assert (job["kind"], job["state"], job["result"]["migrated"]) == ("apply", "succeeded",
+                                                                          3)
+        again = osc("consolidation", "job", "show", job["id"], "-f", "yaml")
+        assert again.code == 0 and yaml.safe_load(again.out)["state"] == "succeeded"
+        journal = osc("consolidation", "journal", "list", "--plan", stack.plan_id,
+                      "--action", "migrate", "-f", "csv", "-c", "action", "-c", "state")
+        assert journal.code == 0, journal.err
+        assert journal.out.splitlines()[1:] == ['"migrate","succeeded"'] * 3
+        hosts = osc("consolidation", "host", "list", "-f", "value", "-c", "name",
+                    "--availability-zone", "east")
+        assert (hosts.code, hosts.out.split()) == (0, ["c1", "c3"])
