@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+import math
 from html import escape
 
 from markupsafe import Markup
@@ -53,14 +54,17 @@ def _axes(frame: Frame, x_label: str, y_label: str) -> str:
 
 
 def _ticks(top: float) -> list[float]:
+    """Round steps (1, 2 or 5 times a power of ten) from 0 to the top, about four of them."""
     if top <= 0:
         return [0]
-    step = max(1.0, round(top / 4))
-    return [i * step for i in range(int(top // step) + 1)]
+    rough = top / 4
+    power = 10 ** math.floor(math.log10(rough))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= rough)
+    return [round(i * step, 10) for i in range(int(top / step + 1e-9) + 1)]
 
 
 def _num(value: float) -> str:
-    return f"{value:g}" if value < 10_000 else f"{value:,.0f}"
+    return f"{value:.4g}" if value < 10_000 else f"{value:,.0f}"
 
 
 def step_line(points: Sequence[tuple[str, float]], *, title: str, y_label: str,
@@ -84,11 +88,15 @@ def bars(values: Sequence[tuple[str, float]], *, title: str, y_label: str, ident
     if not values:
         return _svg(title, "no data yet", "", ident)
     frame = Frame(x_max=len(values), y_max=max(v for _, v in values) or 1)
-    width = max((WIDTH - LEFT - RIGHT) / len(values) - 2, 1)
-    body = _axes(frame, f"{len(values)} in all", y_label) + "".join(
-        f'<rect class="{css}" x="{frame.x(i) + 1:.1f}" y="{frame.y(v):.1f}" '
+    slot = (WIDTH - LEFT - RIGHT) / len(values)
+    width = max(min(slot - 4, 48), 1)
+    labelled = len(values) <= 6
+    body = _axes(frame, "" if labelled else f"{len(values)} in all", y_label) + "".join(
+        f'<rect class="{css}" x="{frame.x(i) + (slot - width) / 2:.1f}" y="{frame.y(v):.1f}" '
         f'width="{width:.1f}" height="{frame.y(0) - frame.y(v):.1f}">'
-        f'<title>{escape(label)}: {_num(v)}</title></rect>'
+        f'<title>{escape(label)}: {_num(v)}</title></rect>' + (
+            f'<text class="tick" x="{frame.x(i) + slot / 2:.1f}" y="{HEIGHT - BOTTOM + 14}" '
+            f'text-anchor="middle">{escape(label)}</text>' if labelled else "")
         for i, (label, v) in enumerate(values))
     return _svg(title, f"{len(values)} bars, the largest {_num(frame.y_max)}", body, ident)
 

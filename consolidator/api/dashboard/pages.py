@@ -7,7 +7,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from html import escape
 from typing import Any
+
+from markupsafe import Markup
 
 #: The recorded states of a host, in the order of the legend, with their CSS class.
 STATES = {"in service": "in-service", "draining": "draining", "drained": "drained",
@@ -53,15 +56,27 @@ def tile(host: dict[str, Any]) -> Tile:
     usage, fill = usage_of(host)
     zone = host.get("availability_zone") or "(no zone)"
     aggregates = tuple(host.get("aggregates") or ())
-    title = f"{host['name']}: {state}, {usage}, zone {zone}" + (
-        f", aggregates {', '.join(aggregates)}" if aggregates else "")
+    title = f"zone {zone}" + (f", aggregates {', '.join(aggregates)}" if aggregates else "")
     return Tile(host["name"], state, STATES[state], zone, aggregates,
                 int(host.get("instances") or 0), usage, fill, title)
 
 
+def tiles_markup(tiles: Iterable[Tile]) -> Markup:
+    """The tiles as one piece of HTML: 10,000 of them are written in one pass, not through
+    the template engine's per-value escaping (tools/bench/dashboard_hosts.py)."""
+    parts = []
+    for t in tiles:
+        meter = (f'<meter min="0" max="100" value="{t.fill}" aria-label="{escape(t.name)} '
+                 f'usage">{t.fill}%</meter>' if t.fill is not None else "")
+        parts.append(f'<li class="tile s-{t.css}" title="{escape(t.title)}"><b>'
+                     f'{escape(t.name)}</b><span>{t.state}</span><span>{escape(t.usage)}'
+                     f'</span>{meter}</li>')
+    return Markup("".join(parts))
+
+
 @dataclass
 class HostsPage:
-    groups: list[tuple[str, list[Tile]]]
+    groups: list[tuple[str, int, Markup]]
     counts: list[tuple[str, str, int]]
     zones: list[str]
     aggregates: list[str]
@@ -83,7 +98,9 @@ def hosts_page(hosts: Iterable[dict[str, Any]], *, zone: str = "",
         groups[t.zone].append(t)
     counted = Counter(t.state for t in shown)
     counts = [(state, css, counted.get(state, 0)) for state, css in STATES.items()]
-    return HostsPage(list(groups.items()), counts, zones, aggregates, len(shown), len(tiles))
+    return HostsPage([(name, len(members), tiles_markup(members))
+                      for name, members in groups.items()],
+                     counts, zones, aggregates, len(shown), len(tiles))
 
 
 @dataclass
