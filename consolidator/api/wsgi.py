@@ -22,8 +22,9 @@ LOG = logging.getLogger("consolidator.api")
 Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
-def make_app(ctx: AppContext) -> Wsgi:
-    """The API for a context: its config's [api] and [oslo_policy], its cloud's Keystone."""
+def make_app(ctx: AppContext, *, service_auth: dict[str, Any] | None = None) -> Wsgi:
+    """The API for a context: its config's [api] and [oslo_policy], its cloud's Keystone
+    (service_auth: the auth_token credentials, when not from clouds.yaml)."""
     from keystonemiddleware import auth_token
 
     # auth_token warns of the auth plugin's options it passes on, and at INFO logs
@@ -42,7 +43,8 @@ def make_app(ctx: AppContext) -> Wsgi:
                          "[cloud] name")
     ctx.engine()    # the schema must be current before the first request
     flask_app = make_flask(Service(ctx=ctx, settings=settings, enforcer=enforcer, cloud=cloud))
-    middleware_conf = {**token_validation_conf(ctx, settings), "delay_auth_decision": True,
+    middleware_conf = {**token_validation_conf(ctx, settings, service_auth),
+                       "delay_auth_decision": True,
                        "oslo_config_config": conf}
     return RequestIds(auth_token.AuthProtocol(flask_app.wsgi_app, middleware_conf))
 
