@@ -162,5 +162,5 @@ def test_a_policy_file_that_changes_a_rule_is_honoured(tmp_path: Path,
         assert world.call("GET", "/v1/plans", persona="operator").status_code == 403
         assert world.call("GET", "/v1/plans", persona="admin").status_code == 200
         # the rules the file does not name keep their defaults
-        assert world.call("POST", f"/v1/hosts/c1/undrain", persona="operator",
+        assert world.call("POST", "/v1/hosts/c1/undrain", persona="operator",
                           body={}).status_code == 403
