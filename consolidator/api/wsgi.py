@@ -31,6 +31,9 @@ def make_app(ctx: AppContext, *, service_auth: dict[str, Any] | None = None) -> 
     # Keystone's answer, which can echo the token: neither reaches the log
     logging.getLogger("keystonemiddleware._common.config").setLevel(logging.ERROR)
     logging.getLogger("consolidator.api.auth_token").setLevel(logging.WARNING)
+    # keystoneauth logs every response body at DEBUG, and Keystone's 404 for a token names
+    # the token ("Could not find token: ..."): never below INFO in the API's process
+    logging.getLogger("keystoneauth.session").setLevel(logging.INFO)
     settings = api_settings(ctx.config)
     conf = make_conf(policy_file=settings.policy_file, enforce_scope=settings.enforce_scope,
                      enforce_new_defaults=settings.enforce_new_defaults)

@@ -99,6 +99,7 @@ def write_config(path: Path, **sections: dict[str, Any]) -> Path:
         lines += [f"{k} = {str(v).lower() if isinstance(v, bool) else v}"
                   for k, v in options.items()]
     path.write_text("\n".join(lines) + "\n")
+    path.chmod(0o600)     # it may hold [notify] secret
     return path
 
 
