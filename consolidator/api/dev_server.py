@@ -14,7 +14,7 @@ def serve_in_thread(application: Any, host: str = "127.0.0.1", port: int = 0,
     import waitress
 
     server = waitress.create_server(application, host=host, port=port, threads=threads,
-                                    ident="consolidator", _quiet=True)
+                                    ident="consolidator")
     thread = threading.Thread(target=server.run, name="consolidator-api", daemon=True)
     thread.start()
     url = f"http://{host}:{server.effective_port}"
