@@ -22,14 +22,18 @@ LOG = logging.getLogger("consolidator.api")
 Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
-def make_app(ctx: AppContext) -> Wsgi:
-    """The API for a context: its config's [api] and [oslo_policy], its cloud's Keystone."""
+def make_app(ctx: AppContext, *, service_auth: dict[str, Any] | None = None) -> Wsgi:
+    """The API for a context: its config's [api] and [oslo_policy], its cloud's Keystone
+    (service_auth: the auth_token credentials, when not from clouds.yaml)."""
     from keystonemiddleware import auth_token
 
     # auth_token warns of the auth plugin's options it passes on, and at INFO logs
     # Keystone's answer, which can echo the token: neither reaches the log
     logging.getLogger("keystonemiddleware._common.config").setLevel(logging.ERROR)
     logging.getLogger("consolidator.api.auth_token").setLevel(logging.WARNING)
+    # keystoneauth logs every response body at DEBUG, and Keystone's 404 for a token names
+    # the token ("Could not find token: ..."): never below INFO in the API's process
+    logging.getLogger("keystoneauth.session").setLevel(logging.INFO)
     settings = api_settings(ctx.config)
     conf = make_conf(policy_file=settings.policy_file, enforce_scope=settings.enforce_scope,
                      enforce_new_defaults=settings.enforce_new_defaults)
@@ -42,7 +46,8 @@ def make_app(ctx: AppContext) -> Wsgi:
                          "[cloud] name")
     ctx.engine()    # the schema must be current before the first request
     flask_app = make_flask(Service(ctx=ctx, settings=settings, enforcer=enforcer, cloud=cloud))
-    middleware_conf = {**token_validation_conf(ctx, settings), "delay_auth_decision": True,
+    middleware_conf = {**token_validation_conf(ctx, settings, service_auth),
+                       "delay_auth_decision": True,
                        "oslo_config_config": conf}
     return RequestIds(auth_token.AuthProtocol(flask_app.wsgi_app, middleware_conf))
 

@@ -117,9 +117,36 @@ def serve(backend: str, scenario: str | None, port: int | None, clouds_yaml: str
         while not stop.wait(0.5):
             pass
 
+    if with_api:
+        _offer_the_api()
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         serve_fake_cloud(request, click.echo, wait)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _offer_the_api() -> None:
+    """Let serve_fake_cloud start the API (--with-api): in this process, on the command's
+    database and config, validating tokens with the fake cloud's admin user."""
+    from consolidator.app import fake_cloud
+    from consolidator.app.context import AppContext
+    from consolidator.cli.api import missing_modules
+    from consolidator.core.errors import UsageError
+
+    missing = missing_modules()
+    if missing:
+        raise UsageError(f"--with-api needs the 'api' extra, and {', '.join(missing)} is "
+                         f"missing: pip install 'consolidator[api]'")
+    app_ctx = click.get_current_context().find_object(AppContext)
+
+    def start(cloud: Any, request: ServeRequest) -> Any:
+        from consolidator.api.dev_server import serve_in_thread
+        from consolidator.api.wsgi import make_app
+
+        ctx = app_ctx if app_ctx is not None else AppContext()
+        ctx.cloud = request.cloud_name
+        auth = {"auth_type": "password", **cloud.cloud_config(request.cloud_name)["auth"]}
+        return serve_in_thread(make_app(ctx, service_auth=auth), port=request.api_port or 0)
+    fake_cloud.API_STARTER = start

@@ -20,7 +20,7 @@ def service_credentials(cloud: str) -> dict[str, Any]:
     from openstack import exceptions as sdk_exc
 
     try:
-        region = openstack.config.get_cloud_region(cloud=cloud, load_envvars=False)
+        region = openstack.config.get_cloud_region(cloud=cloud)
     except sdk_exc.ConfigException as exc:
         raise CloudError(f"[api] service cloud {cloud!r}: {str(exc).splitlines()[0]} "
                          f"(check clouds.yaml or OS_CLIENT_CONFIG_FILE)") from None
