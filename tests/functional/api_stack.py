@@ -33,8 +33,10 @@ from consolidator.api.wsgi import make_app
 from consolidator.app.context import AppContext
 ctx = AppContext(config_file=sys.argv[1], cloud="fake",
                  db_url=os.environ["CONSOLIDATOR_DB_URL"])
+# As behind a TLS proxy on this host: waitress trusts its X-Forwarded-Proto.
 waitress.serve(with_dashboard(ctx, make_app(ctx)), host="127.0.0.1", port=int(sys.argv[2]),
-               threads=4, _quiet=True)
+               threads=4, _quiet=True, trusted_proxy="127.0.0.1",
+               trusted_proxy_headers="x-forwarded-proto")
 """
 #: The daemon runs only the API's jobs: its cycle is once a year, no watch runs.
 CONFIG = """[daemon]
@@ -118,11 +120,8 @@ def api_stack(tmp_path: Path, doc: dict[str, Any] | None = None) -> Iterator[Sta
         stack.cli("snapshot")
         stack.plan_id = json.loads(stack.cli("plan", "-f", "json").out)["id"]
         log = (tmp_path / "api.log").open("w")
-        # In tmp_path, where the clouds.yaml is: the API's service credentials are read with
-        # load_envvars=False, which skips OS_CLIENT_CONFIG_FILE (reported to the api branch).
         server = subprocess.Popen([sys.executable, "-c", SERVER, str(config), str(port)],
-                                  env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
-                                  cwd=tmp_path)
+                                  env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
             wait_until(lambda: _answers(url + "/") or server.poll() is not None,
                        "the API to answer")

@@ -17,9 +17,11 @@ MISSING = ("the browser tests need Debian's chromium and chromium-driver: "
            "apt-get install -y chromium chromium-driver")
 #: Unlabelled form controls of the page: each named by its id or tag.
 UNLABELLED = """
-return Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea, button'))
+const controls = 'input:not([type=hidden]), select, textarea, button';
+return Array.from(document.querySelectorAll(controls))
   .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
-                && !el.getAttribute('aria-labelledby') && !(el.tagName === 'BUTTON' && el.textContent.trim()))
+                && !el.getAttribute('aria-labelledby')
+                && !(el.tagName === 'BUTTON' && el.textContent.trim()))
   .map(el => el.id || el.name || el.tagName);
 """
 

@@ -53,7 +53,8 @@ def who(actor: Any) -> str:
 def dashboard() -> Dashboard:
     from flask import current_app
 
-    return current_app.config["DASHBOARD"]  # type: ignore[no-any-return]
+    board: Dashboard = current_app.config["DASHBOARD"]
+    return board
 
 
 def _secure() -> bool:

@@ -4,9 +4,9 @@ readers, and its numbers are also in a table beside it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-import math
 from html import escape
 
 from markupsafe import Markup

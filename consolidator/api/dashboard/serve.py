@@ -25,13 +25,15 @@ def credentials(session: Session) -> Any:
                           roles=list(session.roles))
 
 
-def with_dashboard(ctx: AppContext, api: Wsgi) -> Wsgi:
-    """The API application with the dashboard under /dashboard."""
+def with_dashboard(ctx: AppContext, api: Wsgi,
+                   service_auth: dict[str, Any] | None = None) -> Wsgi:
+    """The API application with the dashboard under /dashboard (service_auth: as given to
+    make_app, when the service credentials do not come from clouds.yaml)."""
     settings = api_settings(ctx.config)
     enforcer = make_enforcer(make_conf(policy_file=settings.policy_file,
                                        enforce_scope=settings.enforce_scope,
                                        enforce_new_defaults=settings.enforce_new_defaults))
-    auth = token_validation_conf(ctx, settings)
+    auth = token_validation_conf(ctx, settings, service_auth)
     keystone = Keystone(auth_url=auth["www_authenticate_uri"],
                         project=auth.get("project_name", ""),
                         domain=auth.get("user_domain_name") or "Default")

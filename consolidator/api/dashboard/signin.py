@@ -42,7 +42,7 @@ def sign_in(keystone: Keystone, username: str, password: str, project: str) -> S
         raise SignInRefused(f"Keystone at {keystone.auth_url} did not answer: "
                             f"{type(exc).__name__}") from None
     expires = access.expires.timestamp() if access.expires else time.time() + 3600
-    return Session(token=access.auth_token, expires_at=expires, user_id=access.user_id or "",
+    return Session(token=str(access.auth_token), expires_at=expires, user_id=access.user_id or "",
                    user_name=access.username or username, project_id=access.project_id or "",
                    project_name=access.project_name or project,
                    roles=tuple(access.role_names or ()))

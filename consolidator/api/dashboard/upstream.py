@@ -48,7 +48,7 @@ class Upstream:
              headers: dict[str, str] | None = None, query: dict[str, Any] | None = None
              ) -> Answer:
         sent = {"X-Auth-Token": self.token, "Accept": "application/json", **(headers or {})}
-        builder = EnvironBuilder(path=path, method=method, headers=sent,
+        builder = EnvironBuilder(path=path, method=method, headers=list(sent.items()),
                                  query_string={k: v for k, v in (query or {}).items() if v},
                                  data=None if body is None else json.dumps(body),
                                  content_type=None if body is None else "application/json")
@@ -88,4 +88,5 @@ class Upstream:
 def _marker(href: str) -> str | None:
     from urllib.parse import parse_qs, urlsplit
 
-    return (parse_qs(urlsplit(href).query).get("marker") or [None])[0]
+    found = parse_qs(urlsplit(href).query).get("marker")
+    return found[0] if found else None
