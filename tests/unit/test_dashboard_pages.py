@@ -97,3 +97,27 @@ def test_a_session_cookie_is_sealed_and_expires() -> None:
     gone = Session(**{**alive.__dict__, "expires_at": time.time() - 1})
     assert box.open(box.seal(gone)) is None
     assert alive.csrf_ok(alive.csrf) and not alive.csrf_ok("") and not alive.csrf_ok(None)
+
+
+def test_the_wheel_ships_every_template_script_and_style() -> None:
+    """package_data's globs cover every file of the dashboard's templates/ and static/, and
+    no page names anything outside them (the dashboard works with no network beyond the
+    API)."""
+    import configparser
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = configparser.ConfigParser()
+    cfg.read(root / "setup.cfg")
+    package = root / "consolidator"
+    shipped = {p for pattern in cfg["options.package_data"]["consolidator"].split()
+               for p in package.glob(pattern) if p.is_file()}
+    board = package / "api" / "dashboard"
+    files = {p for folder in ("templates", "static") for p in (board / folder).rglob("*")
+             if p.is_file()}
+    assert files and files <= shipped, sorted(str(p) for p in files - shipped)
+    for path in files:
+        text = path.read_text()
+        assert re.findall(r"(?:src|href|url)\s*[=(]\s*[\"']?(?:https?:)?//", text) == [], path
+        assert "@import" not in text and "@font-face" not in text, path
