@@ -3,7 +3,7 @@ production runs consolidator.api.wsgi:make_application under a WSGI server."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 
 import click
 
@@ -17,20 +17,28 @@ NEEDED = ("flask", "keystonemiddleware", "oslo_policy", "oslo_config", "oslo_con
 
 
 def missing_modules() -> list[str]:
-    """The API's modules this install lacks."""
-    return [m for m in NEEDED if importlib.util.find_spec(m) is None]
+    """The API's modules this install lacks (or cannot import)."""
+    missing = []
+    for module in NEEDED:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    return missing
 
 
 @click.command("api")
-@click.option("--port", type=click.IntRange(1, 65535), metavar="N",
-              help="TCP port [default: [api] port, 8779].")
+@click.option("--port", type=click.IntRange(0, 65535), metavar="N",
+              help="TCP port; 0: any free one [default: [api] port, 8779].")
 @click.option("--host", metavar="ADDRESS",
               help="Address to listen on [default: [api] bind, 127.0.0.1].")
 @pass_app
 def api_cmd(app: AppContext, port: int | None, host: str | None) -> None:
-    """Serve the HTTP API with waitress: every token validated by keystonemiddleware
-    against the cloud's Keystone ([api] service_cloud, else --cloud), every call checked by
-    oslo.policy ([oslo_policy]); work on the cloud becomes a job for the daemon.
+    """Serve the HTTP API: Keystone tokens, oslo.policy rules, jobs for the daemon.
+
+    It serves with waitress; every token is validated by keystonemiddleware against the
+    cloud's Keystone ([api] service_cloud, else --cloud), every call checked by oslo.policy
+    ([oslo_policy]); work on the cloud becomes a job for the daemon.
 
     Needs the 'api' extra: pip install 'consolidator[api]'. For production, run
     consolidator.api.wsgi:make_application under a WSGI server behind a TLS proxy
@@ -49,9 +57,20 @@ def api_cmd(app: AppContext, port: int | None, host: str | None) -> None:
 
     settings = api_settings(app.config)
     application = make_app(app)
-    bind, listen = host or settings.bind, port or settings.port
+    bind = host or settings.bind
+    listen = settings.port if port is None else port
     logging.getLogger("consolidator.api").setLevel(logging.INFO)
-    click.echo(f"consolidator API for cloud {app.cloud_name!r} on http://{bind}:{listen}/ "
-               f"(Ctrl-C stops it)", err=True)
-    waitress.serve(application, host=bind, port=listen, threads=settings.threads,
-                   ident="consolidator", _quiet=True)
+    try:
+        server = waitress.create_server(application, host=bind, port=listen,
+                                        threads=settings.threads, ident="consolidator")
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {bind}:{listen}: {exc.strerror or exc}: choose "
+                         f"another --port or --host") from None
+    click.echo(f"consolidator API for cloud {app.cloud_name!r} on "
+               f"http://{bind}:{server.effective_port}/ (Ctrl-C stops it)", err=True)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
