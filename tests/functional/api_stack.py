@@ -27,14 +27,16 @@ from tests.functional.waits import stop_process, wait_until
 ROOT = Path(__file__).resolve().parents[2]
 #: Serves consolidator.api.wsgi.make_app with the dashboard mounted, as the API process does.
 SERVER = """
-import os, sys, waitress
+import json, os, sys, waitress
 from consolidator.api.dashboard.serve import with_dashboard
 from consolidator.api.wsgi import make_app
 from consolidator.app.context import AppContext
 ctx = AppContext(config_file=sys.argv[1], cloud="fake",
                  db_url=os.environ["CONSOLIDATOR_DB_URL"])
+auth = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None   # another Keystone's
 # As behind a TLS proxy on this host: waitress trusts its X-Forwarded-Proto.
-waitress.serve(with_dashboard(ctx, make_app(ctx)), host="127.0.0.1", port=int(sys.argv[2]),
+waitress.serve(with_dashboard(ctx, make_app(ctx, service_auth=auth), auth),
+               host="127.0.0.1", port=int(sys.argv[2]),
                threads=4, _quiet=True, trusted_proxy="127.0.0.1",
                trusted_proxy_headers="x-forwarded-proto")
 """
@@ -100,9 +102,11 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def api_stack(tmp_path: Path, doc: dict[str, Any] | None = None) -> Iterator[Stack]:
+def api_stack(tmp_path: Path, doc: dict[str, Any] | None = None, *,
+              service_auth: dict[str, str] | None = None) -> Iterator[Stack]:
     """The fake cloud, a snapshot and a proposed plan in the database, and the API with the
-    dashboard listening (listed in the catalog)."""
+    dashboard listening (listed in the catalog); its tokens validated by the fake cloud's
+    Keystone, or with service_auth (auth_token's options) by another one."""
     with FakeCloud(parse_scenario(doc or scenario()), bmc=True) as cloud:
         clouds_yaml = cloud.write_clouds_yaml(tmp_path / "clouds.yaml")
         bmc_yaml = cloud.write_bmc_yaml(tmp_path / "bmc.yaml")
@@ -120,7 +124,8 @@ def api_stack(tmp_path: Path, doc: dict[str, Any] | None = None) -> Iterator[Sta
         stack.cli("snapshot")
         stack.plan_id = json.loads(stack.cli("plan", "-f", "json").out)["id"]
         log = (tmp_path / "api.log").open("w")
-        server = subprocess.Popen([sys.executable, "-c", SERVER, str(config), str(port)],
+        extra = [json.dumps(service_auth)] if service_auth else []
+        server = subprocess.Popen([sys.executable, "-c", SERVER, str(config), str(port), *extra],
                                   env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
             wait_until(lambda: _answers(url + "/") or server.poll() is not None,
