@@ -5,6 +5,7 @@ same; an admin watches a plan run to completion on the fake cloud."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,35 @@ def test_an_operator_approves_and_an_admin_watches_the_apply(tmp_path: Path) -> 
         states = {t.text.split()[0]: t.get_attribute("class") for t in
                   driver.find_elements(By.CSS_SELECTOR, ".tile")}
         assert "s-off" in states["c4"], states
+
+
+def test_an_operator_picks_a_point_of_the_front_from_the_keyboard(tmp_path: Path) -> None:
+    with api_stack(tmp_path) as stack, chromium() as driver, stack.daemon():
+        sign_in(driver, stack, "operator")
+        driver.get(stack.url + f"/dashboard/plans/{stack.plan_id}")
+        driver.find_element(By.XPATH, "//button[text()='Compute the front of this snapshot']"
+                            ).send_keys(Keys.ENTER)
+        wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#front a.point"),
+                   "the front to be drawn")
+        points = driver.find_elements(By.CSS_SELECTOR, "#front a.point")
+        labels = [p.get_attribute("aria-label") for p in points]
+        assert all(re.search(r"\d+ hosts? freed for \d+ migrations?", label)
+                   for label in labels), labels
+        best = max(points, key=lambda p: int(re.search(
+            r"(\d+) hosts? freed", p.get_attribute("aria-label")).group(1)))
+        driver.execute_script("arguments[0].focus()", best)
+        driver.switch_to.active_element.send_keys(Keys.ENTER)     # pick it from the keyboard
+        picked = wait_until(lambda: driver.find_elements(By.ID, "picked"), "the pick")
+        assert re.search(r"hosts? freed for", picked[0].text)
+        assert "picked" in driver.find_element(
+            By.CSS_SELECTOR, "#front a.point.picked").get_attribute("class")
+        screenshot(driver, "dashboard-front", tmp_path)
+        most = int(re.search(r"for (\d+) migrations?", picked[0].text).group(1))
+        driver.find_element(By.ID, "plan-point").send_keys(Keys.ENTER)
+        wait_until(lambda: driver.find_element(By.ID, "job-state").text == "succeeded",
+                   "the plan job")
+        driver.find_element(By.PARTIAL_LINK_TEXT, "Plan ").click()
+        figures = {d.find_element(By.TAG_NAME, "dt").text: d.find_element(By.TAG_NAME, "dd").text
+                   for d in driver.find_elements(By.CSS_SELECTOR, ".figures div")}
+        assert driver.find_element(By.ID, "plan-status").text == "proposed"
+        assert int(figures["Migrations"]) <= most

@@ -119,7 +119,10 @@ def front(points: Sequence[FrontPoint], *, ident: str = "front") -> Markup:
         return _svg("The front", "no points", "", ident)
     frame = Frame(x_max=max(p.migrations for p in points) or 1,
                   y_max=max(p.hosts_freed for p in points) or 1)
-    dots = "".join(
+    x_ticks = "".join(
+        f'<text class="tick" x="{frame.x(v):.1f}" y="{HEIGHT - BOTTOM + 14}" '
+        f'text-anchor="middle">{_num(v)}</text>' for v in _ticks(frame.x_max))
+    dots = x_ticks + "".join(
         f'<a href="{escape(p.href)}" class="point{" picked" if p.picked else ""}" '
         f'aria-label="{escape(p.label)}"><circle cx="{frame.x(p.migrations):.1f}" '
         f'cy="{frame.y(p.hosts_freed):.1f}" r="{8 if p.picked else 6}"/>'

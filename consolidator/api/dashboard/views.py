@@ -11,6 +11,7 @@ from flask import Flask, g, jsonify, redirect, render_template, request, url_for
 
 from consolidator.api.dashboard import charts, pages
 from consolidator.api.dashboard.upstream import ApiError
+from consolidator.core.front import MADE_BY
 
 #: The state changes of a plan the pages offer, and the job they start.
 PLAN_ACTIONS = ("approve", "cancel", "apply")
@@ -100,16 +101,24 @@ def _front(result: dict[str, Any], pick: str | None) -> dict[str, Any] | None:
     drawn = []
     for name, i, p in points:
         key = f"{name}:{i}"
+        label = (f"{name}: {_count(p.get('hosts_freed'), 'host')} freed for "
+                 f"{_count(p.get('migrations'), 'migration')} "
+                 f"({p.get('hosts_after')} left on)")
         picked = key == pick
         if picked:
-            chosen = {"key": key, "algorithm": name, **p}
-        label = (f"{name}: {p.get('hosts_freed')} hosts freed for {p.get('migrations')} "
-                 f"migrations ({p.get('hosts_after')} left on)")
+            # The point's own algorithm when it is one -a names, else auto; within its
+            # migrations (as 'plan --max-migrations N' after 'plan --front').
+            chosen = {"key": key, "algorithm": name, **p, "label": label,
+                      "plan_algorithm": "auto" if name in MADE_BY else name}
         drawn.append(charts.FrontPoint(label, int(p.get("hosts_freed") or 0),
                                        int(p.get("migrations") or 0),
                                        f"?pick={key}#front", picked))
     return {"chart": charts.front(drawn), "points": points,
             "chosen": chosen, "snapshot_id": result.get("snapshot_id")}
+
+
+def _count(n: Any, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def plan_action(plan_id: str, action: str) -> Any:
