@@ -13,8 +13,9 @@ from consolidator.api.dashboard import charts, pages
 from consolidator.api.dashboard.upstream import ApiError
 from consolidator.core.front import MADE_BY
 
-#: The state changes of a plan the pages offer, and the job they start.
-PLAN_ACTIONS = ("approve", "cancel", "apply")
+#: The state changes of a plan the pages offer, each in the states it applies to.
+PLAN_ACTIONS = {"approve": ("proposed",), "cancel": ("proposed", "approved"),
+                "apply": ("approved",)}
 #: What the journal page filters on (the API's query parameters).
 JOURNAL_FILTERS = ("plan_id", "host", "action", "since")
 
@@ -88,7 +89,8 @@ def plan(plan_id: str) -> Any:
             snapshot_hosts = []
     return _page("plan.html", plan=doc, etag=answer.headers.get("ETag", ""),
                  page=pages.plan_page(doc, snapshot_hosts),
-                 actions=[a for a in PLAN_ACTIONS if g.may(f"plan:{a}")])
+                 actions=[a for a, states in PLAN_ACTIONS.items()
+                          if doc.get("status") in states and g.may(f"plan:{a}")])
 
 
 def _front(result: dict[str, Any], pick: str | None) -> dict[str, Any] | None:
