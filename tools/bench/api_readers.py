@@ -1,8 +1,8 @@
 """Benchmark: 50 concurrent readers of the API while the daemon applies a 200-migration plan.
 
-A 1,000-host fake cloud with Redfish BMCs (``consolidator fake-cloud serve --bmc``), the API (``consolidator api``)
-and the daemon (``consolidator daemon``), each in its own process, share one SQLite
-database. A plan of at most 200 migrations is made and approved with the CLI, then applied
+A 1,000-host fake cloud with Redfish BMCs (``consolidator fake-cloud serve --bmc``), the
+API (``consolidator api``) and the daemon (``consolidator daemon``), each in its own
+process, share one SQLite database. A plan of at most 200 migrations is made and approved with the CLI, then applied
 through the API (``POST /v1/plans/{id}/apply``, a job the daemon carries out). The apply runs
 twice, on a fresh cloud each time: alone, and with --readers threads (each with its own
 Keystone token and HTTP session) reading ``GET /v1/hosts`` (all 1,000 hosts) and
