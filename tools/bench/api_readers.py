@@ -3,11 +3,12 @@
 A 1,000-host fake cloud with Redfish BMCs (``consolidator fake-cloud serve --bmc``), the
 API (``consolidator api``) and the daemon (``consolidator daemon``), each in its own
 process, share one SQLite database. A plan of at most 200 migrations is made and approved
-with the CLI, then applied through the API (``POST /v1/plans/{id}/apply``, a job the daemon carries out). The apply runs
-twice, on a fresh cloud each time: alone, and with --readers threads (each with its own
-Keystone token and HTTP session) reading ``GET /v1/hosts`` (all 1,000 hosts) and
-``GET /v1/plans`` in turn for --seconds. It prints the readers' p50 and p99 latency and
-errors, and the apply's time (the job's started_at to finished_at) with and without them.
+with the CLI, then applied through the API (``POST /v1/plans/{id}/apply``, a job the
+daemon carries out). The apply runs twice, on a fresh cloud each time: alone, and with
+--readers threads (each with its own Keystone token and HTTP session) reading
+``GET /v1/hosts`` (all 1,000 hosts) and ``GET /v1/plans`` in turn for --seconds. It prints
+the readers' p50 and p99 latency and errors, and the apply's time (the job's started_at to
+finished_at) with and without them.
 
     python tools/bench/api_readers.py [--hosts 1000] [--migrations 200] [--readers 50]
                                       [--seconds 60]
