@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 import requests
-import webob
-from keystonemiddleware import auth_token
 
 from consolidator.emulators.fake.cloud import FakeCloud
 from consolidator.scenario.files import parse_scenario
+from tests.functional import auth_echo
+from tests.functional.auth_echo import call
 
 pytestmark = pytest.mark.filterwarnings("ignore:::openstack.*",
                                         "ignore:::keystonemiddleware.*",
@@ -39,30 +39,9 @@ def cloud() -> Iterator[FakeCloud]:
         yield running
 
 
-def echo_identity(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-    """The tiny app auth_token wraps: says who auth_token says the caller is."""
-    keys = ("HTTP_X_IDENTITY_STATUS", "HTTP_X_USER_ID", "HTTP_X_USER_NAME", "HTTP_X_ROLES",
-            "HTTP_X_PROJECT_ID", "HTTP_X_PROJECT_NAME", "HTTP_X_SERVICE_CATALOG")
-    body = json.dumps({k: environ.get(k) for k in keys}).encode()
-    start_response("200 OK", [("Content-Type", "application/json")])
-    return [body]
-
-
 def middleware(cloud: FakeCloud) -> Any:
-    """keystonemiddleware's auth_token, configured as a service configures it: its own
-    service credentials (the cloud's admin user), auth_type = password."""
-    conf = {"auth_type": "password", "auth_url": cloud.auth_url, "username": "admin",
-            "password": "secret", "project_name": "admin", "user_domain_name": "Default",
-            "project_domain_name": "Default", "www_authenticate_uri": cloud.auth_url,
-            "interface": "public", "delay_auth_decision": "false"}
-    return auth_token.AuthProtocol(echo_identity, conf)
-
-
-def call(app: Any, token: str | None) -> webob.Response:
-    req = webob.Request.blank("/v1/hosts")
-    if token is not None:
-        req.headers["X-Auth-Token"] = token
-    return req.get_response(app)
+    """auth_token with the cloud's admin user as its service credentials."""
+    return auth_echo.middleware(cloud.auth_url, "admin", "secret", "admin")
 
 
 def token_of(cloud: FakeCloud, persona: str | None) -> str:

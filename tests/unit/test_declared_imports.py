@@ -24,6 +24,8 @@ EXTRA_ONLY = {
     "consolidator/render/plot.py": "plot",
     "tests/functional/plots.py": "plot",
     "tests/realnova/": "realnova",
+    "consolidator/emulators/realkeystone/": "realkeystone",
+    "tests/realkeystone/": "realkeystone",
 }
 #: Import names that are no distribution's (the project's own, and the test helpers').
 OWN = {"consolidator", "tests"}
