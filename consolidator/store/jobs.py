@@ -47,7 +47,7 @@ def add(engine: Engine, *, cloud: str, kind: str, target: str, params: dict[str,
         requester: dict[str, Any]) -> Job:
     """Record a queued job; return it."""
     now = _now()
-    row = {"id": str(uuid.uuid4()), "cloud": cloud, "kind": kind, "target": target,
+    row: dict[str, Any] = {"id": str(uuid.uuid4()), "cloud": cloud, "kind": kind, "target": target,
            "params": params, "state": QUEUED, "created_at": now, "updated_at": now,
            "started_at": None, "finished_at": None, "requester": requester,
            "claimed_by": None, "progress": None, "result": None, "error": None}

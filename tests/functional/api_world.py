@@ -5,7 +5,7 @@ called through werkzeug's test client, a migrated SQLite database, and a token p
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -38,13 +38,18 @@ class ApiWorld:
     client: Client
     tmp: Path
     tokens: dict[str, str] = field(default_factory=dict)
+    #: Issues a persona's token; default: the fake cloud's Keystone.
+    issue: Callable[[str | None], str] | None = None
+    #: Issues a token Keystone calls expired; default: the fake cloud's Keystone.
+    expire: Callable[[], str] | None = None
 
     def token(self, persona: str | None) -> str:
         """A token of the cloud's persona (None: the cloud's admin user), scoped to its
         project; issued once."""
         key = persona or "cloud"
         if key not in self.tokens:
-            self.tokens[key] = self.cloud.connect(persona).auth_token
+            self.tokens[key] = self.issue(persona) if self.issue is not None else \
+                self.cloud.connect(persona).auth_token
         return self.tokens[key]
 
     def raw_token(self, *, scoped: bool = True, lifetime_s: float | None = None,
@@ -72,6 +77,8 @@ class ApiWorld:
 
     def expired_token(self) -> str:
         """A token Keystone has issued and now calls expired."""
+        if self.expire is not None:
+            return self.expire()
         token = self.raw_token(lifetime_s=0.5)
         wait_until(lambda: not self.cloud.keystone.token_valid(token), "the token expires")
         return token
@@ -104,8 +111,10 @@ def write_config(path: Path, **sections: dict[str, Any]) -> Path:
 
 
 @contextmanager
-def api_world(tmp: Path, monkeypatch: Any, **sections: dict[str, Any]) -> Iterator[ApiWorld]:
-    """Serve the fake cloud and build the API over it with the config sections given."""
+def api_world(tmp: Path, monkeypatch: Any, *, service_auth: dict[str, Any] | None = None,
+              **sections: dict[str, Any]) -> Iterator[ApiWorld]:
+    """Serve the fake cloud and build the API over it with the config sections given
+    (service_auth: auth_token's credentials for another Keystone than the fake cloud's)."""
     from consolidator.api.wsgi import make_app
 
     db_url = f"sqlite:///{tmp / 'api.db'}"
@@ -120,4 +129,4 @@ def api_world(tmp: Path, monkeypatch: Any, **sections: dict[str, Any]) -> Iterat
             monkeypatch.delenv(name)
         config = write_config(tmp / "consolidator.conf", **sections)
         ctx = AppContext(config_file=str(config), db_url=db_url, cloud="fake")
-        yield ApiWorld(cloud, ctx, Client(make_app(ctx)), tmp)
+        yield ApiWorld(cloud, ctx, Client(make_app(ctx, service_auth=service_auth)), tmp)

@@ -4,14 +4,12 @@ admin). list_rules() is the oslo.policy.policies entry point of the namespace
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from oslo_policy import policy
 
 from consolidator.api.policies import base, hosts, plans, records
 
 
-def list_rules() -> Iterable[policy.RuleDefault]:
+def list_rules() -> list[policy.RuleDefault]:
     """Every rule, the base personas first."""
     return [*base.list_rules(), *plans.list_rules(), *hosts.list_rules(),
             *records.list_rules()]

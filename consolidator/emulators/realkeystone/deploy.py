@@ -42,8 +42,8 @@ class Layout:
 
 
 def write_config(layout: Layout, token_expiration_s: int) -> Path:
-    """keystone.conf: SQLite, fernet tokens lasting token_expiration_s, no cache, logging
-    to a file."""
+    """keystone.conf: SQLite, fernet tokens lasting token_expiration_s, bcrypt's fewest
+    rounds, no cache, logging to a file."""
     for folder in ("fernet-keys", "credential-keys"):
         (layout.workdir / folder).mkdir(parents=True, exist_ok=True)
     layout.config.write_text(f"""[DEFAULT]
@@ -52,6 +52,11 @@ use_stderr = false
 
 [database]
 connection = sqlite:///{layout.database}
+
+[identity]
+# bcrypt's fewest rounds: each password log-in and each user created hashes one, and the
+# default (12) costs seconds apiece on a loaded test machine; a test harness, not a cloud
+password_hash_rounds = 4
 
 [token]
 provider = fernet

@@ -52,15 +52,14 @@ def provision(auth_url: str, api_url: str) -> Provisioned:
     identity = conn.identity
     project = identity.create_project(name=PROJECT, domain_id="default",
                                       description="the operations team")
-    service_project = identity.find_project(SERVICE_PROJECT, domain_id="default") or \
-        identity.create_project(name=SERVICE_PROJECT, domain_id="default")
+    service_project = identity.create_project(name=SERVICE_PROJECT, domain_id="default")
+    roles = {role.name: role for role in identity.roles()}   # bootstrap's
     ids = {}
     for persona, user in [*PERSONAS.items(), ("service", SERVICE_USER)]:
         on = service_project if persona == "service" else project
         created = identity.create_user(name=user.name, password=user.password,
                                        domain_id="default", default_project_id=on.id)
-        role = identity.find_role(user.role, ignore_missing=False)
-        identity.assign_project_role_to_user(on, created, role)
+        identity.assign_project_role_to_user(on, created, roles[user.role])
         ids[persona] = created.id
     service = identity.create_service(name=API_NAME, type=API_TYPE,
                                       description="consolidator's API", is_enabled=True)

@@ -73,25 +73,33 @@ def run(args: argparse.Namespace, echo: Callable[[str], None]) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     layout = deploy.Layout(args.workdir.resolve())
     began = time.monotonic()
+    phases: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        phases[name] = round(time.monotonic() - began - sum(phases.values()), 1)
+
     server: _Server | None = None
     try:
         deploy.write_config(layout, args.token_expiration)
         server = _Server(("127.0.0.1", args.port), _Quiet)
         base = f"http://127.0.0.1:{server.server_address[1]}"
         deploy.manage(layout, base)
+        lap("manage_s")          # importing Keystone, db_sync, keys, bootstrap
         server.set_app(deploy.application(layout))
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
                          name="keystone-http", daemon=True).start()
+        lap("application_s")
         auth_url = f"{base}/v3"
         api_url = args.api_url or f"http://127.0.0.1:{free_port()}"
         made = provision.provision(auth_url, api_url)
+        lap("provision_s")
         clouds_yaml = layout.workdir / CLOUDS
         write_atomically(clouds_yaml, yaml.safe_dump({"clouds": provision.clouds(auth_url)},
                                                      sort_keys=False))
         ready = {"auth_url": auth_url, "api_url": api_url, "clouds_yaml": str(clouds_yaml),
                  "log_file": str(layout.log), "project_id": made.project_id,
                  "user_ids": made.user_ids, "token_expiration_s": args.token_expiration,
-                 "started_in_s": round(time.monotonic() - began, 1)}
+                 "started_in_s": round(time.monotonic() - began, 1), "phases": phases}
         write_atomically(layout.workdir / READY, json.dumps(ready, indent=2))
         echo(f"real Keystone listening: auth URL {auth_url} (ready in "
              f"{ready['started_in_s']} s); wrote {clouds_yaml}")
