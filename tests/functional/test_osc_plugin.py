@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -105,3 +106,34 @@ def test_the_operator_flow_through_the_openstack_command(tmp_path: Path) -> None
         hosts = osc("consolidation", "host", "list", "-f", "value", "-c", "name",
                     "--availability-zone", "east")
         assert (hosts.code, hosts.out.split()) == (0, ["c1", "c3"])
+
+
+def test_the_commands_that_start_jobs(tmp_path: Path) -> None:
+    """snapshot create, plan create, plan cancel, host drain, rollback create: each answers
+    with its job, which --wait follows to its end while a daemon carries it out."""
+    with api_stack(tmp_path) as stack, stack.daemon():
+        operator = openstack(stack.clouds_yaml, "fake-operator", tmp_path)
+        admin = openstack(stack.clouds_yaml, "fake-admin", tmp_path)
+
+        def job(osc: Any, *args: str) -> dict[str, Any]:
+            done = osc("consolidation", *args, "--wait", "-f", "json")
+            assert done.code == 0, (args, done.err)
+            found: dict[str, Any] = json.loads(done.out)
+            assert found["state"] == "succeeded", found
+            return found
+
+        snapshot = job(operator, "snapshot", "create")["result"]["snapshot_id"]
+        shown = operator("consolidation", "snapshot", "show", snapshot, "-f", "json")
+        assert shown.code == 0 and json.loads(shown.out)["host_count"] == 4
+        made = job(operator, "plan", "create", "--snapshot", snapshot, "--max-migrations",
+                   "3")["result"]["plan_id"]
+        cancelled = operator("consolidation", "plan", "cancel", made, "-f", "value", "-c",
+                             "status")
+        assert (cancelled.code, cancelled.out.strip()) == (0, "cancelled"), cancelled.err
+        drained = job(admin, "host", "drain", "c4")["result"]["plan_id"]
+        drain_plan = admin("consolidation", "plan", "show", drained, "-f", "json")
+        assert json.loads(drain_plan.out)["status"] == "proposed"
+        job(admin, "rollback", "create", snapshot)
+        front = operator("consolidation", "plan", "create", "--front", "-f", "json")
+        assert front.code == 0 and json.loads(front.out)["state"] in ("queued", "running",
+                                                                        "succeeded")
