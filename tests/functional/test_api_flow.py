@@ -10,7 +10,8 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,8 +72,13 @@ def _consolidator(*args: str) -> list[str]:
     return [sys.executable, "-m", "consolidator", *args]
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
+@contextmanager
+def flow_bed(tmp_path: Path, *, with_api: bool = True,
+             serve_api: Callable[[Path, str], tuple[str, Callable[[], None]]] | None = None,
+             tokens: Callable[[str], str] | None = None) -> Iterator[Served]:
+    """The fake cloud (with --with-api, or the API that serve_api(config, db_url) serves),
+    and a daemon, as processes; tokens(persona) issues tokens (default: the fake cloud's
+    Keystone, whose catalog then must list the API)."""
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text(yaml.safe_dump(SCENARIO))
     config = write_config(tmp_path / "c.conf",
@@ -91,10 +97,11 @@ def served(tmp_path: Path) -> Iterator[Served]:
         cloud = subprocess.Popen(_consolidator(
             "--config", str(config), "fake-cloud", "serve", "--scenario", str(scenario),
             "--write-clouds-yaml", str(clouds), "--cloud-name", "fake", "--bmc",
-            "--write-bmc-yaml", str(bmcs), "--with-api"), stdout=out, stderr=subprocess.STDOUT,
-            env=env, text=True)
+            "--write-bmc-yaml", str(bmcs), *(["--with-api"] if with_api else [])),
+            stdout=out, stderr=subprocess.STDOUT, env=env, text=True)
     daemon = None
-    try:
+    with ExitStack() as stack:
+        stack.callback(stop_child, cloud)
         wait_until(lambda: clouds.exists() and bmcs.exists() or cloud.poll() is not None,
                    "the fake cloud writes its files")
         assert cloud.poll() is None, cloud_log.read_text()
@@ -104,24 +111,38 @@ def served(tmp_path: Path) -> Iterator[Served]:
         conns = {p: openstack.connect(load_yaml_config=False, load_envvars=False,
                                       **entries[f"fake-{p}"])
                  for p in ("reader", "operator", "admin")}
-        # the API is found as Nova is: through the Keystone catalog
-        api_url = conns["reader"].session.get_endpoint(service_type="consolidation",
-                                                       interface="public").rstrip("/")
-        assert api_url in cloud_log.read_text()
-        auth_url = yaml.safe_load(clouds.read_text())["clouds"]["fake"]["auth"]["auth_url"]
+        if serve_api is None:
+            # the API is found as Nova is: through the Keystone catalog
+            api_url = conns["reader"].session.get_endpoint(service_type="consolidation",
+                                                           interface="public").rstrip("/")
+            assert api_url in cloud_log.read_text()
+        else:
+            api_url, stop_api = serve_api(config, db_url)
+            stack.callback(stop_api)
+        auth_url = entries["fake"]["auth"]["auth_url"]
         control = re.sub(r"/identity/v3/?$", "/_fake", auth_url)
         with daemon_log.open("w") as out:
             daemon = subprocess.Popen(_consolidator("--config", str(config), "--cloud", "fake",
                                                     "daemon"), stdout=out,
                                       stderr=subprocess.STDOUT, env=env, text=True)
-        yield Served(clouds, api_url, control, {p: c.auth_token for p, c in conns.items()})
-    finally:
-        if daemon is not None:
-            stop_child(daemon)
-        stop_child(cloud)
+        stack.callback(stop_child, daemon)
+        issued = {p: (tokens(p) if tokens is not None else c.auth_token)
+                  for p, c in conns.items()}
+        yield Served(clouds, api_url, control, issued)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    with flow_bed(tmp_path) as running:
+        yield running
 
 
 def test_the_operators_flow_through_the_api(served: Served) -> None:
+    walk_the_flow(served)
+
+
+def walk_the_flow(served: Served) -> None:
+    """Snapshot, plan, four eyes, approval, apply watched to its end, rollback, journal."""
     before = served.power()
     assert set(before.values()) == {"on"}
     # the operator snapshots and plans
