@@ -287,6 +287,27 @@ class Daemon:
         return self._turn("relief watch", lambda: relieve_now(
             self.ctx, self._execute, auto_apply=self.settings.auto_apply), wait=False).value
 
+    def jobs_watch(self) -> list[str]:
+        """Carry out the jobs the API recorded for this cloud, oldest first, while this
+        daemon leads (app/jobs.py); skipped while a cycle or an apply runs. The ids run."""
+        from consolidator.app.jobs import run_next_job
+        from consolidator.app.settings import api_settings
+
+        timeout = api_settings(self.ctx.config).job_timeout
+
+        def run_all() -> list[str]:
+            done: list[str] = []
+            while not self.stop.is_set() and not self.cancelled.is_set():
+                job = run_next_job(self.ctx, cloud=self._executor_cloud(),
+                                   holder=self.holder, timeout=timeout,
+                                   execute=self._execute)
+                if job is None:
+                    break
+                done.append(job.id)
+                self.liveness.pulse()
+            return done
+        return self._turn("jobs", run_all, wait=False).value or []
+
     def _ramp(self, target: int, *, spares_only: bool) -> tuple[list[str], Cluster]:
         """The shared ramp (app/cycle.py) on the live cloud."""
         return ramp(self.ctx, self.ports, target, spares_only=spares_only)
@@ -344,6 +365,11 @@ class Daemon:
         if relief_settings(self.ctx.config).interval > 0:
             scheduler.add_job(self.relief_watch, "interval", id="relief", max_instances=1,
                               seconds=relief_settings(self.ctx.config).interval, coalesce=True)
+        if self.settings.job_interval > 0:
+            # a second instance finds the busy lock taken and returns at once (no warning
+            # from the scheduler each interval while a long job runs)
+            scheduler.add_job(self.jobs_watch, "interval", id="jobs", max_instances=2,
+                              seconds=self.settings.job_interval, coalesce=True)
         scheduler.add_job(self.heartbeat, "interval", id="lease",
                           seconds=max(self.settings.lease_ttl / 3, 0.5),
                           max_instances=1, coalesce=True, next_run_time=datetime.now(

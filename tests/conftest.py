@@ -29,12 +29,12 @@ for _name in ("COLUMNS", "LINES"):
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules that serve the real Nova or hold a test marked slow run first, each kept
-    whole and in its own order: the workers (tools/run-tests: -n 4 --dist worksteal) then
-    share the long tests early and finish together, instead of some idling while another
-    works through a tail of them."""
+    """The modules that serve the real Nova or Keystone or hold a test marked slow run
+    first, each kept whole and in its own order: the workers (tools/run-tests: -n 4 --dist
+    worksteal) then share the long tests early and finish together, instead of some idling
+    while another works through a tail of them."""
     def long(item: pytest.Item) -> bool:
-        return "realnova" in Path(str(item.fspath)).parts or \
+        return not {"realnova", "realkeystone"}.isdisjoint(Path(str(item.fspath)).parts) or \
             item.get_closest_marker("slow") is not None
     slow_modules = {str(item.fspath) for item in items if long(item)}
     items.sort(key=lambda item: str(item.fspath) not in slow_modules)

@@ -18,9 +18,10 @@ import subprocess
 import sys
 import tempfile
 
-#: Modules only an extra makes importable (and the alembic scripts, which alembic loads).
+#: Modules only an extra makes importable (and the alembic scripts, which alembic loads):
+#: the openstack plugin (osc-lib, the [osc] extra), the API and its dashboard ([api]).
 EXTRAS = ("consolidator.emulators.realnova", "consolidator.core.algorithms.exact_model",
-          "consolidator.store.migrations")
+          "consolidator.store.migrations", "consolidator.osc", "consolidator.api")
 
 
 def imports() -> int:

@@ -14,7 +14,7 @@ from consolidator.app.notify import after_run, last_entry, migration_events, not
 from consolidator.app.review import refuse_a_scenario_plan
 from consolidator.app.settings import executor_settings, rules_from_config
 from consolidator.app.snapshots import refuse_another_cloud
-from consolidator.core.errors import UsageError
+from consolidator.core.errors import FourEyesError, UsageError
 from consolidator.core.plan import StoredPlan
 from consolidator.core.wording import state_phrase
 from consolidator.execution.executor import Executor, Outcome
@@ -114,13 +114,32 @@ def check_applicable(ctx: AppContext, plan_ref: str, *, yes: bool, dry_run: bool
             raise UsageError(f"plan {plan.id} is proposed, not approved: run 'consolidator plan "
                              f"approve {plan.id}' first, or give --yes")
         if not dry_run:
-            set_status(engine, plan.id, "approved", reason="approved by apply --yes")
-            notify_status(ctx, plan.id)
+            _apply_unapproved(ctx, plan)
     elif plan.status != "approved":
         hint = (" (resume it with --resume)" if plan.status in ("running", "failed",
                                                                 "interrupted") else "")
         raise UsageError(f"plan {plan.id} {state_phrase(plan.status)}: it cannot be applied{hint}")
     return plan
+
+
+def _apply_unapproved(ctx: AppContext, plan: StoredPlan) -> None:
+    """'apply --yes' of a proposed plan: refused under [review] require_approval; else
+    approved, journaled as applied with nobody's approval."""
+    from consolidator.app.audit import actor_of, journal_decision
+    from consolidator.app.settings import review_settings
+
+    if review_settings(ctx.config).require_approval:
+        raise FourEyesError(f"plan {plan.id} is proposed, and [review] require_approval = true "
+                            f"refuses to apply a plan nobody approved: have it approved with "
+                            f"'consolidator plan approve {plan.id}' (by another user under "
+                            f"[review] distinct_approver)")
+    who = actor_of(ctx).label
+    set_status(ctx.engine(), plan.id, "approved",
+               reason=f"applied with --yes by {who}, nobody approved it")
+    journal_decision(ctx, action="approve", cloud=plan.cloud, plan_id=plan.id, target=plan.id,
+                     result=f"plan {plan.id} applied with --yes by {who}: nobody approved it",
+                     params={"unapproved": True})
+    notify_status(ctx, plan.id)
 
 
 def apply_plan(ctx: AppContext, plan_ref: str, *, max_parallel: int | None = None,

@@ -13,26 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from consolidator.app.option import Option
+from consolidator.app.service_options import SERVICE_OPTIONS
 from consolidator.core.errors import ConfigError, MissingConfigFile
 
 DEFAULT_CONFIG_FILE = Path("/etc/consolidator/consolidator.conf")
-
-
-@dataclass(frozen=True)
-class Option:
-    """One config option: where it lives, its type, its default and what it does."""
-
-    section: str
-    name: str
-    type: type
-    default: Any
-    help: str
-    choices: tuple[str, ...] = ()
-    #: The interval a number must lie in, as text: "[1, inf)", "(0, 1)", "[0, 65535]".
-    range: str = ""
-    #: A fixed form checked at load: "timezone" (an IANA zone), "address" (an IP address
-    #: or a host name) or "url" (http or https, or empty).
-    form: str = ""
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -316,7 +301,7 @@ OPTIONS: tuple[Option, ...] = (
            "the executor lease: a slow receiver never holds a plan, a rollback or a signal; "
            "a command waits at most this long for its last events before it exits.",
            range="(0, inf)"),
-)
+) + SERVICE_OPTIONS
 
 
 def comment_hint(raw: str) -> str:

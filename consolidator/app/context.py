@@ -49,6 +49,8 @@ class AppContext:
     #: An operator's SIGTERM or SIGINT stopped the command's run: it ends without waiting for
     #: the queued notifications (they are dropped, journaled and counted).
     signalled: bool = False
+    #: Who asks (a Keystone user through the API); None: this process's OS user.
+    actor: Any = None
     _config: Config | None = field(default=None, repr=False)
     _engine: Engine | None = field(default=None, repr=False)
 
@@ -78,6 +80,7 @@ class AppContext:
             from consolidator.app.settings import (
                 check_notify,
                 check_plugin_names,
+                check_review,
                 check_schedule,
                 config_scope,
             )
@@ -85,6 +88,7 @@ class AppContext:
             check_plugin_names(config)
             check_notify(config)
             check_schedule(config)
+            check_review(config)
             config_scope(config)
             self._config = config
         return self._config

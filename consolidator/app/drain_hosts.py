@@ -82,8 +82,10 @@ def plan_drain(ctx: AppContext, request: DrainRequest) -> tuple[StoredPlan, Snap
 
     snapshot, _ = record_snapshot(ctx, check=check)
     draft = checked_draft(snapshot.cluster)   # the plan of the snapshot as stored
+    from consolidator.app.audit import actor_of
+
     stored = save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
-                       snapshot_id=snapshot.info.id)
+                       snapshot_id=snapshot.info.id, created_by=actor_of(ctx).to_json())
     notify(ctx, "plan.proposed", plan=stored)
     return stored, snapshot
 

@@ -6,6 +6,7 @@ import errno
 import os
 import subprocess
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ class ServeRequest:
     cloud_name: str
     bmc: bool
     bmc_yaml: str | None
+    with_api: bool = False
+    api_port: int | None = None
 
     def check_outputs(self) -> None:
         """Refuse, before anything starts or is printed, a file it could not write."""
@@ -46,10 +49,22 @@ def check_writable(path: str) -> None:
         raise ConsolidatorError(f"cannot write {path}: permission denied")
 
 
+#: The consolidation service in the fake Keystone's catalog (--with-api), as an operator
+#: registers it: openstack service create --type consolidation --name consolidator.
+API_SERVICE_TYPE = "consolidation"
+API_SERVICE_NAME = "consolidator"
+
+#: Starts the API for --with-api: given the running fake cloud and the request, it serves
+#: the API on 127.0.0.1 (request.api_port, or any free port) and returns its URL and what
+#: stops it. None: this build has no API to serve.
+ApiStarter = Callable[[Any, ServeRequest], tuple[str, Callable[[], None]]]
+API_STARTER: ApiStarter | None = None
+
+
 def serve_fake_cloud(request: ServeRequest, echo: Callable[[str], None],
                      wait: Callable[[], None]) -> None:
-    """Serve the scenario (and its BMCs) until wait() returns; echo says where it listens
-    and what files it wrote."""
+    """Serve the scenario (and its BMCs, and with_api the API, listed in the catalog) until
+    wait() returns; echo says where it listens and what files it wrote."""
     from consolidator.emulators.fake.cloud import FakeCloud
 
     kwargs: dict[str, Any] = {} if request.port is None else {"port": request.port}
@@ -58,6 +73,8 @@ def serve_fake_cloud(request: ServeRequest, echo: Callable[[str], None],
     if not request.scenario:
         raise ConsolidatorError("the fake cloud needs a scenario file (--scenario FILE)")
     cloud = FakeCloud(request.scenario, **kwargs)
+    if request.with_api:
+        check_with_api(cloud)
     name = request.cloud_name
     try:
         cloud.start()
@@ -69,10 +86,16 @@ def serve_fake_cloud(request: ServeRequest, echo: Callable[[str], None],
         port = cloud.settings["port"]
         raise UsageError(f"port {port} on {cloud.host} is in use: choose another --port "
                          f"(or 0 for any free one)") from None
-    with cloud:
+    with cloud, ExitStack() as api:
         echo(f"fake cloud listening: auth URL {cloud.auth_url}")
+        if request.with_api and API_STARTER is not None:
+            api_url, stop_api = API_STARTER(cloud, request)
+            api.callback(stop_api)
+            cloud.add_catalog_service(API_SERVICE_TYPE, API_SERVICE_NAME, api_url)
+            echo(f"consolidation API listening: {api_url} (type {API_SERVICE_TYPE} in the "
+                 f"catalog)")
         echo(f"Prometheus API for [telemetry] prometheus_url: {cloud.prometheus_url}")
-        echo(yaml.safe_dump({"clouds": {name: cloud.cloud_config(name)}},
+        echo(yaml.safe_dump({"clouds": cloud.clouds(name)},
                             sort_keys=False).removesuffix("\n"))
         if cloud.bmcs is not None:
             for line in cloud.bmcs.listening(cloud.base_url):
@@ -85,6 +108,17 @@ def serve_fake_cloud(request: ServeRequest, echo: Callable[[str], None],
             echo(f"wrote {request.clouds_yaml}")
         wait()
         echo("fake cloud stopped")
+
+
+def check_with_api(cloud: Any) -> None:
+    """Refuse --with-api, before anything listens, where it cannot be served: a scenario
+    without Keystone (noauth), or a build without the API."""
+    if cloud.settings["noauth"]:
+        raise UsageError("--with-api needs the fake cloud's Keystone, and the scenario sets "
+                         "noauth: true: remove it from the scenario's settings")
+    if API_STARTER is None:
+        raise UsageError("--with-api: this build of consolidator has no API to serve "
+                         "(consolidator.api); serve the fake cloud without --with-api")
 
 
 def real_nova_argv(request: ServeRequest, nova: dict[str, Any]) -> list[str]:

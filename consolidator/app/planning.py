@@ -302,8 +302,10 @@ def make_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest) -> Stor
         # recorded with the plan, so that 'plans list' shows what was asked
         draft = replace(draft, options={**draft.options, "capacity_model": "ucac",
                                         "confidence": i.choice.planner.confidence})
+    from consolidator.app.audit import actor_of
+
     stored = save_plan(ctx.engine(), draft, cloud=snapshot.info.cloud,
-                       snapshot_id=snapshot.info.id)
+                       snapshot_id=snapshot.info.id, created_by=actor_of(ctx).to_json())
     notify(ctx, "plan.proposed", plan=stored)
     return stored
 

@@ -58,3 +58,8 @@ def _cycles(ctx: AppContext, cloud: str, start: datetime, end: datetime
         if entry.plan_id:
             by_plan.setdefault(entry.plan_id, []).append(entry)
     return [report.cycle(load_plan(engine, r.id), by_plan.get(r.id, [])) for r in rows]
+
+
+def report_json(found: report.Report) -> dict:
+    """The report as JSON (the shape of core/report.py's docstring)."""
+    return report.to_json(found)

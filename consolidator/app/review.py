@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 from consolidator.app.context import AppContext
 from consolidator.app.notify import notify, notify_status
 from consolidator.app.snapshots import store_inventory
-from consolidator.core.errors import UsageError
+from consolidator.core.actor import Actor
+from consolidator.core.errors import FourEyesError, UsageError
 from consolidator.core.journal_entry import ACTIONS, Entry
 from consolidator.core.model import Cluster
 from consolidator.core.plan import PlanDraft, StoredPlan
@@ -66,12 +67,31 @@ def approved_line(ctx: AppContext, full: str, changed: bool) -> str:
 
 def change_status(ctx: AppContext, ref: str, status: str) -> tuple[str, bool]:
     """Move a plan (id or unique prefix) to a new state by the operator: its full id, and
-    False when it already was in that state (approving or cancelling twice is no error)."""
+    False when it already was in that state (approving or cancelling twice is no error).
+    Approving and cancelling are journaled with the actor; with [review] distinct_approver
+    the plan's maker cannot approve it (FourEyesError)."""
+    from consolidator.app.audit import actor_of, journal_decision
+    from consolidator.app.settings import review_settings
+
     engine = ctx.engine()
     full = stored.resolve_plan_id(engine, ref)
-    if status in ("approved", "cancelled") and stored.load_plan(engine, full).status == status:
+    plan = stored.load_plan(engine, full)
+    if status in ("approved", "cancelled") and plan.status == status:
         return full, False
-    stored.set_status(engine, full, status, reason=f"{status} by operator")
+    actor = actor_of(ctx)
+    if status == "approved" and review_settings(ctx.config).distinct_approver:
+        maker = Actor.from_json(stored.creator(engine, full))
+        if maker is None or actor.same_user(maker):
+            who = "you made it" if maker is not None else "nobody is recorded as its maker"
+            raise FourEyesError(f"plan {full} cannot be approved by {actor.label}: {who}, "
+                                f"and [review] distinct_approver = true asks another user "
+                                f"to approve it")
+    verb = "approved" if status == "approved" else "cancelled"
+    stored.set_status(engine, full, status, reason=f"{verb} by {actor.label}")
+    if status in ("approved", "cancelled"):
+        journal_decision(ctx, action="approve" if status == "approved" else "cancel",
+                         cloud=plan.cloud, plan_id=full, target=full,
+                         result=f"plan {full} {verb} by {actor.label}")
     notify_status(ctx, full)
     return full, True
 

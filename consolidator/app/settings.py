@@ -94,6 +94,8 @@ class DaemonSettings:
     padding: dict[str, str]
     hang_timeout: float
     spare: int
+    #: Seconds between looks for the API's jobs (0: none run).
+    job_interval: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -246,7 +248,7 @@ def daemon_settings(config: Config) -> DaemonSettings:
     """The daemon's schedule, lease, watch and padding."""
     return DaemonSettings(
         **_options(config, "daemon", "schedule", "timezone", "auto_apply", "misfire_grace_time",
-                   "lease_ttl", "capacity_watch_interval", "hang_timeout"),
+                   "lease_ttl", "capacity_watch_interval", "hang_timeout", "job_interval"),
         padding=config.section("padding"), spare=config.get("planner", "spare"))
 
 
@@ -386,3 +388,54 @@ def check_plugin_names(config: Config) -> None:
         if name and name not in registry and name not in auto:
             raise ConfigError(f"{where}[planner] {option} = {name!r}: unknown {registry.kind}: "
                               f"choose one of {', '.join(sorted([*auto, *registry.names()]))}")
+
+
+@dataclass(frozen=True)
+class ReviewSettings:
+    """[review]: four eyes on plans."""
+
+    distinct_approver: bool
+    require_approval: bool
+
+
+def review_settings(config: Config) -> ReviewSettings:
+    """[review] distinct_approver and require_approval."""
+    return ReviewSettings(**_options(config, "review", "distinct_approver",
+                                     "require_approval"))
+
+
+def check_review(config: Config) -> None:
+    """[review] require_approval with [daemon] auto_apply contradict each other (the daemon
+    would approve its own plans): ConfigError saying why."""
+    if config.get("review", "require_approval") and config.get("daemon", "auto_apply"):
+        where = f"{config.path}: " if config.path else ""
+        raise ConfigError(f"{where}[review] require_approval = true and [daemon] auto_apply = "
+                          f"true contradict each other: auto_apply applies the daemon's plans "
+                          f"with nobody's approval; turn one of them off")
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """[api] and [oslo_policy]: where the API listens, how it validates tokens, its limits,
+    its jobs and its policy."""
+
+    bind: str
+    port: int
+    threads: int
+    service_cloud: str
+    auth_url: str
+    job_timeout: float
+    max_body_bytes: int
+    max_limit: int
+    policy_file: str
+    enforce_scope: bool
+    enforce_new_defaults: bool
+
+
+def api_settings(config: Config) -> ApiSettings:
+    """[api] and [oslo_policy]."""
+    return ApiSettings(
+        **_options(config, "api", "bind", "port", "threads", "service_cloud", "auth_url",
+                   "job_timeout", "max_body_bytes", "max_limit"),
+        **_options(config, "oslo_policy", "policy_file", "enforce_scope",
+                   "enforce_new_defaults"))

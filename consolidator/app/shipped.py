@@ -19,6 +19,8 @@ PURPOSE = {
     "bmc.yaml": "BMC credentials, one entry per compute host: copy to "
                 "/etc/consolidator/bmc.yaml, chmod 600",
     "consolidator.service": "the systemd unit of the daemon: copy to /etc/systemd/system/",
+    "consolidator-api.service": "the systemd unit of the HTTP API (waitress): copy to "
+                                "/etc/systemd/system/",
     "prometheus/recording-rules.yml": "Prometheus recording rules: a libvirt exporter's CPU "
                                       "counters as the per-instance usage consolidator reads",
 }

@@ -21,6 +21,8 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "algorithms": ("plans", "algorithms_cmd",
                    "List the packing algorithms and rankings, each with its paper."),
+    "api": ("api", "api_cmd", "Serve the HTTP API: Keystone tokens, oslo.policy rules, jobs "
+                              "for the daemon."),
     "apply": ("apply", "apply_cmd", "Run a plan: live-migrate, disable and power off the "
                                     "emptied hosts, journaling it all."),
     "bmc-check": ("bmcs", "bmc_check_cmd",

@@ -76,9 +76,15 @@ def fake_cloud_group() -> None:
               help="Emulate the BMCs the scenario's hosts name (bmc: {driver: ipmi|redfish}).")
 @click.option("--write-bmc-yaml", "bmc_yaml", type=click.Path(dir_okay=False),
               help="Write a bmc.yaml (mode 0600) for the emulated BMCs once they listen.")
+@click.option("--with-api", is_flag=True,
+              help="Also serve consolidator's API, listed in the fake Keystone's catalog "
+                   "(type consolidation).")
+@click.option("--api-port", type=click.IntRange(0, 65535), default=None,
+              help="With --with-api: the API's port on 127.0.0.1 [default: any free one].")
 @optgroup_nova
 def serve(backend: str, scenario: str | None, port: int | None, clouds_yaml: str | None,
-          cloud_name: str, bmc: bool, bmc_yaml: str | None, **nova: Any) -> None:
+          cloud_name: str, bmc: bool, bmc_yaml: str | None, with_api: bool,
+          api_port: int | None, **nova: Any) -> None:
     """Serve a scenario as Keystone, Nova and Placement until SIGINT or SIGTERM.
 
     With --backend nova, the real nova-api, conductor, scheduler, Placement and one
@@ -86,8 +92,14 @@ def serve(backend: str, scenario: str | None, port: int | None, clouds_yaml: str
     """
     if bmc_yaml and not bmc:
         raise click.UsageError("--write-bmc-yaml needs --bmc")
+    if api_port is not None and not with_api:
+        raise click.UsageError("--api-port needs --with-api")
+    if with_api and backend == "nova":
+        raise click.UsageError("--with-api needs --backend fake (the real Nova is served "
+                               "without Keystone)")
     request = ServeRequest(scenario=scenario, port=port, clouds_yaml=clouds_yaml,
-                           cloud_name=cloud_name, bmc=bmc, bmc_yaml=bmc_yaml)
+                           cloud_name=cloud_name, bmc=bmc, bmc_yaml=bmc_yaml,
+                           with_api=with_api, api_port=api_port)
     request.check_outputs()
     if backend == "nova":
         _exec_real_nova(request, nova)
@@ -105,9 +117,36 @@ def serve(backend: str, scenario: str | None, port: int | None, clouds_yaml: str
         while not stop.wait(0.5):
             pass
 
+    if with_api:
+        _offer_the_api()
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         serve_fake_cloud(request, click.echo, wait)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _offer_the_api() -> None:
+    """Let serve_fake_cloud start the API (--with-api): in this process, on the command's
+    database and config, validating tokens with the fake cloud's admin user."""
+    from consolidator.app import fake_cloud
+    from consolidator.app.context import AppContext
+    from consolidator.cli.api import missing_modules
+    from consolidator.core.errors import UsageError
+
+    missing = missing_modules()
+    if missing:
+        raise UsageError(f"--with-api needs the 'api' extra, and {', '.join(missing)} is "
+                         f"missing: pip install 'consolidator[api]'")
+    app_ctx = click.get_current_context().find_object(AppContext)
+
+    def start(cloud: Any, request: ServeRequest) -> Any:
+        from consolidator.api.dev_server import serve_in_thread
+        from consolidator.api.wsgi import make_app
+
+        ctx = app_ctx if app_ctx is not None else AppContext()
+        ctx.cloud = request.cloud_name
+        auth = {"auth_type": "password", **cloud.cloud_config(request.cloud_name)["auth"]}
+        return serve_in_thread(make_app(ctx, service_auth=auth), port=request.api_port or 0)
+    fake_cloud.API_STARTER = start

@@ -82,3 +82,8 @@ class NotFoundError(ConsolidatorError):
 
 class CloudError(ConsolidatorError):
     """The OpenStack cloud cannot be reached or answered with an error."""
+
+
+class FourEyesError(ConsolidatorError):
+    """[review] refuses the step: the plan's maker approving it, or applying a plan nobody
+    approved."""

@@ -13,7 +13,8 @@ UNCONFIRMED = "unconfirmed"
 #: Every action the executor, the guarded power path and the notifier journal
 #: (tests/unit/test_journal_actions.py checks that the code writes no other).
 ACTIONS = ("migrate", "abort", "force_complete", "disable", "enable", "power_off", "power_on",
-           "force_down", "unfence", "bmc_preflight", "bmc_miswired", "notify")
+           "force_down", "unfence", "bmc_preflight", "bmc_miswired", "notify",
+           "approve", "cancel", "api_request")
 
 #: Upper bounds of the migration-duration histogram's buckets, in seconds.
 DURATION_BUCKETS = (1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)

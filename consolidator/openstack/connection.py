@@ -73,7 +73,9 @@ def connect(cloud: str | None, **overrides: Any) -> Connection:
         raise CloudError(f"OS_CLIENT_CONFIG_FILE={named}: no such file (point it at your "
                          f"clouds.yaml, or unset it)")
     if overrides.get("load_yaml_config", True):
-        check_clouds_yaml()
+        doc = check_clouds_yaml()
+        if cloud is None:
+            _refuse_an_unnamed_choice(doc)
     try:
         region = openstack.config.get_cloud_region(cloud=cloud, **overrides)
     except (sdk_exc.ConfigException, ks_exc.MissingRequiredOptions,
@@ -100,14 +102,36 @@ def clouds_yaml_path() -> Path | None:
     return None
 
 
-def check_clouds_yaml(path: Path | None = None) -> None:
+#: OS_* variables that select a cloud or a file rather than describe a cloud (any other makes
+#: openstacksdk build a cloud from the environment, its default then).
+_SELECTING = frozenset({"OS_CLOUD", "OS_CLIENT_CONFIG_FILE", "OS_CLIENT_SECURE_FILE"})
+
+
+def _refuse_an_unnamed_choice(found: tuple[Path, Any] | None) -> None:
+    """CloudError, one line naming the clouds, when no cloud is named (no --cloud, no
+    OS_CLOUD, no cloud in OS_* variables) and the clouds.yaml in use defines several:
+    openstacksdk would fall back to an empty cloud and complain about a missing auth_url."""
+    if found is None or os.environ.get("OS_CLOUD") or \
+            any(k.startswith("OS_") and k not in _SELECTING for k in os.environ):
+        return
+    path, doc = found
+    clouds = doc.get("clouds") if isinstance(doc, dict) else None
+    names = list(clouds) if isinstance(clouds, dict) else []
+    if len(names) > 1:
+        raise CloudError(f"clouds.yaml {path} defines {len(names)} clouds "
+                         f"({', '.join(names)}) and none is named: pass --cloud NAME or set "
+                         f"OS_CLOUD")
+
+
+def check_clouds_yaml(path: Path | None = None) -> tuple[Path, Any] | None:
     """Raise CloudError, one line naming the file, the problem and the fix, if the clouds.yaml
-    in use is not YAML or has a value of the wrong type where openstacksdk expects one."""
+    in use is not YAML or has a value of the wrong type where openstacksdk expects one;
+    return its path and parsed content (None when there is none)."""
     import yaml
 
     path = path or clouds_yaml_path()
     if path is None:
-        return
+        return None
     fix = "fix the file, or point OS_CLIENT_CONFIG_FILE at another"
     try:
         text = path.read_text(encoding="utf-8")
@@ -125,6 +149,7 @@ def check_clouds_yaml(path: Path | None = None) -> None:
     problem = _clouds_yaml_problem(doc)
     if problem:
         raise CloudError(f"clouds.yaml {path}: {problem}: {fix}")
+    return path, doc
 
 
 def _clouds_yaml_problem(doc: Any) -> str | None:

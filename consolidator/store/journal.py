@@ -38,13 +38,14 @@ __all__ = ["FAILED", "RUNNING", "SKIPPED", "SUCCEEDED", "UNCONFIRMED", "Entry", 
 
 def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, target: str,
           params: dict[str, Any] | None = None, guard: Guard | None = None,
-          check: bool = True) -> int:
+          check: bool = True, by: str | None = None) -> int:
     """Record an action as running, before it is attempted; return the entry id.
 
     With a guard, the lease is checked in the same transaction, after the insert (which on
     SQLite takes the write lock): if this process no longer holds that lease generation, or it
     expired by the database's clock, LeaseLostError is raised and nothing is written. With
-    check False (a rescue, which needs no lease) the guard is only named in the row.
+    check False (a rescue, which needs no lease) the guard is only named in the row. by: who
+    asked (a Keystone user through the API); default: this process's user@host.
     """
     now = datetime.now(timezone.utc)
     with translate_errors(engine), engine.begin() as conn:
@@ -52,7 +53,8 @@ def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, targe
             cloud=cloud, plan_id=plan_id, action=action, target=target, params=params or {},
             state=RUNNING, created_at=now, started_at=now,
             lease_holder=guard.holder if guard else None,
-            lease_generation=guard.generation if guard else None, operator=operator()))
+            lease_generation=guard.generation if guard else None,
+            operator=(by or operator())[:255]))
         if guard is not None and check:
             guard.check(conn)   # raising rolls the insert back
         key = result.inserted_primary_key
@@ -74,10 +76,11 @@ def operator() -> str:
 
 def record(engine: Engine, *, cloud: str, plan_id: str | None, action: str, target: str,
            state: str, result: str, params: dict[str, Any] | None = None,
-           guard: Guard | None = None) -> int:
-    """Record an action decided without a call (skipped, or found already done)."""
+           guard: Guard | None = None, by: str | None = None) -> int:
+    """Record an action decided without a call (skipped, found already done, or an
+    operator's decision such as an approval)."""
     entry = begin(engine, cloud=cloud, plan_id=plan_id, action=action, target=target,
-                  params=params, guard=guard)
+                  params=params, guard=guard, by=by)
     finish(engine, entry, state, result)
     return entry
 

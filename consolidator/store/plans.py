@@ -17,7 +17,8 @@ from consolidator.store.tables import plan_migrations, plan_power_actions, plans
 
 
 def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
-              supersede: bool = True, plan_id: str | None = None) -> StoredPlan:
+              supersede: bool = True, plan_id: str | None = None,
+              created_by: dict[str, Any] | None = None) -> StoredPlan:
     """Store a proposed plan (under plan_id when given, else a new one) and (unless told
     not to) supersede the cloud's proposed plans made from other snapshots, in one
     transaction; return it as stored. Plans of the same snapshot stay side by side until one
@@ -30,6 +31,8 @@ def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
                "host_watts": dict(draft.host_watts), "watts_basis": dict(draft.watts_basis),
                "objective": draft.objective, "choice": dict(draft.choice),
                "drain": list(draft.drain)}
+    if created_by is not None:
+        details["created_by"] = created_by
     with translate_errors(engine), engine.begin() as conn:
         if supersede:
             conn.execute(update(plans).where(plans.c.cloud == cloud,
@@ -75,6 +78,13 @@ def load_plan(engine: Engine, ref: str) -> StoredPlan:
                              .where(plan_power_actions.c.plan_id == plan_id)
                              .order_by(plan_power_actions.c.position)).all()
     return _stored(row, moves, power)
+
+
+def creator(engine: Engine, plan_id: str) -> dict[str, Any] | None:
+    """Who made a plan (an Actor's JSON), or None for a plan stored without one."""
+    with translate_errors(engine), engine.connect() as conn:
+        details = conn.execute(select(plans.c.details).where(plans.c.id == plan_id)).scalar()
+    return (details or {}).get("created_by")
 
 
 def _stored(row: Any, moves: Any, power: Any) -> StoredPlan:

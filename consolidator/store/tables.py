@@ -242,3 +242,23 @@ metric_totals = Table(
     Column("value", Float, nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
 )
+
+# Work asked through the API and carried out by the daemon holding the lease (revision 0012).
+jobs = Table(
+    "jobs", metadata,
+    Column("id", ID, primary_key=True),
+    Column("cloud", String(255), nullable=False, index=True),
+    Column("kind", String(32), nullable=False),
+    Column("target", String(255), nullable=False),    # the plan, snapshot or host it is on
+    Column("params", JSON, nullable=False),
+    Column("state", String(16), nullable=False, index=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    Column("started_at", UTCDateTime()),
+    Column("finished_at", UTCDateTime()),
+    Column("requester", JSON, nullable=False),        # who asked: core/actor.py Actor
+    Column("claimed_by", String(255)),                # the daemon's lease holder
+    Column("progress", Text),
+    Column("result", JSON),
+    Column("error", Text),
+)

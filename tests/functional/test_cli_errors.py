@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.functional.cli import run
 from tests.functional.waits import PATIENCE_S
@@ -108,9 +109,30 @@ def test_the_single_cloud_of_clouds_yaml_is_named_when_none_is_given(
     from tests.functional.served import served_cloud
 
     with served_cloud(bundled_scenario, tmp_path, bmc=False, cloud_name="alpha") as cloud:
-        env = {"HOME": str(tmp_path), "OS_CLIENT_CONFIG_FILE": str(cloud.clouds_yaml)}
+        # the served file also holds alpha-reader, alpha-operator and alpha-admin: keep alpha
+        doc = yaml.safe_load(cloud.clouds_yaml.read_text())
+        single = tmp_path / "single.yaml"
+        single.write_text(yaml.safe_dump({"clouds": {"alpha": doc["clouds"]["alpha"]}}))
+        env = {"HOME": str(tmp_path), "OS_CLIENT_CONFIG_FILE": str(single)}
         taken = run("snapshot", db_url=db_url, env=env)
         assert taken.code == 0, taken.err
         assert "reading cloud 'alpha' ..." in taken.err.splitlines()
         listed = run("snapshots", "list", db_url=db_url, env=env)
         assert listed.out.splitlines()[2].split()[1] == "alpha"
+
+
+def test_several_clouds_and_none_named_is_one_line_naming_them(db_url: str,
+                                                              tmp_path: Path) -> None:
+    """The clouds.yaml fake-cloud serve writes holds fake, fake-reader, fake-operator and
+    fake-admin: with none named, openstacksdk fell back to an empty cloud and said
+    "cloud '(default)': Auth plugin requires parameters which were not given: auth_url"."""
+    entry = {"auth": {"auth_url": "http://127.0.0.1:9/identity/v3", "username": "admin",
+                      "password": "secret", "project_name": "admin"}}
+    clouds = tmp_path / "clouds.yaml"
+    clouds.write_text(yaml.safe_dump({"clouds": {"fake": entry, "fake-reader": entry}}))
+    env = {"HOME": str(tmp_path), "OS_CLIENT_CONFIG_FILE": str(clouds)}
+    taken = run("snapshot", db_url=db_url, env=env)
+    assert taken.code == 1
+    assert taken.err.strip() == (
+        f"consolidator: error: clouds.yaml {clouds} defines 2 clouds (fake, fake-reader) and "
+        f"none is named: pass --cloud NAME or set OS_CLOUD")

@@ -444,6 +444,9 @@ def test_fake_cloud_serve_writes_clouds_yaml_and_stops_on_sigterm(tmp_path: Path
         try:
             conn = openstack.connect(cloud="demo")
             assert len(list(conn.compute.servers(all_projects=True))) == 4
+            operator = openstack.connect(cloud="demo-operator")   # a persona beside it
+            assert set(operator.session.auth.get_access(operator.session).role_names) == {
+                "member", "reader"}
         finally:
             for k, v in old.items():
                 if v is None:
@@ -458,6 +461,7 @@ def test_fake_cloud_serve_writes_clouds_yaml_and_stops_on_sigterm(tmp_path: Path
             proc.communicate(timeout=PATIENCE_S)
     assert proc.returncode == 0, err
     assert "auth URL http://127.0.0.1:" in out and "demo:" in out
+    assert "demo-reader:" in out and "demo-operator:" in out and "demo-admin:" in out
 
 
 def test_fake_cloud_serve_rejects_a_bad_scenario_in_one_line(tmp_path: Path) -> None:

@@ -25,6 +25,8 @@ EXTRA_ONLY = {
     "consolidator/telemetry/bus.py": "notify",
     "tests/functional/plots.py": "plot",
     "tests/realnova/": "realnova",
+    "consolidator/emulators/realkeystone/": "realkeystone",
+    "tests/realkeystone/": "realkeystone",
 }
 #: Import names that are no distribution's (the project's own, and the test helpers').
 OWN = {"consolidator", "tests"}

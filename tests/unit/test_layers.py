@@ -21,6 +21,8 @@ LAYERS = {
                      "emulators", "experiments", "render"), "adapter"),
     "app": "app",
     "cli": "cli",
+    "osc": "osc",
+    "api": "api",
     **dict.fromkeys(("daemon", "demo", "__main__", "__init__"), "entry"),
 }
 #: Libraries that do I/O (network, files, processes, threads, databases) or belong to an
@@ -106,7 +108,15 @@ def violations(files: dict[str, str]) -> list[str]:
                 found.append(f"{name}: imports {target} (an adapter imports no {theirs})")
             if theirs == "cli" and mine not in {"cli"} and name != "consolidator.__main__":
                 found.append(f"{name}: imports {target} (only cli/ imports cli/)")
-            if mine == "app" and theirs in {"cli", "entry"}:
+            if mine == "osc" and theirs != "osc":
+                found.append(f"{name}: imports {target} (osc/ speaks only to the API)")
+            if theirs == "osc" and mine != "osc":
+                found.append(f"{name}: imports {target} (nothing outside osc/ imports osc/)")
+            if theirs == "api" and mine not in {"api", "cli"}:
+                found.append(f"{name}: imports {target} (only api/ and cli/ import api/)")
+            if mine == "api" and theirs not in {"api", "app", "core"}:
+                found.append(f"{name}: imports {target} (api/ calls app/ only)")
+            if mine == "app" and theirs in {"cli", "entry", "api"}:
                 found.append(f"{name}: imports {target} (app/ imports no {theirs})")
         if mine == "core":
             found += [f"{name}: calls {call}() (the core does no I/O)"
@@ -193,6 +203,16 @@ def test_modules_stay_small() -> None:
     ("consolidator.app.planning", "from consolidator.cli import main\n", "only cli/ imports cli/"),
     ("consolidator.daemon", "from consolidator.cli.context import pass_app\n",
      "only cli/ imports cli/"),
+    ("consolidator.osc.v1.plans", "from consolidator.cli.plans import plan_group\n",
+     "osc/ speaks only to the API"),
+    ("consolidator.osc.v1.plans", "from consolidator.app.review import approve\n",
+     "osc/ speaks only to the API"),
+    ("consolidator.cli.plans", "from consolidator.osc.http import ConsolidationClient\n",
+     "nothing outside osc/ imports osc/"),
+    ("consolidator.api.service", "from consolidator.store.jobs import add\n",
+     "api/ calls app/ only"),
+    ("consolidator.app.jobs", "from consolidator.api.errors import ApiError\n",
+     "only api/ and cli/ import api/"),
 ])
 def test_the_check_catches_a_breach(module: str, source: str, rule: str) -> None:
     """A breach of each rule, in a made-up module among the real ones, is reported."""

@@ -17,7 +17,7 @@ from consolidator.emulators.fake.bmc import EmulatedBmcs, write_private_yaml
 from consolidator.emulators.fake.bmc_power import BmcPower
 from consolidator.emulators.fake.control import Control
 from consolidator.emulators.fake.faults import Faults
-from consolidator.emulators.fake.keystone import Keystone
+from consolidator.emulators.fake.keystone import PERSONAS, TOKEN_LIFETIME_S, Keystone
 from consolidator.emulators.fake.keystone_projects import Projects
 from consolidator.emulators.fake.libvirt_exporter import LibvirtExporters
 from consolidator.emulators.fake.microversion import parse_version
@@ -52,6 +52,7 @@ SETTINGS: dict[str, tuple[Any, tuple[type, ...]]] = {
     "bmc_username": ("admin", (str,)),
     "bmc_password": ("bmcpass", (str,)),
     "bmc_graceful_delay_s": (0.5, (int, float)),
+    "token_lifetime_s": (TOKEN_LIFETIME_S, (int, float)),
 }
 
 
@@ -61,7 +62,7 @@ def resolve_settings(scenario_settings: Mapping[str, Any] | None,
     scenario_settings = scenario_settings or {}
     if not isinstance(scenario_settings, Mapping):
         raise ScenarioError("settings: expected a mapping")
-    out = {}
+    out: dict[str, Any] = {}
     for key, (default, kinds) in SETTINGS.items():
         value = explicit.get(key, _UNSET)
         if value is _UNSET:
@@ -82,6 +83,14 @@ def resolve_settings(scenario_settings: Mapping[str, Any] | None,
         raise ScenarioError(f"settings: max_microversion must be 2.1 or later, "
                             f"got {out['max_microversion']!r}")
     out["max_microversion"] = version
+    if out["token_lifetime_s"] <= 0:
+        raise ScenarioError(f"settings: token_lifetime_s must be more than 0 seconds, "
+                            f"got {out['token_lifetime_s']!r}")
+    personas = {u.name for u in PERSONAS.values()}
+    if out["username"] in personas:
+        raise ScenarioError(f"settings: username {out['username']!r} is one of the fake "
+                            f"cloud's persona users ({', '.join(sorted(personas))}): "
+                            f"choose another")
     return out
 
 
@@ -96,6 +105,7 @@ class FakeCloud:
                  service_down_delay_s: float = _UNSET,
                  noauth: bool = _UNSET, bmc: bool = _UNSET, bmc_username: str = _UNSET,
                  bmc_password: str = _UNSET, bmc_graceful_delay_s: float = _UNSET,
+                 token_lifetime_s: float = _UNSET,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if not isinstance(scenario, Scenario):
             scenario = load_scenario(scenario)
@@ -108,13 +118,15 @@ class FakeCloud:
                     "service_up_delay_s": service_up_delay_s,
                     "service_down_delay_s": service_down_delay_s, "noauth": noauth,
                     "bmc": bmc, "bmc_username": bmc_username, "bmc_password": bmc_password,
-                    "bmc_graceful_delay_s": bmc_graceful_delay_s}
+                    "bmc_graceful_delay_s": bmc_graceful_delay_s,
+                    "token_lifetime_s": token_lifetime_s}
         self.settings = resolve_settings(scenario.extras.get("settings"), explicit)
         self.host = host
         self.keystone = Keystone(username=self.settings["username"],
                                  password=self.settings["password"],
                                  project=self.settings["project"],
-                                 placement=self.settings["placement"])
+                                 placement=self.settings["placement"],
+                                 token_lifetime_s=float(self.settings["token_lifetime_s"]))
         self.state = CloudState(scenario.cluster, project_id=self.keystone.project_id,
                                 user_id=self.keystone.user_id,
                                 handle_event=migration.handle_event, clock=clock)
@@ -227,8 +239,9 @@ class FakeCloud:
         """The Prometheus-compatible API base URL ([telemetry] prometheus_url)."""
         return f"{self.base_url}/prometheus"
 
-    def cloud_config(self, name: str = "fake") -> dict[str, Any]:
-        """One clouds.yaml entry for this cloud (the name is the caller's key for it)."""
+    def cloud_config(self, name: str = "fake", persona: str | None = None) -> dict[str, Any]:
+        """One clouds.yaml entry for this cloud (the name is the caller's key for it): as
+        the cloud's admin user, or as a persona of PERSONAS (reader, operator, admin)."""
         if self.settings["noauth"]:
             entry: dict[str, Any] = {"auth_type": "none", "auth": {},
                                      "compute_endpoint_override": self.compute_url,
@@ -236,19 +249,29 @@ class FakeCloud:
             if self.settings["placement"]:
                 entry["placement_endpoint_override"] = self.placement_url
             return entry
-        return {"auth": {"auth_url": self.auth_url, "username": self.settings["username"],
-                         "password": self.settings["password"],
+        user = self.keystone.admin if persona is None else PERSONAS[persona]
+        return {"auth": {"auth_url": self.auth_url, "username": user.name,
+                         "password": user.password,
                          "project_name": self.settings["project"],
                          "user_domain_name": "Default", "project_domain_name": "Default"},
                 "region_name": "RegionOne", "identity_api_version": 3,
                 "interface": "public"}
 
+    def clouds(self, name: str = "fake") -> dict[str, dict[str, Any]]:
+        """The clouds.yaml entries: name (the admin user) and, unless noauth, name-reader,
+        name-operator and name-admin (the personas)."""
+        entries = {name: self.cloud_config(name)}
+        if not self.settings["noauth"]:
+            for persona in PERSONAS:
+                entries[f"{name}-{persona}"] = self.cloud_config(f"{name}-{persona}", persona)
+        return entries
+
     def write_clouds_yaml(self, path: str | Path, name: str = "fake") -> Path:
-        """Write {"clouds": {name: entry}} as YAML; returns the path."""
+        """Write {"clouds": clouds(name)} as YAML; returns the path."""
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(yaml.safe_dump({"clouds": {name: self.cloud_config(name)}},
-                                      sort_keys=False), encoding="utf-8")
+        tmp.write_text(yaml.safe_dump({"clouds": self.clouds(name)}, sort_keys=False),
+                       encoding="utf-8")
         tmp.replace(path)
         return path
 
@@ -262,11 +285,12 @@ class FakeCloud:
         """Write bmc_config() as YAML with mode 0600; returns the path."""
         return write_private_yaml(path, self.bmc_config())
 
-    def connect(self, **overrides: Any) -> Any:
-        """An openstacksdk Connection to this cloud, ignoring clouds.yaml and OS_* variables."""
+    def connect(self, persona: str | None = None, **overrides: Any) -> Any:
+        """An openstacksdk Connection to this cloud, ignoring clouds.yaml and OS_* variables:
+        as the admin user, or as a persona (reader, operator, admin)."""
         import openstack
 
-        config = self.cloud_config()
+        config = self.cloud_config(persona=persona)
         auth = dict(config.pop("auth"))
         for key in list(overrides):
             if key in auth:
@@ -304,6 +328,12 @@ class FakeCloud:
                  "microversion": f"{v[0]}.{v[1]}"}
                 for m, p, q, s, v in list(self._app.log)
                 if method in ("*", m) and fnmatch.fnmatchcase(p, path_glob)]
+
+    def add_catalog_service(self, kind: str, name: str, url: str) -> None:
+        """List a service (e.g. 'consolidation', 'consolidator', the API's URL) in the
+        catalog of the tokens Keystone issues from now on, on the public, internal and admin
+        interfaces."""
+        self.keystone.add_service(kind, name, url)
 
     def revoke_tokens(self) -> None:
         """Revoke every issued token."""

@@ -41,6 +41,11 @@ class Request:
     base_url: str
     params: dict[str, str] = field(default_factory=dict)
     microversion: tuple[int, int] = (1, 0)
+    query_string: str = ""
+
+    def flag(self, name: str) -> bool:
+        """Whether the query names a parameter, with or without a value (?nocatalog)."""
+        return any(part.split("=", 1)[0] == name for part in self.query_string.split("&"))
 
     def arg(self, name: str, default: str | None = None) -> str | None:
         """The last value of a query parameter."""
@@ -194,7 +199,8 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         host = self.headers.get("Host") or "{}:{}".format(*self.server.server_address[:2])
         req = Request(method=self.command, path=url.path, query=parse_qs(url.query),
-                      headers=self.headers, raw_body=raw, base_url=f"http://{host}")
+                      headers=self.headers, raw_body=raw, base_url=f"http://{host}",
+                      query_string=url.query)
         try:
             resp = self.server.app(req)
         except Exception as exc:  # noqa: BLE001 - a bug in a handler becomes a 500, as in Nova

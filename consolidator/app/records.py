@@ -1,0 +1,77 @@
+"""What the API reads from the store: the hosts as last recorded, snapshots, plans,
+rollbacks, the journal and jobs; never the live cloud or a BMC."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from consolidator.app.context import AppContext
+from consolidator.core.errors import NotFoundError
+from consolidator.store import host_states
+from consolidator.store.plans import list_plans
+from consolidator.store.snapshots import Snapshot, list_snapshots, load_snapshot
+
+#: Rows read at most for one listing (then paged by marker).
+MOST_ROWS = 100_000
+_LOCK = threading.Lock()
+#: Snapshots never change: the newest few, by id, read once per process.
+_SNAPSHOTS: OrderedDict[str, Snapshot] = OrderedDict()
+
+
+def snapshot(ctx: AppContext, ref: str) -> Snapshot:
+    """A stored snapshot (kept once read)."""
+    with _LOCK:
+        if ref in _SNAPSHOTS:
+            return _SNAPSHOTS[ref]
+    found = load_snapshot(ctx.engine(), ref)
+    with _LOCK:
+        _SNAPSHOTS[found.info.id] = found
+        while len(_SNAPSHOTS) > 8:
+            _SNAPSHOTS.popitem(last=False)
+    return found
+
+
+def snapshots(ctx: AppContext, cloud: str | None) -> list[Any]:
+    """Snapshot headers, newest first."""
+    return list_snapshots(ctx.engine(), cloud=cloud, limit=MOST_ROWS)
+
+
+def plans(ctx: AppContext, cloud: str | None, status: str | None) -> list[Any]:
+    """Plan header rows, newest first."""
+    return list_plans(ctx.engine(), cloud=cloud, status=status, limit=MOST_ROWS)
+
+
+def host_view(host: Any, instances: int, recorded: Any) -> dict[str, Any]:
+    """One host as the API shows it: no BMC detail beyond whether it has one."""
+    return {"name": host.name, "compute_host": host.compute_host or host.name,
+            "availability_zone": host.availability_zone, "status": host.status,
+            "state": host.state, "power": host.power,
+            "disabled_reason": host.disabled_reason, "aggregates": list(host.aggregates),
+            "vcpus": host.vcpus, "memory_mb": host.memory_mb, "disk_gb": host.disk_gb,
+            "instances": instances, "has_bmc": bool(host.bmc),
+            "recorded_state": recorded.state if recorded else None,
+            "recorded_since": recorded.since if recorded else None}
+
+
+def hosts(ctx: AppContext, cloud: str) -> tuple[Any, list[dict[str, Any]]]:
+    """The newest snapshot of the cloud and its hosts, with the states consolidator
+    recorded; NotFoundError when the cloud has no snapshot yet."""
+    newest = list_snapshots(ctx.engine(), cloud=cloud, limit=1)
+    if not newest:
+        raise NotFoundError(f"no snapshot of cloud {cloud!r} yet: POST /v1/snapshots")
+    snap = snapshot(ctx, newest[0].id)
+    counts: dict[str, int] = {}
+    for instance in snap.cluster.instances:
+        counts[instance.host] = counts.get(instance.host, 0) + 1
+    states = host_states.all_recorded(ctx.engine(), cloud)
+    return snap.info, [host_view(h, counts.get(h.name, 0), states.get(h.name))
+                       for h in snap.cluster.hosts]
+
+
+def plan_maker(ctx: AppContext, plan_id: str) -> dict[str, Any] | None:
+    """Who made the plan (the actor's JSON), if recorded."""
+    from consolidator.store.plans import creator
+
+    return creator(ctx.engine(), plan_id)

@@ -1,0 +1,1 @@
+"""The commands of the consolidation API's version 1."""
