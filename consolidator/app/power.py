@@ -23,14 +23,16 @@ from consolidator.app.snapshots import read_cloud
 from consolidator.core.errors import ConsolidatorError, UsageError
 from consolidator.core.host_gate import OPERATOR
 from consolidator.core.model import Cluster, Host
+from consolidator.core.rollback_plan import OPERATOR_POWER_OFF
 from consolidator.execution.gate import Gate
 from consolidator.execution.host_power import GuardedPower
 from consolidator.execution.lease_keeper import LeaseKeeper
 from consolidator.openstack.nova import Nova
 from consolidator.store.leases import LeaseLostError
 
-#: The reason written on a host powered off by 'hosts power off --force'.
-OPERATOR_REASON = "consolidator: powered off by an operator (hosts power off --force)"
+#: The reason written on a host powered off by 'hosts power off --force': the operator's hold
+#: (it does not start with 'consolidator:'), which only 'hosts power on' ends.
+OPERATOR_REASON = OPERATOR_POWER_OFF
 
 
 def resolve_host(cluster: Cluster, name: str) -> Host:

@@ -33,6 +33,7 @@ from sqlalchemy import Engine
 from consolidator.core import host_gate as hg
 from consolidator.core.errors import ConsolidatorError, StoreError
 from consolidator.core.model import Host
+from consolidator.core.rollback_plan import is_operator_power_off, is_ours
 from consolidator.core.wording import agree, plural
 from consolidator.execution.compute_watch import reporting, silent_after_power_off
 from consolidator.execution.nova_port import NovaPort
@@ -442,7 +443,8 @@ class GuardedPower:
                 return f"{problem}: it stays disabled"
             if entry is not None:
                 powered.append(True)
-        ours = (service.get("disabled_reason") or "").startswith("consolidator:")
+        reason = service.get("disabled_reason")
+        ours = is_ours(reason) or is_operator_power_off(reason)
         if service.get("status") == "enabled" or (only_ours and not ours):
             self._record(host, hg.IN_SERVICE if service.get("status") == "enabled" else hg.HELD,
                          "powered on")
