@@ -39,7 +39,7 @@ from consolidator.execution.compute_watch import reporting, silent_after_power_o
 from consolidator.execution.nova_port import NovaPort
 from consolidator.openstack.nova import up_after
 from consolidator.power.driver import ForceWithheld, read_power, wait_for_state
-from consolidator.store import host_states, journal
+from consolidator.store import journal
 from consolidator.store.leases import LeaseLostError
 
 if TYPE_CHECKING:
@@ -94,9 +94,7 @@ class GuardedPower:
         the same transaction that records the host's new state (LeaseLostError, and no
         request, if it is no longer ours)."""
         if self.gate is not None:
-            host_states.change(self.engine, self.cloud, host.name, state,
-                               actor=self.gate.actor, plan_id=self.gate.plan_id, why=why,
-                               guard=self.guard)
+            self.gate.record(host.name, state, why, guard=self.guard)
         elif self.guard is not None:
             with self.engine.begin() as conn:
                 self.guard.check(conn)

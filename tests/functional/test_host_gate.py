@@ -101,7 +101,7 @@ def test_a_rollback_leaves_a_host_the_operator_disabled_at_its_prompt_off(rig: R
     assert service.status == "disabled" and service.disabled_reason == RMA
     assert not rig.cloud.cluster().instances_on("c3")
     assert "held by the operator" in outcome.left_on["c3"], outcome.left_on
-    assert host_states.recorded(rig.engine, before.info.cloud, "c3").state == hg.HELD
+    assert host_states.recorded(rig.engine, before.info.endpoint, "c3").state == hg.HELD
     for name in ("c4", "c5"):                            # the other hosts came back
         assert rig.cloud.power(name) == "on" and service_of(rig, name).status == "enabled"
     assert_no_work_on_a_powered_off_host(rig.cloud.state.summary())
@@ -415,7 +415,7 @@ def test_a_bmc_that_stops_answering_after_accepting_the_shutdown(tmp_path: Path)
         assert service.status == "disabled", outcome.left_on
         assert (service.disabled_reason or "").startswith("consolidator:")
         assert "c5" in outcome.not_on and "may be going down" in outcome.not_on["c5"]
-        assert host_states.recorded(bed.engine, before.info.cloud, "c5").state == \
+        assert host_states.recorded(bed.engine, before.info.endpoint, "c5").state == \
             hg.POWERING_OFF
         assert_no_work_on_a_powered_off_host(bed.cloud.state.summary())
         bed.cloud.clear_faults()
@@ -423,7 +423,7 @@ def test_a_bmc_that_stops_answering_after_accepting_the_shutdown(tmp_path: Path)
         assert prepared.plan is not None and "c5" in prepared.plan.draft.power_on
         done = rollback_run(rig, prepared.plan.id)
         assert bed.cloud.power("c5") == "on" and done.ok, done
-        assert host_states.recorded(bed.engine, before.info.cloud, "c5").state == \
+        assert host_states.recorded(bed.engine, before.info.endpoint, "c5").state == \
             hg.IN_SERVICE
 
 
