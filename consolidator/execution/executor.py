@@ -38,7 +38,7 @@ from consolidator.core.wording import plural
 from consolidator.execution.gate import Gate, actor_of
 from consolidator.execution.host_power import GuardedPower
 from consolidator.execution.lease_keeper import LeaseKeeper
-from consolidator.execution.migration_step import NOT_STARTED, MigrationStep
+from consolidator.execution.migration_step import NOT_STARTED, MigrationStep, Refused
 from consolidator.execution.move_checks import MoveChecks, demand_of
 from consolidator.execution.move_queue import MoveQueue
 from consolidator.execution.move_runner import MoveCallbacks, run_moves
@@ -190,6 +190,8 @@ class Executor:
             elif error is NOT_STARTED:
                 outcome.interrupted = True
                 outcome.skipped[move.instance_name] = self._stopped_reason()
+            elif isinstance(error, Refused):    # refused by the gate when it was to start
+                self.checks.skip(plan, move, str(error), outcome)
             else:
                 outcome.failed[move.instance_name] = error
                 self.block(move.source, f"migration of {move.instance_name} failed")
