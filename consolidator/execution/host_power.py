@@ -99,6 +99,12 @@ class GuardedPower:
             with self.engine.begin() as conn:
                 self.guard.check(conn)
 
+    def _key(self) -> str:
+        """The cloud's identity (what its lease and host states are keyed by), else its
+        name: a bmc_miswired row is kept under it, so every clouds.yaml name of the cloud
+        (and, under the name, an older release's row) stops the host's power-off."""
+        return self.gate.key if self.gate is not None else self.cloud
+
     def not_empty(self, host: Host) -> str | None:
         """Why the host is not empty to Nova or Placement right now, or None: any server in
         any state of any project, any unfinished migration into or out of it (a live
@@ -208,7 +214,7 @@ class GuardedPower:
             return None
         self.halted = f"{host.name}: {wrong}"
         if miswired:
-            journal.record(self.engine, cloud=self.cloud, plan_id=plan_id, action=MISWIRED,
+            journal.record(self.engine, cloud=self._key(), plan_id=plan_id, action=MISWIRED,
                            target=host.name, state=journal.FAILED, result=wrong)
         self.report(f"  FAILED {host.name}: {wrong}; every further power action is stopped")
         failed = self._back_on(plan_id, host, driver, wrong)
@@ -223,7 +229,9 @@ class GuardedPower:
         until its entry names its system's identity (which every power action then checks)."""
         if driver.expected_identity():
             return None
-        found = journal.last(self.engine, cloud=self.cloud, action=MISWIRED, target=host.name)
+        found = next((row for key in dict.fromkeys((self._key(), self.cloud))
+                      for row in [journal.last(self.engine, cloud=key, action=MISWIRED,
+                                               target=host.name)] if row is not None), None)
         if found is None:
             return None
         return (f"its BMC entry powered off another system on "

@@ -72,8 +72,8 @@ def all_recorded(engine: Engine, cloud: str, *, legacy: str | None = None
     under the legacy name where the key has none), by host."""
     keys = list(dict.fromkeys((legacy or cloud, cloud)))
     with translate_errors(engine), engine.connect() as conn:
-        rows = conn.execute(select(host_states).where(host_states.c.cloud.in_(keys))).all()
-    rows.sort(key=lambda r: r.cloud == cloud)       # the key's rows win
+        rows = sorted(conn.execute(select(host_states).where(host_states.c.cloud.in_(keys))),
+                      key=lambda r: r.cloud == cloud)       # the key's rows win
     return {r.host: HostState(r.host, r.state, r.since, r.actor, r.plan_id, r.why)
             for r in rows}
 

@@ -68,11 +68,11 @@ class Sampler:
             self._thread.join(timeout=10)
 
 
-def killed_in_its_shutdown(bed: Bed, tmp_path: Path) -> tuple[str, Path, Path, float]:
-    """An apply (its lease 1 s) killed -9 right after its BMC request for a graceful
-    shutdown; once its lease has expired: the host going down, the clouds.yaml and bmc.yaml
-    of the other processes, and when the request was seen."""
-    rig = Rig(cloud=bed.cloud, engine=bed.engine, tmp=bed.tmp)
+def killed_in_its_shutdown(rig: Rig, tmp_path: Path) -> tuple[str, Path, Path, float]:
+    """A new plan's apply (its lease 1 s) killed -9 right after its BMC request for a
+    graceful shutdown; once its lease has expired: the host going down, the clouds.yaml and
+    bmc.yaml of the other processes, and when the request was seen."""
+    bed = rig
     plan = rig.plan()
     clouds = bed.cloud.write_clouds_yaml(tmp_path / "clouds.yaml")
     bmc = tmp_path / "bmc-actor.yaml"
@@ -130,7 +130,8 @@ def service(bed: Bed, host: str) -> dict:
 def test_a_power_on_from_a_clock_120_s_ahead_waits_for_the_pending_shutdown(
         tmp_path: Path) -> None:
     with fake_bed(tmp_path, bmc_graceful_delay_s=15.0) as bed:
-        going, clouds, bmc, sent = killed_in_its_shutdown(bed, tmp_path)
+        rig = Rig(cloud=bed.cloud, engine=bed.engine, tmp=bed.tmp)
+        going, clouds, bmc, sent = killed_in_its_shutdown(rig, tmp_path)
         with Sampler(bed).watching() as sampler:
             done = power_on(tmp_path, going, clouds, bmc, skew=120.0, power_timeout=60.0)
             while time.monotonic() < sent + 16.0:           # the shutdown has had its time
@@ -149,7 +150,8 @@ def test_a_shutdown_longer_than_power_timeout_stays_pending(tmp_path: Path) -> N
     time, then refuses: the host stays disabled, gets no work, and a warning and a metric
     ask the operator to act. Once its BMC reads off, a power-on brings it back."""
     with fake_bed(tmp_path, bmc_graceful_delay_s=15.0) as bed:
-        going, clouds, bmc, sent = killed_in_its_shutdown(bed, tmp_path)
+        rig = Rig(cloud=bed.cloud, engine=bed.engine, tmp=bed.tmp)
+        going, clouds, bmc, sent = killed_in_its_shutdown(rig, tmp_path)
         with Sampler(bed).watching() as sampler:
             refused = power_on(tmp_path, going, clouds, bmc, power_timeout=2.0)
             assert refused.returncode == 1, refused.stdout + refused.stderr
@@ -178,7 +180,8 @@ def test_the_operator_ends_a_shutdown_that_never_comes_with_power_on_force(
     """A graceful shutdown the host ignores (its BMC reads on for ever): only the operator's
     explicit 'hosts power on HOST --force' ends it, journaled."""
     with fake_bed(tmp_path, bmc_graceful_delay_s=600.0) as bed:
-        going, clouds, bmc, _sent = killed_in_its_shutdown(bed, tmp_path)
+        rig = Rig(cloud=bed.cloud, engine=bed.engine, tmp=bed.tmp)
+        going, clouds, bmc, _sent = killed_in_its_shutdown(rig, tmp_path)
         refused = power_on(tmp_path, going, clouds, bmc, power_timeout=1.0)
         assert refused.returncode == 1 and service(bed, going)["status"] == "disabled"
         forced = power_on(tmp_path, going, clouds, bmc, power_timeout=1.0, force=True)
