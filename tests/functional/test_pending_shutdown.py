@@ -36,6 +36,7 @@ from consolidator.store.tables import host_states as host_states_table
 from tests.functional.test_executor import Bed, fake_bed
 from tests.functional.test_power_safety import assert_no_work_on_a_powered_off_host
 from tests.functional.test_rollback_intent import Rig
+from tests.functional.waits import PATIENCE_S, wait_until
 
 
 class Sampler:
@@ -68,12 +69,17 @@ class Sampler:
             self._thread.join(timeout=10)
 
 
-def killed_in_its_shutdown(rig: Rig, tmp_path: Path) -> tuple[str, Path, Path, float]:
+def killed_in_its_shutdown(rig: Rig, tmp_path: Path, *, held: bool = False
+                           ) -> tuple[str, Path, Path, float]:
     """A new plan's apply (its lease 1 s) killed -9 right after its BMC request for a
     graceful shutdown; once its lease has expired: the host going down, the clouds.yaml and
-    bmc.yaml of the other processes, and when the request was seen."""
+    bmc.yaml of the other processes, and when the request was seen. held: the shutdowns do
+    not complete until the test clears the fake's faults (however slow the machine)."""
     bed = rig
     plan = rig.plan()
+    if held:
+        for host in plan.draft.power_off:
+            bed.cloud.add_fault({"type": "bmc_shutdown_held", "host": host})
     clouds = bed.cloud.write_clouds_yaml(tmp_path / "clouds.yaml")
     bmc = tmp_path / "bmc-actor.yaml"
     doc = yaml.safe_load(bed.cloud.write_bmc_yaml(tmp_path / "bmc0.yaml").read_text())
@@ -103,15 +109,19 @@ def killed_in_its_shutdown(rig: Rig, tmp_path: Path) -> tuple[str, Path, Path, f
     return going, clouds, bmc, sent
 
 
-def power_on(tmp_path: Path, host: str, clouds: Path, bmc: Path, *, skew: float = 0.0,
-             power_timeout: float = 30.0, force: bool = False
-             ) -> subprocess.CompletedProcess[str]:
+def power_on_args(tmp_path: Path, host: str, clouds: Path, bmc: Path, *, skew: float = 0.0,
+                  power_timeout: float = 30.0, force: bool = False) -> list[str]:
     """'hosts power on HOST' from another process, its clock `skew` seconds ahead."""
-    return subprocess.run(
-        [sys.executable, "-m", "tests.functional.lease_actor", "--skew", str(skew),
-         "power-on", f"sqlite:///{tmp_path / 'c.db'}", host, str(clouds), str(bmc),
-         "--power-timeout", str(power_timeout)] + (["--force"] if force else []),
-        capture_output=True, text=True, timeout=300)
+    return [sys.executable, "-m", "tests.functional.lease_actor", "--skew", str(skew),
+            "power-on", f"sqlite:///{tmp_path / 'c.db'}", host, str(clouds), str(bmc),
+            "--power-timeout", str(power_timeout)] + (["--force"] if force else [])
+
+
+def power_on(tmp_path: Path, host: str, clouds: Path, bmc: Path, **kw: object
+             ) -> subprocess.CompletedProcess[str]:
+    """Run power_on_args to its end."""
+    return subprocess.run(power_on_args(tmp_path, host, clouds, bmc, **kw),  # type: ignore[arg-type]
+                          capture_output=True, text=True, timeout=300)
 
 
 def recorded(bed: Bed, host: str) -> tuple[str, str]:
@@ -129,16 +139,25 @@ def service(bed: Bed, host: str) -> dict:
 
 def test_a_power_on_from_a_clock_120_s_ahead_waits_for_the_pending_shutdown(
         tmp_path: Path) -> None:
-    with fake_bed(tmp_path, bmc_graceful_delay_s=15.0) as bed:
+    with fake_bed(tmp_path, bmc_graceful_delay_s=0.5) as bed:
         rig = Rig(cloud=bed.cloud, engine=bed.engine, tmp=bed.tmp)
-        going, clouds, bmc, sent = killed_in_its_shutdown(rig, tmp_path)
+        going, clouds, bmc, _sent = killed_in_its_shutdown(rig, tmp_path, held=True)
         with Sampler(bed).watching() as sampler:
-            done = power_on(tmp_path, going, clouds, bmc, skew=120.0, power_timeout=60.0)
-            while time.monotonic() < sent + 16.0:           # the shutdown has had its time
-                time.sleep(0.1)
+            proc = subprocess.Popen(power_on_args(tmp_path, going, clouds, bmc, skew=120.0,
+                                                  power_timeout=PATIENCE_S),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            assert proc.stderr is not None
+            first = ""
+            while "waiting" not in first:          # it waits for the BMC to read off
+                line = proc.stderr.readline()
+                assert line, first
+                first += line
+            assert service(bed, going)["status"] == "disabled"
+            bed.cloud.clear_faults()                # the shutdown completes now
+            out, err = proc.communicate(timeout=PATIENCE_S)
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, out, first + err)
         assert done.returncode == 0, done.stderr
         assert "did not happen" not in done.stderr
-        assert "waiting" in done.stderr                    # for its BMC to read off
         assert sampler.seen > 20 and not sampler.bad, sampler.bad[:3]
         host = service(bed, going)
         assert (host["power"], host["status"]) == ("on", "enabled"), done.stderr
@@ -146,12 +165,13 @@ def test_a_power_on_from_a_clock_120_s_ahead_waits_for_the_pending_shutdown(
 
 
 def test_a_shutdown_longer_than_power_timeout_stays_pending(tmp_path: Path) -> None:
-    """No skew: the shutdown (15 s) outlasts power_timeout (2 s). The power-on waits its
-    time, then refuses: the host stays disabled, gets no work, and a warning and a metric
-    ask the operator to act. Once its BMC reads off, a power-on brings it back."""
-    with fake_bed(tmp_path, bmc_graceful_delay_s=15.0) as bed:
+    """No skew: the shutdown (held until the test lets it end) outlasts power_timeout (2 s).
+    The power-on waits its time, then refuses: the host stays disabled, gets no work, and a
+    warning and a metric ask the operator to act. Once its BMC reads off, a power-on brings
+    it back."""
+    with fake_bed(tmp_path, bmc_graceful_delay_s=0.5) as bed:
         rig = Rig(cloud=bed.cloud, engine=bed.engine, tmp=bed.tmp)
-        going, clouds, bmc, sent = killed_in_its_shutdown(rig, tmp_path)
+        going, clouds, bmc, _sent = killed_in_its_shutdown(rig, tmp_path, held=True)
         with Sampler(bed).watching() as sampler:
             refused = power_on(tmp_path, going, clouds, bmc, power_timeout=2.0)
             assert refused.returncode == 1, refused.stdout + refused.stderr
@@ -165,9 +185,8 @@ def test_a_shutdown_longer_than_power_timeout_stays_pending(tmp_path: Path) -> N
             ctx = AppContext.of(config=config_from_sections({"executor": {
                 "power_timeout": "2"}}), engine=bed.engine, connect=bed.cloud.connect)
             assert stored_stats(ctx).overdue_shutdowns == 1
-            while time.monotonic() < sent + 16.0:           # the shutdown completes
-                time.sleep(0.1)
-            assert service(bed, going)["power"] == "off"
+            bed.cloud.clear_faults()                # the shutdown completes
+            wait_until(lambda: service(bed, going)["power"] == "off", "the shutdown's end")
             back = power_on(tmp_path, going, clouds, bmc, power_timeout=30.0)
         assert back.returncode == 0, back.stderr
         assert sampler.seen > 20 and not sampler.bad, sampler.bad[:3]
@@ -179,9 +198,9 @@ def test_the_operator_ends_a_shutdown_that_never_comes_with_power_on_force(
         tmp_path: Path) -> None:
     """A graceful shutdown the host ignores (its BMC reads on for ever): only the operator's
     explicit 'hosts power on HOST --force' ends it, journaled."""
-    with fake_bed(tmp_path, bmc_graceful_delay_s=600.0) as bed:
+    with fake_bed(tmp_path, bmc_graceful_delay_s=0.5) as bed:
         rig = Rig(cloud=bed.cloud, engine=bed.engine, tmp=bed.tmp)
-        going, clouds, bmc, _sent = killed_in_its_shutdown(rig, tmp_path)
+        going, clouds, bmc, _sent = killed_in_its_shutdown(rig, tmp_path, held=True)
         refused = power_on(tmp_path, going, clouds, bmc, power_timeout=1.0)
         assert refused.returncode == 1 and service(bed, going)["status"] == "disabled"
         forced = power_on(tmp_path, going, clouds, bmc, power_timeout=1.0, force=True)
