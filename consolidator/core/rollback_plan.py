@@ -29,7 +29,7 @@ OUR_REASON = "consolidator:"
 #: The reason 'hosts power off --force' writes: the operator's hold, which no actor of
 #: consolidator's undoes (only the operator's own 'hosts power on' ends it). It does not
 #: start with OUR_REASON, so that anything that reads reasons takes it as the operator's.
-OPERATOR_POWER_OFF = "powered off by an operator (consolidator hosts power off --force)"
+OPERATOR_POWER_OFF = "consolidator hosts power off --force: powered off by an operator"
 #: What 'hosts power off --force' wrote before 0.2.0: it starts with OUR_REASON, but it is
 #: the operator's hold all the same.
 OLD_OPERATOR_POWER_OFF = "consolidator: powered off by an operator (hosts power off --force)"
