@@ -133,7 +133,10 @@ OPTIONS: tuple[Option, ...] = (
            "Seconds before the first read of a migrating server (then doubled up to "
            "poll_interval), so a short migration is seen done at once.", range="(0, inf)"),
     Option("executor", "power_timeout", float, 600.0,
-           "Seconds a host may take to reach the power state asked of its BMC.", range="(0, inf)"),
+           "Seconds a host may take to reach the power state asked of its BMC. A shutdown "
+           "still pending after it stays pending (the host disabled, with no work) until its "
+           "BMC reads off: a warning and the gauge consolidator_shutdowns_overdue ask the "
+           "operator to act.", range="(0, inf)"),
     Option("executor", "lease_ttl", float, 60.0,
            "Seconds an executor's lease on a cloud lasts without renewal (renewed every third).",
            range="(0, inf)"),

@@ -37,7 +37,7 @@ from consolidator.app.usage_power import UsageReads, cool_down, usage_power_on
 from consolidator.core.maintenance import drained_by
 from consolidator.core.model import Cluster, Host
 from consolidator.core.padding import spare_target
-from consolidator.core.rollback_plan import OUR_REASON
+from consolidator.core.rollback_plan import is_ours
 from consolidator.core.wording import plural
 
 if TYPE_CHECKING:
@@ -206,7 +206,7 @@ def ramp_candidates(cluster: Cluster) -> list[int]:
     capable first; never a drained host (it is in maintenance until 'hosts undrain')."""
     rows = [h for h, host in enumerate(cluster.hosts)
             if (host.state == "down" or host.power == "off")
-            and (host.disabled_reason or "").startswith(OUR_REASON)
+            and is_ours(host.disabled_reason)
             and drained_by(host.disabled_reason) is None]
     scale = np.maximum(cluster.capacity[:, :2].max(axis=0), 1.0) if len(cluster.hosts) else 1.0
     return sorted(rows, key=lambda h: (-float((cluster.capacity[h, :2] / scale).sum()), h))

@@ -4,9 +4,6 @@ executor lease)."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from consolidator.app.context import AppContext, host_driver
@@ -22,8 +19,8 @@ from consolidator.core.model import Cluster
 from consolidator.core.plan import PlanDraft, StoredPlan
 from consolidator.execution.gate import Gate
 from consolidator.execution.host_power import GuardedPower
+from consolidator.execution.lease_keeper import LeaseKeeper
 from consolidator.openstack.nova import Nova
-from consolidator.store.leases import Guard, acquire_or_raise, make_holder, release
 from consolidator.store.plans import load_plan
 from consolidator.store.snapshots import Snapshot
 
@@ -90,34 +87,6 @@ def plan_drain(ctx: AppContext, request: DrainRequest) -> tuple[StoredPlan, Snap
     return stored, snapshot
 
 
-@contextmanager
-def executor_lease(ctx: AppContext, cloud: str) -> Iterator[Guard]:
-    """Hold the cloud's executor lease, renewed every third of its TTL, for the block."""
-    engine, ttl = ctx.engine(), executor_settings(ctx.config).lease_ttl
-    name, holder = f"executor:{cloud}", make_holder()
-    guard = acquire_or_raise(engine, name, holder, ttl, f"an executor for cloud {cloud!r}")
-    done = threading.Event()
-
-    def renew() -> None:
-        while not done.wait(ttl / 3):
-            try:
-                held = guard.renew(ttl)
-            except ConsolidatorError as exc:
-                held = False
-                guard.revoke(f"renewing it failed: {exc}")
-            if not held:
-                guard.revoke("another process holds it now")
-                return
-    thread = threading.Thread(target=renew, daemon=True)
-    thread.start()
-    try:
-        yield guard
-    finally:
-        done.set()
-        thread.join(timeout=5)
-        release(engine, name, holder)
-
-
 def undrain(ctx: AppContext, names: tuple[str, ...]) -> list[str]:
     """Bring drained hosts back: power on first where the drain powered it off (the BMC
     reads off), then enable; each step journaled under the drain's plan. One line per
@@ -138,12 +107,13 @@ def undrain(ctx: AppContext, names: tuple[str, ...]) -> list[str]:
     settings = executor_settings(ctx.config)
     cloud = executor_cloud(ctx)
     lines = []
-    with executor_lease(ctx, cloud) as guard:
-        nova = Nova(ctx.connect())
-        gate = Gate(ctx.engine(), nova, cloud, ctx.power_lookup(), actor=UNDRAIN,
-                    report=ctx.report, pending_s=settings.power_timeout,
-                    wait_s=settings.power_timeout,
-                    poll=max(min(settings.poll_interval, 1.0), 0.05))
+    nova = Nova(ctx.connect())
+    gate = Gate(ctx.engine(), nova, cloud, ctx.power_lookup(), actor=UNDRAIN,
+                report=ctx.report, pending_s=settings.power_timeout,
+                wait_s=settings.power_timeout,
+                poll=max(min(settings.poll_interval, 1.0), 0.05))
+    with LeaseKeeper(ctx.engine(), cloud, settings.lease_ttl, key=gate.key,
+                     report=ctx.report) as guard:
         guarded = GuardedPower(ctx.engine(), nova, cloud, ctx.report,
                                settings.power_timeout, settings.poll_interval, guard=guard,
                                gate=gate)

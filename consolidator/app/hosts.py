@@ -56,7 +56,8 @@ def host_rows(ctx: AppContext) -> list[dict[str, Any]]:
     the state consolidator recorded for it (core/host_gate.py STATES; None: never recorded)."""
     inventory = read_cloud(ctx)
     cluster = inventory.cluster
-    recorded = all_recorded(ctx.engine(), inventory.cloud)
+    recorded = all_recorded(ctx.engine(), inventory.endpoint or inventory.cloud,
+                            legacy=inventory.cloud)
     lookup = ctx.power_lookup()
     drivers = {h.name: d for h in cluster.hosts for d in [host_driver(lookup, h)] if d}
     states = read_all({name: d.power_state for name, d in drivers.items()})

@@ -17,14 +17,19 @@ if TYPE_CHECKING:
 
 def stored_stats(ctx: AppContext) -> StoredStats:
     """The totals the database keeps (runs, live migrations, dropped notifications, lost
-    leases, the last cycle) and the plans running now, whoever ran them: read at each
-    scrape."""
+    leases, the last cycle), the plans running now, whoever ran them, and the shutdowns
+    pending past [executor] power_timeout (by the database's clock): read at each scrape."""
+    from consolidator.app.settings import executor_settings
+    from consolidator.core.host_gate import POWERING_OFF
     from consolidator.store.history import runs_in_progress
+    from consolidator.store.host_states import overdue
     from consolidator.store.totals import read_all
     from consolidator.telemetry.exporter import StoredStats
 
     engine = ctx.engine()
-    return StoredStats(totals=read_all(engine), running=runs_in_progress(engine))
+    late = overdue(engine, POWERING_OFF, executor_settings(ctx.config).power_timeout)
+    return StoredStats(totals=read_all(engine), running=runs_in_progress(engine),
+                       overdue_shutdowns=len(late))
 
 
 def last_known_hosts(ctx: AppContext, cloud: str | None) -> tuple[Snapshot, Cluster] | None:

@@ -23,14 +23,17 @@ from consolidator.app.snapshots import read_cloud
 from consolidator.core.errors import ConsolidatorError, UsageError
 from consolidator.core.host_gate import OPERATOR
 from consolidator.core.model import Cluster, Host
+from consolidator.core.rollback_plan import OPERATOR_POWER_OFF
 from consolidator.execution.gate import Gate
 from consolidator.execution.host_power import GuardedPower
 from consolidator.execution.lease_keeper import LeaseKeeper
 from consolidator.openstack.nova import Nova
+from consolidator.power.driver import read_power
 from consolidator.store.leases import LeaseLostError
 
-#: The reason written on a host powered off by 'hosts power off --force'.
-OPERATOR_REASON = "consolidator: powered off by an operator (hosts power off --force)"
+#: The reason written on a host powered off by 'hosts power off --force': the operator's hold
+#: (it does not start with 'consolidator:'), which only 'hosts power on' ends.
+OPERATOR_REASON = OPERATOR_POWER_OFF
 
 
 def resolve_host(cluster: Cluster, name: str) -> Host:
@@ -71,23 +74,33 @@ def _guarded(ctx: AppContext) -> tuple[GuardedPower, LeaseKeeper]:
                 poll=max(min(settings.poll_interval, 1.0), 0.05))
     guarded = GuardedPower(engine, nova, cloud, ctx.report, settings.power_timeout,
                            settings.poll_interval, gate=gate)
-    return guarded, LeaseKeeper(engine, cloud, settings.lease_ttl, report=ctx.report)
+    return guarded, LeaseKeeper(engine, cloud, settings.lease_ttl, key=gate.key,
+                                report=ctx.report)
 
 
 def _lost(exc: LeaseLostError) -> ConsolidatorError:
     return ConsolidatorError(f"stopped: {exc}; nothing further was sent")
 
 
-def power_on(ctx: AppContext, name: str) -> str:
+def power_on(ctx: AppContext, name: str, *, force: bool = False) -> str:
     """Power the host on through the guarded path under the executor lease: the BMC on, its
     forced-down mark cleared, a nova-compute heartbeat awaited, and the service enabled again
-    if consolidator disabled it; each step journaled. The state its BMC then reports."""
+    if consolidator (or the operator's 'hosts power off --force') disabled it; each step
+    journaled. A shutdown still pending makes it wait for the BMC to read off; with force,
+    one whose BMC still reads on is ended first (the operator knows it will not happen).
+    The state its BMC then reports."""
     host = resolve_host(read_cloud(ctx).cluster, name)
     driver = _driver(ctx, host)
     guarded, keeper = _guarded(ctx)
     with keeper as guard:
         guarded.guard = guard
         try:
+            if force and guarded.gate is not None:
+                problem = guarded.gate.end_pending(
+                    host, read_power(driver), "the operator ended its pending shutdown "
+                    "(hosts power on --force): its BMC still read on")
+                if problem is not None:
+                    raise ConsolidatorError(problem)
             problem = guarded.power_on(None, host, driver, [], only_ours=True)
         except LeaseLostError as exc:
             raise _lost(exc) from None

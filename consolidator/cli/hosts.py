@@ -40,7 +40,9 @@ def hosts_list(app: AppContext, bmc_file: str | None, out: Output) -> None:
 @click.argument("host")
 @click.option("--yes", is_flag=True, help="Do not ask before powering off.")
 @click.option("--force", is_flag=True,
-              help="Power off outside a plan (needed for 'off'; the checks still run).")
+              help="Power off outside a plan (needed for 'off'; the checks still run). With "
+                   "'on': end a shutdown that is pending while the BMC still reads on (only "
+                   "when you know it will not happen).")
 @BMC_FILE
 @pass_app
 def hosts_power(app: AppContext, action: str, host: str, yes: bool, force: bool,
@@ -50,13 +52,15 @@ def hosts_power(app: AppContext, action: str, host: str, yes: bool, force: bool,
     HOST is its hypervisor hostname or its nova-compute host. Power-off takes the cloud's
     executor lease, disables the service, and is refused while any server (any project, any
     state), unfinished migration or Placement allocation is on the host; the host is then
-    marked forced down. Power-on clears that mark and enables a host consolidator disabled.
+    marked forced down. Power-on clears that mark and enables a host consolidator disabled
+    (or 'hosts power off --force': the operator's hold, which nothing else undoes). A power-on
+    of a host whose shutdown is pending waits for its BMC to read off.
     """
     app.bmc_file = bmc_file
     if action == "status":
         click.echo(f"{host}: {power.power_status(app, host)}")
     elif action == "on":
-        click.echo(f"{host}: {power.power_on(app, host)}")
+        click.echo(f"{host}: {power.power_on(app, host, force=force)}")
     else:
         click.echo(f"{host}: " + power.power_off(
             app, host, force=force,

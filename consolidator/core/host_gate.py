@@ -12,9 +12,11 @@ The rules, in order:
 - a rescue (powering a host back on because work landed on it) is never refused;
 - hosts the operator's rules keep out (excluded hosts and aggregates) are touched by no plan,
   and hosts outside the scope by none of the daemon's own actors;
-- a host the operator disabled (a reason that is not consolidator's, or none) is held: no
-  actor enables it or gives it work, and none but the operator's own command disables it
-  again (which would replace the operator's reason) or powers it on or off;
+- a host the operator disabled (a reason that is not consolidator's, or none; an operator's
+  'hosts power off --force' is the operator's too) is held: no actor enables it or gives it
+  work, and none but the operator's own command disables it again (which would replace the
+  operator's reason) or powers it on or off; the operator's 'hosts power on' ends the hold of
+  their own 'hosts power off --force' (and enables the host);
 - a drained host is enabled, powered on or given work only by its undrain, while its
   service stays disabled (the operator who enables it through Nova ends the drain);
 - a host whose shutdown was requested and not yet confirmed off receives no work and is not
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from consolidator.core.constraints import Rules, is_true
 from consolidator.core.maintenance import drained_by
 from consolidator.core.model import Host
-from consolidator.core.rollback_plan import OUR_REASON
+from consolidator.core.rollback_plan import is_operator_power_off, is_ours
 from consolidator.core.scope import left_alone
 
 # -- the states a host is recorded in ----------------------------------------------------
@@ -128,11 +130,12 @@ _GO = Verdict(GO)
 
 def operator_hold(facts: HostFacts) -> str | None:
     """The operator's reason when they disabled the host themselves (consolidator's reasons
-    start with 'consolidator:'), else None."""
+    start with 'consolidator:'; an operator's 'hosts power off --force' is theirs, whatever
+    release wrote it), else None."""
     if facts.status != "disabled":
         return None
     reason = facts.disabled_reason or ""
-    if reason.startswith(OUR_REASON):
+    if is_ours(reason):
         return None
     return reason or "no reason given"
 
@@ -182,7 +185,9 @@ def verdict(step: str, facts: HostFacts, rules: Rules, actor: str,
             return Verdict(REFUSE, f"{instance.name if instance else '?'}: {why}")
         return _GO
     held = operator_hold(facts)
-    if held is not None and (step in (ENABLE, RECEIVE) or actor != OPERATOR):
+    if held is not None and (step in (ENABLE, RECEIVE) or actor != OPERATOR) \
+            and not (actor == OPERATOR and step == ENABLE
+                     and is_operator_power_off(facts.disabled_reason)):
         return Verdict(REFUSE, f"{name} is held by the operator (disabled: {held}): "
                                f"consolidator does not {_doing(step)} it")
     drain = drain_of(facts)

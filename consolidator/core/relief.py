@@ -29,7 +29,7 @@ from consolidator.core.model import Cluster, Host
 from consolidator.core.plan import Move, PlanDraft
 from consolidator.core.planner import PlanSettings, plan_waves
 from consolidator.core.rankings.ucac import UCaCRanking, d_alpha
-from consolidator.core.rollback_plan import OUR_REASON
+from consolidator.core.rollback_plan import is_ours
 from consolidator.core.wording import plural
 
 EPS = 1e-6
@@ -93,7 +93,7 @@ def power_on_order(cluster: Cluster, speeds: np.ndarray | None = None,
     speeds = np.ones(len(cluster.hosts)) if speeds is None else speeds
     rows = [h for h, host in enumerate(cluster.hosts)
             if (host.state == "down" or host.power == "off")
-            and (host.disabled_reason or "").startswith(OUR_REASON)
+            and is_ours(host.disabled_reason)
             and drained_by(host.disabled_reason) is None
             and (rules is None or left_alone_reason(host, rules) is None)]
 

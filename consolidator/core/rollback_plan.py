@@ -26,6 +26,25 @@ from consolidator.core.wording import agree, plural
 
 #: The reason prefix consolidator writes when it disables a host.
 OUR_REASON = "consolidator:"
+#: The reason 'hosts power off --force' writes: the operator's hold, which no actor of
+#: consolidator's undoes (only the operator's own 'hosts power on' ends it). It does not
+#: start with OUR_REASON, so that anything that reads reasons takes it as the operator's.
+OPERATOR_POWER_OFF = "consolidator hosts power off --force: powered off by an operator"
+#: What 'hosts power off --force' wrote before 0.2.0: it starts with OUR_REASON, but it is
+#: the operator's hold all the same.
+OLD_OPERATOR_POWER_OFF = "consolidator: powered off by an operator (hosts power off --force)"
+
+
+def is_operator_power_off(reason: str | None) -> bool:
+    """Whether a disabled reason is the one an operator's 'hosts power off --force' wrote
+    (this release's or an older one's)."""
+    return (reason or "") in (OPERATOR_POWER_OFF, OLD_OPERATOR_POWER_OFF)
+
+
+def is_ours(reason: str | None) -> bool:
+    """Whether a disabled reason is consolidator's own (an actor's, which an actor may undo),
+    not the operator's: it starts with OUR_REASON and is not an operator's power-off."""
+    return (reason or "").startswith(OUR_REASON) and not is_operator_power_off(reason)
 
 
 def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
@@ -51,7 +70,7 @@ def rollback_draft(target: Cluster, live: Cluster, *, per_host_limit: int = 2,
         if h.name not in was or was[h.name].power == "off" or not was[h.name].usable \
                 or h.usable:
             continue
-        if (h.disabled_reason or "").startswith(OUR_REASON) and (ours is None
+        if is_ours(h.disabled_reason) and (ours is None
                                                                  or h.name in ours):
             power_on.append(h.name)
         else:

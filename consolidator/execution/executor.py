@@ -17,7 +17,8 @@ them, their nova-compute disabled with a reason naming the plan, and the host in
 Every action is a journal row written before the call and updated after it, so that
 ``apply --resume`` can reconcile a crash against the live state.
 
-The run holds the lease ``executor:<cloud>``. Every journal row written before a destructive
+The run holds the lease ``executor:<cloud>`` (under the cloud's identity, and under its
+clouds.yaml name: execution/lease_keeper.py). Every journal row written before a destructive
 call (migrate, disable, enable, power on, power off) checks the lease generation in the same
 transaction, and so does the fence right before each BMC request, so a process that lost the
 lease makes no further call; a renewal that fails in any way counts as losing it.
@@ -37,7 +38,7 @@ from consolidator.core.wording import plural
 from consolidator.execution.gate import Gate, actor_of
 from consolidator.execution.host_power import GuardedPower
 from consolidator.execution.lease_keeper import LeaseKeeper
-from consolidator.execution.migration_step import NOT_STARTED, MigrationStep
+from consolidator.execution.migration_step import NOT_STARTED, MigrationStep, Refused
 from consolidator.execution.move_checks import MoveChecks, demand_of
 from consolidator.execution.move_queue import MoveQueue
 from consolidator.execution.move_runner import MoveCallbacks, run_moves
@@ -101,7 +102,7 @@ class Executor:
     def run(self, plan: StoredPlan, *, resume: bool = False) -> Outcome:
         """Run (or resume) a plan; the plan ends succeeded, failed or stays as it was."""
         keeper = LeaseKeeper(self.engine, self.cloud, self.settings.lease_ttl,
-                             on_lost=self._lose, report=self.report)
+                             key=self.gate.key, on_lost=self._lose, report=self.report)
         self.holder = keeper.holder
         self.gate.actor = actor_of(plan.draft.algorithm, resume=resume,
                                    usage=any(n.startswith("usage:") for n in plan.draft.notes))
@@ -191,6 +192,8 @@ class Executor:
             elif error is NOT_STARTED:
                 outcome.interrupted = True
                 outcome.skipped[move.instance_name] = self._stopped_reason()
+            elif isinstance(error, Refused):    # refused by the gate when it was to start
+                self.checks.skip(plan, move, str(error), outcome)
             else:
                 outcome.failed[move.instance_name] = error
                 self.block(move.source, f"migration of {move.instance_name} failed")

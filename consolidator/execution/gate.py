@@ -4,17 +4,20 @@ reason, the BMC, the host's recorded state, the instance) and applies the one ru
 core/host_gate.py. A refused step is skipped and reported by the caller, never forced.
 
 It also keeps each host's recorded state (store/host_states.py): an operator hold it sees is
-recorded, a requested shutdown the BMC confirms off becomes 'off', and one whose time ran out
-with the BMC still on is recorded as not having happened. A power-on of a host whose shutdown
-is pending waits until its BMC reads off (then powers it on), or leaves it disabled.
+recorded, and a requested shutdown the BMC confirms off becomes 'off'. Elapsed time alone
+never ends a pending shutdown: one still on past pending_s (by the database's clock, the one
+clock every process shares) is reported as a warning asking the operator to act, and the host
+stays disabled with no work. Only its BMC reading off, a rescue, or the operator's explicit
+'hosts power on HOST --force' ends it. A power-on of a host whose shutdown is pending waits
+until its BMC reads off (then powers it on), or leaves it disabled.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
@@ -30,9 +33,19 @@ if TYPE_CHECKING:
     from consolidator.execution.nova_port import NovaPort
     from consolidator.openstack.nova import ServerState
     from consolidator.power.driver import PowerDriver
+    from consolidator.store.leases import Guard
 
+LOG = logging.getLogger(__name__)
 Reporter = Callable[[str], None]
 PowerLookup = Callable[[str], "PowerDriver | None"]
+
+
+def cloud_key(nova: object, name: str) -> str:
+    """What a cloud's lease and recorded host states are keyed by: its identity (Keystone URL
+    and region, which every clouds.yaml name of it shares), else (a simulated cloud, or one
+    that cannot tell) the name it was reached by."""
+    identity = getattr(nova, "identity", None)
+    return str(identity) if identity else name
 
 
 def actor_of(algorithm: str, *, resume: bool = False, usage: bool = False) -> str:
@@ -50,7 +63,9 @@ def actor_of(algorithm: str, *, resume: bool = False, usage: bool = False) -> st
 
 @dataclass
 class Gate:
-    """One actor's gate over the hosts of one cloud."""
+    """One actor's gate over the hosts of one cloud. ``cloud`` is the name the actor was
+    given; ``key`` (its identity) is what the recorded states are kept under, and the states
+    recorded under the name by an older release are read (and adopted) while none is."""
 
     engine: Engine
     nova: NovaPort
@@ -60,12 +75,17 @@ class Gate:
     rules: Rules = field(default_factory=Rules)
     report: Reporter = lambda _line: None
     plan_id: str | None = None
-    #: Seconds a requested shutdown counts as pending while its BMC does not read off.
+    #: Seconds after which a shutdown still pending is reported overdue (a warning and the
+    #: metric consolidator_shutdowns_overdue); it stays pending all the same.
     pending_s: float = 900.0
     #: The longest a power-on waits for a pending shutdown to end.
     wait_s: float = 600.0
     #: Seconds between BMC reads while waiting.
     poll: float = 0.5
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        self.key = self.key or cloud_key(self.nova, self.cloud)
 
     # -- the live facts ----------------------------------------------------------------
 
@@ -76,7 +96,7 @@ class Gate:
         if services is None:
             services = self.nova.services()
         service = services.get(host.compute_host) or {}
-        record = host_states.recorded(self.engine, self.cloud, host.name)
+        record = self.recorded(host.name)
         if power is None and read_bmc:
             driver = self.power(host.name)
             power = read_power(driver) if driver is not None else None
@@ -90,19 +110,34 @@ class Gate:
 
     def _still_pending(self, host: Host, record: host_states.HostState,
                        power: str | None) -> bool:
-        """Whether a recorded 'powering off' is still pending; a BMC that reads off confirms
-        it (recorded 'off'), one still on past its time shows it did not happen."""
+        """Whether a recorded 'powering off' is still pending: until its BMC reads off
+        (recorded 'off'), however long that takes. Past pending_s (by the database's clock)
+        it is reported overdue, for the operator to act on."""
         if power == "off":
             self.record(host.name, hg.OFF, f"its BMC reads off after the shutdown requested "
                                            f"at {record.since:%H:%M:%S} UTC")
             return False
-        age = (datetime.now(timezone.utc) - record.since).total_seconds()
-        if power == "on" and age > self.pending_s:
-            self.record(host.name, hg.IN_SERVICE,
-                        f"the shutdown requested at {record.since:%H:%M:%S} UTC did not "
-                        f"happen: its BMC still reads on {age:.0f} s later")
-            return False
+        age = host_states.age_s(self.engine, record)
+        if age > self.pending_s:
+            line = (f"warning: {host.name}: its shutdown was requested {age:.0f} s ago and "
+                    f"its BMC still reads {power or 'nothing'}: it stays disabled and gets "
+                    f"no work; check the host, then wait for its BMC to read off, or end "
+                    f"the shutdown with 'consolidator hosts power on {host.name} --force'")
+            LOG.warning("%s", line)
+            self.report(line)
         return True
+
+    def end_pending(self, host: Host, power: str | None, why: str) -> str | None:
+        """The operator's explicit end of a pending shutdown whose BMC still reads on (the
+        shutdown will not happen): recorded 'in service', journaled; None, or why not."""
+        record = self.recorded(host.name)
+        if record is None or record.state != hg.POWERING_OFF:
+            return None
+        if power != "on":
+            return (f"{host.name}: its BMC reads {power or 'nothing'}, not on: a shutdown "
+                    f"that may be under way is not ended by --force")
+        self.record(host.name, hg.IN_SERVICE, why)
+        return None
 
     # -- the one question --------------------------------------------------------------
 
@@ -141,15 +176,23 @@ class Gate:
         if again.kind == hg.WAIT_OFF:
             return hg.Verdict(hg.REFUSE, f"{found.why} after {self.wait_s:.0f} s: it may still "
                                          f"be going down, so it stays disabled and gets no "
-                                         f"work; power it on once its BMC reads off")
+                                         f"work; power it on once its BMC reads off (if you "
+                                         f"know the shutdown will not happen: 'consolidator "
+                                         f"hosts power on {host.name} --force')")
         return again
 
     # -- the recorded state ------------------------------------------------------------
 
-    def record(self, host: str, state: str, why: str, *, actor: str | None = None) -> None:
-        """Record the host's new state, journaled (nothing when it is already so)."""
-        host_states.change(self.engine, self.cloud, host, state, actor=actor or self.actor,
-                           plan_id=self.plan_id, why=why)
+    def recorded(self, host: str) -> host_states.HostState | None:
+        """The host's recorded state (under the cloud's identity, else its name)."""
+        return host_states.recorded(self.engine, self.key, host, legacy=self.cloud)
+
+    def record(self, host: str, state: str, why: str, *, actor: str | None = None,
+               guard: Guard | None = None) -> None:
+        """Record the host's new state, journaled (nothing when it is already so); with a
+        guard, the lease generation is checked in the same transaction."""
+        host_states.change(self.engine, self.key, host, state, actor=actor or self.actor,
+                           plan_id=self.plan_id, why=why, guard=guard, legacy=self.cloud)
 
 
 def _instance_facts(server: ServerState, name: str) -> hg.InstanceFacts:

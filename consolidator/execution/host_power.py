@@ -33,12 +33,13 @@ from sqlalchemy import Engine
 from consolidator.core import host_gate as hg
 from consolidator.core.errors import ConsolidatorError, StoreError
 from consolidator.core.model import Host
+from consolidator.core.rollback_plan import is_operator_power_off, is_ours
 from consolidator.core.wording import agree, plural
 from consolidator.execution.compute_watch import reporting, silent_after_power_off
 from consolidator.execution.nova_port import NovaPort
 from consolidator.openstack.nova import up_after
 from consolidator.power.driver import ForceWithheld, read_power, wait_for_state
-from consolidator.store import host_states, journal
+from consolidator.store import journal
 from consolidator.store.leases import LeaseLostError
 
 if TYPE_CHECKING:
@@ -93,12 +94,16 @@ class GuardedPower:
         the same transaction that records the host's new state (LeaseLostError, and no
         request, if it is no longer ours)."""
         if self.gate is not None:
-            host_states.change(self.engine, self.cloud, host.name, state,
-                               actor=self.gate.actor, plan_id=self.gate.plan_id, why=why,
-                               guard=self.guard)
+            self.gate.record(host.name, state, why, guard=self.guard)
         elif self.guard is not None:
             with self.engine.begin() as conn:
                 self.guard.check(conn)
+
+    def _key(self) -> str:
+        """The cloud's identity (what its lease and host states are keyed by), else its
+        name: a bmc_miswired row is kept under it, so every clouds.yaml name of the cloud
+        (and, under the name, an older release's row) stops the host's power-off."""
+        return self.gate.key if self.gate is not None else self.cloud
 
     def not_empty(self, host: Host) -> str | None:
         """Why the host is not empty to Nova or Placement right now, or None: any server in
@@ -209,7 +214,7 @@ class GuardedPower:
             return None
         self.halted = f"{host.name}: {wrong}"
         if miswired:
-            journal.record(self.engine, cloud=self.cloud, plan_id=plan_id, action=MISWIRED,
+            journal.record(self.engine, cloud=self._key(), plan_id=plan_id, action=MISWIRED,
                            target=host.name, state=journal.FAILED, result=wrong)
         self.report(f"  FAILED {host.name}: {wrong}; every further power action is stopped")
         failed = self._back_on(plan_id, host, driver, wrong)
@@ -224,7 +229,9 @@ class GuardedPower:
         until its entry names its system's identity (which every power action then checks)."""
         if driver.expected_identity():
             return None
-        found = journal.last(self.engine, cloud=self.cloud, action=MISWIRED, target=host.name)
+        found = next((row for key in dict.fromkeys((self._key(), self.cloud))
+                      for row in [journal.last(self.engine, cloud=key, action=MISWIRED,
+                                               target=host.name)] if row is not None), None)
         if found is None:
             return None
         return (f"its BMC entry powered off another system on "
@@ -442,7 +449,8 @@ class GuardedPower:
                 return f"{problem}: it stays disabled"
             if entry is not None:
                 powered.append(True)
-        ours = (service.get("disabled_reason") or "").startswith("consolidator:")
+        reason = service.get("disabled_reason")
+        ours = is_ours(reason) or is_operator_power_off(reason)
         if service.get("status") == "enabled" or (only_ours and not ours):
             self._record(host, hg.IN_SERVICE if service.get("status") == "enabled" else hg.HELD,
                          "powered on")

@@ -3,7 +3,12 @@ of its TTL by a thread, released at the end. A renewal that fails in any way (an
 a database error) counts as losing it: the guard is revoked, so every later guarded journal
 write fails and no destructive call follows. Every actor that changes the cloud (a plan's
 run, an operator's 'hosts power on|off') holds the lease through this one keeper, for the
-whole of what it does, however long a BMC's graceful shutdown takes."""
+whole of what it does, however long a BMC's graceful shutdown takes.
+
+The lease is keyed by the cloud's identity (its Keystone URL and region: gate.cloud_key), so
+that any number of clouds.yaml names for one cloud share it; the lease under the name the
+actor was given is held with it, so that a process of an older release (which knows only the
+name) and anything that looks a lease up by name see it too."""
 
 from __future__ import annotations
 
@@ -15,17 +20,25 @@ from sqlalchemy import Engine
 
 from consolidator.core.errors import ConsolidatorError
 from consolidator.store import totals
-from consolidator.store.leases import Guard, acquire_or_raise, make_holder, release
+from consolidator.store.leases import Guard, acquire_all_or_raise, make_holder, release
+
+
+def executor_leases(cloud: str, key: str | None = None) -> list[str]:
+    """The lease names of a cloud's executor: ``executor:<identity>`` (shared by every
+    clouds.yaml name of the cloud), then ``executor:<name>``."""
+    return list(dict.fromkeys([f"executor:{key or cloud}", f"executor:{cloud}"]))
 
 
 class LeaseKeeper:
-    """The lease ``executor:<cloud>`` held by this process while the block runs."""
+    """The leases ``executor:<identity>`` and ``executor:<name>`` held by this process while
+    the block runs (one when the identity is not known)."""
 
-    def __init__(self, engine: Engine, cloud: str, ttl: float, *,
+    def __init__(self, engine: Engine, cloud: str, ttl: float, *, key: str | None = None,
                  on_lost: Callable[[str], None] = lambda _why: None,
                  report: Callable[[str], None] = lambda _line: None) -> None:
         self.engine, self.cloud, self.ttl = engine, cloud, ttl
-        self.name = f"executor:{cloud}"
+        self.names = executor_leases(cloud, key)
+        self.name = self.names[0]
         self.holder = make_holder()
         self.on_lost, self.report = on_lost, report
         self.guard: Guard | None = None
@@ -34,8 +47,8 @@ class LeaseKeeper:
 
     def __enter__(self) -> Guard:
         """Take the lease (LeaseHeldError naming its holder) and start renewing it."""
-        self.guard = acquire_or_raise(self.engine, self.name, self.holder, self.ttl,
-                                      f"an executor for cloud {self.cloud!r}")
+        self.guard = acquire_all_or_raise(self.engine, self.names, self.holder, self.ttl,
+                                          f"an executor for cloud {self.cloud!r}")
         self._thread = threading.Thread(target=self._renew, args=(self.guard,), daemon=True,
                                         name=f"lease-{self.cloud}")
         self._thread.start()
@@ -64,7 +77,8 @@ class LeaseKeeper:
                 totals.add(self.engine, "leases_lost_total", {"lease": "executor"})
             except ConsolidatorError as error:
                 self.report(f"could not count the lost executor lease: {error}")
-        try:
-            release(self.engine, self.name, self.holder)
-        except ConsolidatorError as error:
-            self.report(f"could not release the executor lease: {error}")
+        for name in self.names:
+            try:
+                release(self.engine, name, self.holder)
+            except ConsolidatorError as error:
+                self.report(f"could not release the executor lease {name!r}: {error}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from consolidator.core import host_gate as hg
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.plan import Move, StoredPlan
 from consolidator.execution import progress as mp
@@ -17,6 +18,11 @@ from consolidator.store.leases import LeaseLostError
 
 #: What migrate returns for a move it did not start (the run is stopping).
 NOT_STARTED = "not started"
+
+
+class Refused(str):
+    """What migrate returns for a move the gate refused when it was to start (skipped and
+    journaled by the caller, not a failed migration)."""
 
 
 def move_params(move: Move) -> dict[str, object]:
@@ -38,6 +44,9 @@ class MigrationStep:
         dest = run.hosts[move.destination]
         if run.stop.is_set():
             return NOT_STARTED
+        refused = run.checks.at_start(move)      # asked at the moment it starts
+        if refused is not None:
+            return Refused(refused)
         try:
             entry = run.begin(plan, "migrate", move.instance_id, move_params(move))
         except LeaseLostError:
@@ -116,6 +125,15 @@ class MigrationStep:
         record = run.nova.latest_migration(move.instance_id) or {}
         action = action or ("abort" if run.settings.on_timeout == "abort"
                             else "force_complete")
+        action, refused = self.asked(move, action)
+        if refused is not None:
+            journal.record(run.engine, cloud=run.cloud, plan_id=None, action=action,
+                           target=move.instance_id, state=journal.SKIPPED,
+                           result=f"not done: {refused}",
+                           params={**move_params(move), "migration": record.get("id")})
+            run.report(f"  {move.instance_name}: {why}; not {action.replace('_', '-')}d: "
+                       f"{refused}")
+            return f"did not {action.replace('_', '-')} it ({refused})"
         try:
             entry = journal.begin(run.engine, cloud=run.cloud, plan_id=None, action=action,
                                   target=move.instance_id,
@@ -136,6 +154,21 @@ class MigrationStep:
         journal.finish(run.engine, entry, journal.SUCCEEDED, done)
         run.report(f"  {move.instance_name}: {why}; {done}")
         return done
+
+    def asked(self, move: Move, action: str) -> tuple[str, str | None]:
+        """The gate's word on ending an overdue migration: force-complete lands the instance
+        on its destination (asked whether it may receive; if not, abort instead), abort
+        keeps it on its source (asked whether that may take it back). The action to take,
+        and why none may be taken (None: go)."""
+        run = self.run
+        if action == "force_complete":
+            refused = run.gate.ask(hg.RECEIVE, run.hosts[move.destination])
+            if refused is None:
+                return action, None
+            run.report(f"  {move.instance_name}: not forced to complete ({refused}); "
+                       f"aborting it instead")
+            action = "abort"
+        return action, run.gate.ask(hg.RECEIVE, run.hosts[move.source])
 
     def final_record(self, server_id: str, deadline: float) -> dict:
         """The server's newest live-migration record, polled until its status is final (or

@@ -1,7 +1,8 @@
 """The executor's checks right before each wave's moves start: each move's instance and
 hosts read live, the gate asked (the instance may move, the destination may receive), then
-Placement asked whether each destination takes the wave's arrivals together. A move that
-fails is skipped and journaled, and its source host is left alone from then on."""
+Placement asked whether each destination takes the wave's arrivals together; and again, for
+each move, at the moment it starts (a move may wait for a slot long after its wave's check).
+A move that fails is skipped and journaled, and its source host is left alone from then on."""
 
 from __future__ import annotations
 
@@ -64,6 +65,17 @@ class MoveChecks:
             else:
                 ready.append(move)
         return ready
+
+    def at_start(self, move: Move) -> str | None:
+        """Why the move may not start now, asked at the moment it starts: its instance and
+        hosts read live, its destination's BMC read, the gate asked again (pinned since its
+        wave's check, its destination held, drained or going down since...); None if it
+        may."""
+        services = self.run.nova.services()
+        power: dict[str, str | None] = {}
+        return self.run.blocked.get(move.source) or self.check_move(move, services) or \
+            self.destination_off(move.destination, power) or \
+            self.gate_refuses(move, services, power)
 
     def destination_off(self, name: str, power: dict[str, str | None]) -> str | None:
         """Why a destination may not receive because its BMC reads off (read once a wave);

@@ -16,7 +16,7 @@ from consolidator.execution.bmc_preflight import preflight
 from consolidator.execution.drain_step import disable_for_drain
 from consolidator.execution.run_terms import Outcome, Run
 from consolidator.power.driver import POWER_UNKNOWN, read_power
-from consolidator.store import host_states, journal
+from consolidator.store import journal
 from consolidator.store.leases import LeaseLostError
 from consolidator.store.snapshots import demand_samples
 
@@ -148,7 +148,7 @@ class HostSteps:
         state = read_power(driver) if driver is not None else None
         if state == "off":
             return "its BMC reads off"
-        recorded = host_states.recorded(run.engine, run.cloud, name)
+        recorded = run.gate.recorded(name)
         if state != "on" and recorded is not None and recorded.state in (hg.POWERING_OFF,
                                                                           hg.OFF):
             return f"its BMC reads {state} after a shutdown was requested"

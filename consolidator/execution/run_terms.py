@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from consolidator.core.model import Cluster, Host
     from consolidator.execution.gate import Gate
     from consolidator.execution.host_power import GuardedPower
+    from consolidator.execution.move_checks import MoveChecks
     from consolidator.execution.nova_port import NovaPort
     from consolidator.execution.progress import MigrationListener, ProgressListener
     from consolidator.power.driver import PowerDriver
@@ -82,6 +83,8 @@ class Run(Protocol):
     report: Reporter
     hosts: dict[str, Host]
     gate: Gate
+    #: The checks of its moves (each wave's, and each move's as it starts).
+    checks: MoveChecks
     guarded: GuardedPower
     guard: Guard | None
     stop: threading.Event

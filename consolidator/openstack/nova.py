@@ -18,6 +18,7 @@ from consolidator.openstack import placement
 from consolidator.openstack.connection import (
     HttpStatusError,
     cloud_errors,
+    cloud_identity,
     compute_microversion,
     error_text,
     get_json,
@@ -76,6 +77,12 @@ class Nova:
             version = compute_microversion(conn)
         self.version = version
         self.mv = f"{version[0]}.{version[1]}" if version else None
+
+    @property
+    def identity(self) -> str | None:
+        """Which deployment this is, whatever its clouds.yaml entry is called (its Keystone
+        URL and region: connection.cloud_identity); None if it cannot tell."""
+        return cloud_identity(self.conn)
 
     def server(self, server_id: str) -> ServerState | None:
         """A server's state now, or None if it no longer exists."""

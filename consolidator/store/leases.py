@@ -27,7 +27,7 @@ from __future__ import annotations
 import secrets
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import (
     Connection,
@@ -89,11 +89,15 @@ class Guard:
     generation: int
     _lost: threading.Event = field(default_factory=threading.Event, repr=False)
     why: str = ""
+    #: Other leases held together with this one, by the same holder (a cloud's lease under
+    #: its identity and under the clouds.yaml name it was reached by): each is checked and
+    #: renewed with it, and losing any is losing them all.
+    fellows: tuple[Guard, ...] = ()
 
     @property
     def lost(self) -> bool:
         """Whether this process has given the lease up for lost."""
-        return self._lost.is_set()
+        return self._lost.is_set() or any(f.lost for f in self.fellows)
 
     def revoke(self, why: str) -> None:
         """Count the lease as lost: every later check fails."""
@@ -101,12 +105,22 @@ class Guard:
             self.why = why
             self._lost.set()
 
+    def _why(self) -> str:
+        lost = next((f for f in self.fellows if f.lost), None)
+        return self.why or (f"{lost.name!r}: {lost.why}" if lost is not None else "")
+
     def check(self, conn: Connection) -> None:
         """Raise LeaseLostError unless the lease, read on conn (inside the caller's
         transaction, locked against a take-over until it ends), still has this holder and
         generation and has not expired by the database's clock."""
         if self.lost:
-            raise LeaseLostError(f"lost the lease {self.name!r}: {self.why}")
+            raise LeaseLostError(f"lost the lease {self.name!r}: {self._why()}")
+        for fellow in self.fellows:
+            try:
+                fellow.check(conn)
+            except LeaseLostError:
+                self.revoke(f"{fellow.name!r}: {fellow.why}")
+                raise
         dialect = conn.dialect.name
         ours = (leases.c.name == self.name, leases.c.holder == self.holder,
                 leases.c.generation == self.generation, leases.c.expires_at > db_now(dialect))
@@ -129,10 +143,11 @@ class Guard:
             return False
         dialect = self.engine.dialect.name
         with translate_errors(self.engine), self.engine.begin() as conn:
-            return bool(conn.execute(update(leases).where(
+            held = bool(conn.execute(update(leases).where(
                 leases.c.name == self.name, leases.c.holder == self.holder,
                 leases.c.generation == self.generation).values(
                 expires_at=db_now(dialect, ttl))).rowcount)
+        return held and all([f.renew(ttl) for f in self.fellows])
 
 
 def db_now(dialect: str, plus: float = 0.0) -> ColumnElement:
@@ -155,6 +170,16 @@ def _plus(stamp: ColumnElement, seconds: float) -> ColumnElement:
         return stamp
     return func.timestampadd(literal_column("MICROSECOND"), round(seconds * 1e6), stamp,
                              type_=DateTime)
+
+
+def db_clock(conn: Connection) -> datetime:
+    """The database's current UTC time, timezone-aware: the one clock every time compared
+    across processes is read from (a process's own clock may run minutes away)."""
+    value = conn.execute(select(db_now(conn.dialect.name))).scalar_one()
+    if isinstance(value, str):          # SQLite: the text form db_now gives
+        value = datetime.fromisoformat(value[:26])
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None \
+        else value.astimezone(timezone.utc)
 
 
 def make_holder() -> str:
@@ -218,6 +243,23 @@ def acquire_or_raise(engine: Engine, name: str, holder: str, ttl: float, what: s
     who = (f"{lease.holder} (until {lease.expires_at:%H:%M:%S} UTC)" if lease
            else "another process")
     raise LeaseHeldError(f"{what} is already running: {who} holds lease {name!r}")
+
+
+def acquire_all_or_raise(engine: Engine, names: list[str], holder: str, ttl: float,
+                         what: str) -> Guard:
+    """Take every named lease for one holder, the first one's Guard carrying the others as
+    its fellows; LeaseHeldError (and none kept) when any is held by another holder."""
+    taken: list[Guard] = []
+    try:
+        for name in dict.fromkeys(names):
+            taken.append(acquire_or_raise(engine, name, holder, ttl, what))
+    except ConsolidatorError:
+        for guard in taken:
+            release(engine, guard.name, holder)
+        raise
+    first = taken[0]
+    first.fellows = tuple(taken[1:])
+    return first
 
 
 def release(engine: Engine, name: str, holder: str) -> None:

@@ -71,6 +71,8 @@ class StoredStats:
 
     totals: Mapping[tuple[str, Labels], float]
     running: Mapping[str, int]
+    #: Hosts whose requested shutdown is still pending past [executor] power_timeout.
+    overdue_shutdowns: int = 0
 
 
 def _counter(stats: StoredStats, name: str, doc: str, label: str,
@@ -110,6 +112,11 @@ class StoredCollector(Collector):
         for kind in RUN_KINDS:
             running.add_metric([kind], stats.running.get(kind, 0))
         yield running
+        yield GaugeMetricFamily(
+            "consolidator_shutdowns_overdue", "Hosts whose requested shutdown is still "
+            "pending (the BMC has not read off) past [executor] power_timeout: they stay "
+            "disabled with no work; check them, or end it with 'hosts power on HOST "
+            "--force'.", value=stats.overdue_shutdowns)
         yield _counter(stats, "journal_migrations", "Live migrations journaled as ended, by "
                        "result.", "result", MIGRATION_RESULTS)
         yield self._durations(stats)

@@ -6,6 +6,10 @@
         [--skew S] [--ttl T] [--resume] [--wait W]
         run a stored plan with an executor (waiting up to W s for its lease); prints the
         outcome as JSON
+    python -m tests.functional.lease_actor power-on URL HOST CLOUDS_YAML BMC_YAML
+        [--skew S] [--power-timeout T] [--force] [--cloud NAME]
+        what 'consolidator hosts power on HOST' does; prints the BMC's state, or the error
+        on stderr (exit 1)
 """
 
 from __future__ import annotations
@@ -23,14 +27,17 @@ from typing import Any
 def expire_lease(engine: Any, name: str) -> None:
     """Expire a lease now by the database's clock, as its TTL passing would: a test ends the
     lease of a holder it killed (or froze) explicitly before the next actor starts, rather
-    than sleeping through the TTL and hoping a loaded machine kept up."""
-    from sqlalchemy import update
+    than sleeping through the TTL and hoping a loaded machine kept up. Every lease its holder
+    took with it (an executor's lease under the cloud's identity and its name) expires too."""
+    from sqlalchemy import or_, select, update
 
     from consolidator.store.leases import db_now
     from consolidator.store.tables import leases
 
     with engine.begin() as conn:
-        conn.execute(update(leases).where(leases.c.name == name).values(
+        holder = select(leases.c.holder).where(leases.c.name == name).scalar_subquery()
+        conn.execute(update(leases).where(or_(leases.c.name == name,
+                                              leases.c.holder == holder)).values(
             expires_at=db_now(engine.dialect.name, -1.0)))
 
 
@@ -103,6 +110,37 @@ def _execute(args: argparse.Namespace) -> int:
     return 0
 
 
+def _power_on(args: argparse.Namespace) -> int:
+    import openstack
+    import yaml
+
+    from consolidator.app.config import config_from_sections
+    from consolidator.app.context import AppContext
+    from consolidator.app.power import power_on
+    from consolidator.core.errors import ConsolidatorError
+    from consolidator.power.bmc_file import load_bmc_file
+    from consolidator.power.catalog import driver_for
+    from consolidator.store.db import make_engine
+
+    entry = yaml.safe_load(Path(args.clouds_yaml).read_text())["clouds"][args.cloud]
+    configs = load_bmc_file(args.bmc_yaml)
+    config = config_from_sections({"executor": {
+        "power_timeout": str(args.power_timeout), "poll_interval": "0.05",
+        "lease_ttl": str(args.ttl)}})
+    ctx = AppContext.of(
+        config=config, engine=make_engine(args.url), cloud=args.cloud,
+        connect=lambda: openstack.connect(load_yaml_config=False, load_envvars=False,
+                                          **entry),
+        power=lambda h: driver_for(configs[h]) if h in configs else None,
+        report=lambda line: print(line, file=sys.stderr, flush=True))
+    try:
+        print(power_on(ctx, args.host, **({"force": True} if args.force else {})))
+    except ConsolidatorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse the arguments and act under a clock set --skew seconds away."""
     parser = argparse.ArgumentParser(prog="lease_actor")
@@ -121,6 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--resume", action="store_true")
     ex.add_argument("--wait", type=float, default=0.0)
     ex.add_argument("--max-parallel", type=int, default=1)
+    on = sub.add_parser("power-on")
+    on.add_argument("url")
+    on.add_argument("host")
+    on.add_argument("clouds_yaml")
+    on.add_argument("bmc_yaml")
+    on.add_argument("--power-timeout", type=float, default=30.0)
+    on.add_argument("--force", action="store_true")
+    on.add_argument("--cloud", default="fake")
     args = parser.parse_args(argv)
     with ExitStack() as stack:
         if args.skew:
@@ -128,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
 
             stack.enter_context(time_machine.travel(
                 datetime.now(timezone.utc) + timedelta(seconds=args.skew), tick=True))
-        return _acquire(args) if args.command == "acquire" else _execute(args)
+        return {"acquire": _acquire, "execute": _execute, "power-on": _power_on}[
+            args.command](args)
 
 
 if __name__ == "__main__":

@@ -7,15 +7,12 @@ holds a server, nothing moves onto a held, drained, excluded or going-down host.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from sqlalchemy import update
 
 from consolidator.app.apply import PlanRun, check_applicable
@@ -35,6 +32,7 @@ from consolidator.store.snapshots import load_snapshot
 from consolidator.store.tables import leases
 from tests.functional.test_executor import Bed, fake_bed
 from tests.functional.test_executor import bed as bed  # noqa: F401 - the fixture
+from tests.functional.test_pending_shutdown import killed_in_its_shutdown
 from tests.functional.test_power_recheck import build_during_grace
 from tests.functional.test_power_safety import assert_no_work_on_a_powered_off_host
 from tests.functional.test_rollback_intent import Rig
@@ -101,7 +99,7 @@ def test_a_rollback_leaves_a_host_the_operator_disabled_at_its_prompt_off(rig: R
     assert service.status == "disabled" and service.disabled_reason == RMA
     assert not rig.cloud.cluster().instances_on("c3")
     assert "held by the operator" in outcome.left_on["c3"], outcome.left_on
-    assert host_states.recorded(rig.engine, before.info.cloud, "c3").state == hg.HELD
+    assert host_states.recorded(rig.engine, before.info.endpoint, "c3").state == hg.HELD
     for name in ("c4", "c5"):                            # the other hosts came back
         assert rig.cloud.power(name) == "on" and service_of(rig, name).status == "enabled"
     assert_no_work_on_a_powered_off_host(rig.cloud.state.summary())
@@ -276,33 +274,8 @@ def test_kill_9_during_a_graceful_shutdown_then_rollback_leaves_no_work_on_an_of
     waits until the BMC reads off, then powers it on and moves them back."""
     with fake_bed(tmp_path, bmc_graceful_delay_s=8.0) as bed:
         rig = Rig(cloud=bed.cloud, engine=bed.engine, tmp=bed.tmp)
-        plan = rig.plan()
+        going, _clouds, _bmc, sent = killed_in_its_shutdown(rig, tmp_path)
         before = load_snapshot(rig.engine, rig.snapshot_id)
-        clouds = bed.cloud.write_clouds_yaml(tmp_path / "clouds.yaml")
-        bmc = tmp_path / "bmc-actor.yaml"
-        bmc.write_text(yaml.safe_dump(yaml.safe_load(
-            bed.cloud.write_bmc_yaml(tmp_path / "bmc0.yaml").read_text())))
-        bmc.chmod(0o600)
-        apply = subprocess.Popen(
-            [sys.executable, "-m", "tests.functional.lease_actor", "--ttl", "1", "execute",
-             f"sqlite:///{tmp_path / 'c.db'}", plan.id, str(clouds), str(bmc)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 60
-            while not bed.cloud.requests("/redfish/v1/Systems/*/Actions/ComputerSystem.Reset",
-                                         "POST"):
-                assert time.monotonic() < deadline and apply.poll() is None
-                time.sleep(0.02)
-            sent = time.monotonic()
-            apply.kill()                                    # kill -9 inside the shutdown
-            apply.wait(timeout=10)
-        finally:
-            if apply.poll() is None:
-                apply.kill()
-        going = next(e.target for e in journal.entries(bed.engine)
-                     if e.action == "power_off" and e.state == journal.RUNNING)
-        assert bed.cloud.power(going) == "on"           # still shutting down
-        time.sleep(1.5)                                 # the dead holder's lease runs out
         prepared = prepare_rollback(rig.ctx(), before.info.id)
         assert prepared.plan is not None
         outcome = rollback_run(rig, prepared.plan.id, power_timeout=30)
@@ -415,7 +388,7 @@ def test_a_bmc_that_stops_answering_after_accepting_the_shutdown(tmp_path: Path)
         assert service.status == "disabled", outcome.left_on
         assert (service.disabled_reason or "").startswith("consolidator:")
         assert "c5" in outcome.not_on and "may be going down" in outcome.not_on["c5"]
-        assert host_states.recorded(bed.engine, before.info.cloud, "c5").state == \
+        assert host_states.recorded(bed.engine, before.info.endpoint, "c5").state == \
             hg.POWERING_OFF
         assert_no_work_on_a_powered_off_host(bed.cloud.state.summary())
         bed.cloud.clear_faults()
@@ -423,7 +396,7 @@ def test_a_bmc_that_stops_answering_after_accepting_the_shutdown(tmp_path: Path)
         assert prepared.plan is not None and "c5" in prepared.plan.draft.power_on
         done = rollback_run(rig, prepared.plan.id)
         assert bed.cloud.power("c5") == "on" and done.ok, done
-        assert host_states.recorded(bed.engine, before.info.cloud, "c5").state == \
+        assert host_states.recorded(bed.engine, before.info.endpoint, "c5").state == \
             hg.IN_SERVICE
 
 

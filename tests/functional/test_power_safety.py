@@ -301,9 +301,13 @@ def test_a_power_off_that_silences_another_compute_is_undone(tmp_path: Path) -> 
             ("disable", journal.SUCCEEDED), ("power_off", journal.SUCCEEDED),
             ("bmc_miswired", journal.FAILED), ("power_on", journal.SUCCEEDED),
             ("enable", journal.SUCCEEDED)]
-        # The same entry is not trusted again until it names its system.
-        with pytest.raises(ConsolidatorError, match="powered off another system"):
-            power.power_off(ctx, "c3", force=True, confirm=lambda _q: True)
+        # The same entry is not trusted again until it names its system, whatever clouds.yaml
+        # name the cloud is reached by (issue 45: the row is kept under its identity).
+        for name in (None, "another-name-for-it"):
+            again = AppContext.of(config=PACKED, engine=engine, connect=cloud.connect,
+                                  power=ctx.power, cloud=name)
+            with pytest.raises(ConsolidatorError, match="powered off another system"):
+                power.power_off(again, "c3", force=True, confirm=lambda _q: True)
         assert cloud.power("c1") == "on" and cloud.power("c3") == "on"
         assert len(cloud.cluster().instances) == 3
         assert_no_work_on_a_powered_off_host(cloud.state.summary())

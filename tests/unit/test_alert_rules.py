@@ -63,7 +63,8 @@ def healthy(minutes: int = 200) -> list[dict[str, str]]:
                         python="3.11"),
                  series("consolidator_leader", f"{leader}x{minutes}", instance),
                  series("consolidator_last_cycle_timestamp_seconds", stamps, instance),
-                 series("consolidator_hosts_off_holding_work", f"0x{minutes}", instance)]
+                 series("consolidator_hosts_off_holding_work", f"0x{minutes}", instance),
+                 series("consolidator_shutdowns_overdue", f"0x{minutes}", instance)]
     return both
 
 
@@ -89,7 +90,8 @@ def test_a_healthy_pair_raises_no_alert(promtool: str, tmp_path: Path) -> None:
     quiet = [alert(name, "190m") for name in (
         "ConsolidatorNoCycle", "ConsolidatorNeverCycled", "ConsolidatorPlanFailed",
         "ConsolidatorHostOffHoldingWork", "ConsolidatorLeaseLost",
-        "ConsolidatorNotificationsDropped", "ConsolidatorNoLeader")]
+        "ConsolidatorNotificationsDropped", "ConsolidatorNoLeader",
+        "ConsolidatorShutdownOverdue")]
     counters = [series(f"consolidator_{name}", "0x200", instance, **labels)
                 for instance in ("a:9", "b:9") for name, labels in (
                     ("runs_total", {"kind": "plan", "result": "failed"}),
@@ -148,3 +150,14 @@ def test_a_host_off_holding_work_and_no_leader(promtool: str, tmp_path: Path) ->
         alert("ConsolidatorHostOffHoldingWork", "15m", {"severity": "critical"}, value="2"),
         alert("ConsolidatorNoLeader", "15m"),
         alert("ConsolidatorNoLeader", "30m", {"severity": "warning"})]}])
+
+
+def test_a_shutdown_pending_past_power_timeout(promtool: str, tmp_path: Path) -> None:
+    inputs = [s for s in healthy() if "overdue" not in s["series"]] + [
+        series("consolidator_shutdowns_overdue", "0x10 1x20 0x80", "a:9"),
+        series("consolidator_shutdowns_overdue", "0x10 1x20 0x80", "b:9")]
+    run_tests(promtool, tmp_path, [{"interval": "1m", "input_series": inputs,
+                                    "alert_rule_test": [
+        alert("ConsolidatorShutdownOverdue", "5m"),
+        alert("ConsolidatorShutdownOverdue", "15m", {"severity": "warning"}, value="1"),
+        alert("ConsolidatorShutdownOverdue", "60m")]}])
