@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from consolidator.app.context import AppContext
+from consolidator.core.journal_entry import DECISIONS
 from consolidator.core.overtaken import OperatorAction, PlanMark, why_not_resume
 from consolidator.store import journal
 from consolidator.store.plans import list_plans, set_status
@@ -24,7 +25,8 @@ def triage_running(ctx: AppContext, cloud: str | None, *, auto_apply: bool
         return []
     operator = [(e.cloud, OperatorAction(e.action, e.target, e.created_at))
                 for e in journal.entries(ctx.engine(), cloud=cloud or None)
-                if e.plan_id is None and e.state != journal.SKIPPED]
+                if e.plan_id is None and e.state != journal.SKIPPED
+                and e.action not in DECISIONS]
     return [(r.id, why_not_resume(_mark(r), [_mark(o) for o in rows if o.cloud == r.cloud],
                                   [a for c, a in operator if c == r.cloud],
                                   auto_apply=auto_apply))
@@ -41,7 +43,8 @@ def overtaken(ctx: AppContext, plan_id: str) -> str | None:
         return None
     operator = [OperatorAction(e.action, e.target, e.created_at)
                 for e in journal.entries(ctx.engine(), cloud=mine.cloud)
-                if e.plan_id is None and e.state != journal.SKIPPED]
+                if e.plan_id is None and e.state != journal.SKIPPED
+                and e.action not in DECISIONS]
     return why_not_resume(_mark(mine), [_mark(o) for o in rows if o.cloud == mine.cloud],
                           operator, auto_apply=True)
 

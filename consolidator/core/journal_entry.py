@@ -15,6 +15,9 @@ UNCONFIRMED = "unconfirmed"
 ACTIONS = ("migrate", "abort", "force_complete", "disable", "enable", "power_off", "power_on",
            "force_down", "unfence", "bmc_preflight", "bmc_miswired", "notify",
            "approve", "cancel", "api_request")
+#: The actions that record a person's decision or request, not a change of the cloud: they
+#: overtake no interrupted plan and are no step of a run.
+DECISIONS = ("approve", "cancel", "api_request")
 
 #: Upper bounds of the migration-duration histogram's buckets, in seconds.
 DURATION_BUCKETS = (1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)

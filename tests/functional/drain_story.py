@@ -74,6 +74,9 @@ def tell(op: Runs) -> None:
     assert service.disabled_reason.startswith(f"consolidator: drained by plan {plan['id']}")
     assert nova.power()["c1"] == "off"
     rows = journal_of(op, plan["id"])
+    # 'apply --yes' of the proposed drain plan is journaled first, as applied unapproved
+    assert rows[0] == ("approve", plan["id"], "succeeded")
+    rows = rows[1:]
     assert rows[0] == ("disable", "c1", "succeeded")    # before the first migration
     assert sorted(r[1] for r in rows if r[0] == "migrate") == ["a0", "a1", "a2"]
     assert all(r[2] == "succeeded" for r in rows if r[0] == "migrate")

@@ -148,7 +148,7 @@ def apply_until_one_migrated(op: Operator) -> tuple[dict, object, subprocess.Pop
     plan = op.plan()
     engine = make_engine(op.db_url)
     proc = op.popen("apply", plan["id"], "--max-parallel", "1")
-    wait_until(lambda: any(e.state == journal.SUCCEEDED
+    wait_until(lambda: any(e.state == journal.SUCCEEDED and e.action == "migrate"
                            for e in journal.entries(engine, plan_id=plan["id"])),
                "the first migration to succeed")
     return plan, engine, proc

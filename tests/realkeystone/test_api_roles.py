@@ -12,7 +12,7 @@ import pytest
 
 from consolidator.app.snapshots import record_snapshot
 from tests.functional.api_world import ApiWorld, api_world
-from tests.functional.test_api_roles import CASES, IDS, RANK, Case, ask
+from tests.functional.test_api_roles import CASES, IDS, Case, ask, check_role
 from tests.functional.waits import wait_until
 from tests.realkeystone.served import RealKeystone
 
@@ -43,12 +43,7 @@ def world(real_keystone: RealKeystone,
 @pytest.mark.parametrize("persona", ["reader", "operator", "admin"])
 def test_each_role_is_refused_below_the_rule_and_served_at_it(world: ApiWorld, case: Case,
                                                               persona: str) -> None:
-    path, body, headers = ask(world, case)
-    answer = world.call(case.method, path, persona=persona, body=body, headers=headers)
-    if RANK[persona] >= RANK[case.least]:
-        assert answer.status_code == case.success, answer.get_data(as_text=True)
-    else:
-        assert answer.status_code == 403, answer.get_data(as_text=True)
+    check_role(world, case, persona)
 
 
 def test_no_token_and_an_expired_token_are_401(world: ApiWorld) -> None:

@@ -27,6 +27,8 @@ EXTRA_ONLY = {
     "tests/realnova/": "realnova",
     "consolidator/emulators/realkeystone/": "realkeystone",
     "tests/realkeystone/": "realkeystone",
+    "consolidator/api/": "api",
+    "consolidator/cli/api.py": "api",
 }
 #: Import names that are no distribution's (the project's own, and the test helpers').
 OWN = {"consolidator", "tests"}
