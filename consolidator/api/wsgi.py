@@ -23,8 +23,9 @@ Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def make_app(ctx: AppContext, *, service_auth: dict[str, Any] | None = None) -> Wsgi:
-    """The API for a context: its config's [api] and [oslo_policy], its cloud's Keystone
-    (service_auth: the auth_token credentials, when not from clouds.yaml)."""
+    """The API, with its dashboard under /dashboard, for a context: its config's [api] and
+    [oslo_policy], its cloud's Keystone (service_auth: the auth_token credentials, when not
+    from clouds.yaml)."""
     from keystonemiddleware import auth_token
 
     # auth_token warns of the auth plugin's options it passes on, and at INFO logs
@@ -49,7 +50,10 @@ def make_app(ctx: AppContext, *, service_auth: dict[str, Any] | None = None) -> 
     middleware_conf = {**token_validation_conf(ctx, settings, service_auth),
                        "delay_auth_decision": True,
                        "oslo_config_config": conf}
-    return RequestIds(auth_token.AuthProtocol(flask_app.wsgi_app, middleware_conf))
+    api = RequestIds(auth_token.AuthProtocol(flask_app.wsgi_app, middleware_conf))
+    from consolidator.api.dashboard.serve import with_dashboard
+
+    return with_dashboard(ctx, api, service_auth)     # the dashboard under /dashboard
 
 
 class RequestIds:

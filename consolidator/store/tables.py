@@ -243,7 +243,7 @@ metric_totals = Table(
     Column("updated_at", UTCDateTime(), nullable=False),
 )
 
-# Work asked through the API and carried out by the daemon holding the lease (revision 0012).
+# Work asked through the API and carried out by the daemon holding the lease (revision 0011).
 jobs = Table(
     "jobs", metadata,
     Column("id", ID, primary_key=True),

@@ -25,17 +25,16 @@ from tests.functional.prometheus_server import free_port
 from tests.functional.waits import stop_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Serves consolidator.api.wsgi.make_app with the dashboard mounted, as the API process does.
+#: Serves consolidator.api.wsgi.make_app (the API with its dashboard), as the API process does.
 SERVER = """
 import json, os, sys, waitress
-from consolidator.api.dashboard.serve import with_dashboard
 from consolidator.api.wsgi import make_app
 from consolidator.app.context import AppContext
 ctx = AppContext(config_file=sys.argv[1], cloud="fake",
                  db_url=os.environ["CONSOLIDATOR_DB_URL"])
 auth = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None   # another Keystone's
 # As behind a TLS proxy on this host: waitress trusts its X-Forwarded-Proto.
-waitress.serve(with_dashboard(ctx, make_app(ctx, service_auth=auth), auth),
+waitress.serve(make_app(ctx, service_auth=auth),
                host="127.0.0.1", port=int(sys.argv[2]),
                threads=4, _quiet=True, trusted_proxy="127.0.0.1",
                trusted_proxy_headers="x-forwarded-proto")
