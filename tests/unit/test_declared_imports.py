@@ -29,6 +29,7 @@ EXTRA_ONLY = {
     "tests/realkeystone/": "realkeystone",
     "consolidator/api/": "api",
     "consolidator/cli/api.py": "api",
+    "consolidator/osc/": "osc",
 }
 #: Import names that are no distribution's (the project's own, and the test helpers').
 OWN = {"consolidator", "tests"}
