@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from consolidator.core.model import Cluster, Host
     from consolidator.execution.gate import Gate
     from consolidator.execution.host_power import GuardedPower
-    from consolidator.execution.move_checks import MoveChecks
     from consolidator.execution.nova_port import NovaPort
     from consolidator.execution.progress import MigrationListener, ProgressListener
     from consolidator.power.driver import PowerDriver
@@ -70,6 +69,15 @@ class Outcome:
                     or self.interrupted)
 
 
+class StartCheck(Protocol):
+    """The check a move asks right before it starts (execution/move_checks.py's MoveChecks;
+    a protocol here, so that the steps need not import the checks that import them)."""
+
+    def at_start(self, move: Move) -> str | None:
+        """Why the move may not start now, or None."""
+        ...
+
+
 class Run(Protocol):
     """What the executor's parts (its steps and checks) share of one run: the cloud, the
     gate and guarded power path, the lease, and the run's stop and bookkeeping."""
@@ -83,8 +91,12 @@ class Run(Protocol):
     report: Reporter
     hosts: dict[str, Host]
     gate: Gate
-    #: The checks of its moves (each wave's, and each move's as it starts).
-    checks: MoveChecks
+
+    @property
+    def checks(self) -> StartCheck:
+        """The checks of its moves (each wave's, and each move's as it starts)."""
+        ...
+
     guarded: GuardedPower
     guard: Guard | None
     stop: threading.Event
