@@ -21,6 +21,7 @@ violation is counted and the run goes on.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import tempfile
@@ -103,7 +104,8 @@ class SafetyMachine(RuleBasedStateMachine):
             STATS["faults"].update(self.world.faults)
             STATS["actions"].update(self.world.actions)
             STATS["samples"] += self.world.samples
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            if not os.environ.get("SAFETY_FUZZ_KEEP"):     # keep the worlds to look into
+                shutil.rmtree(self.tmp, ignore_errors=True)
 
     def report(self, found: list[Any]) -> None:
         """Count violations; fail the example (the test) or go on (the bench)."""
@@ -279,8 +281,11 @@ class SafetyMachine(RuleBasedStateMachine):
             self.world.create_server(host)
 
     def do_boot_forced(self) -> None:
-        """An admin boots a server onto any host, disabled ones included (a forced host)."""
-        self.world.boot_forced(self.pick(HOSTS))
+        """An admin boots a server onto any host that is up, disabled ones included, those
+        consolidator is shutting down too (a forced host)."""
+        hosts = self.world.facts().hosts
+        self.world.boot_forced(self.pick([h for h in HOSTS if hosts[h]["power"] == "on"]
+                                         or HOSTS))
 
     def do_delete_server(self) -> None:
         """A user deletes one of the servers."""

@@ -659,12 +659,14 @@ backoff = 0
             headers={"Content-Type": "application/json", "X-Auth-Token": self._token(),
                      "OpenStack-API-Version": "compute 2.74"})
         self.actions["admin boots on a forced host"] += 1
+        note = ""
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:
                 status = resp.status
         except urllib.error.HTTPError as exc:
             status = exc.code
-        note = ", its shutdown under way" if late else ""
+            note = f": {exc.read()[:200]!r}"
+        note = (", its shutdown under way" if late else "") + (note if status != 202 else "")
         self.say(f"admin boots {name} on {host} (forced{note}) -> {status}")
         if status == 202:
             self.known.servers.add(name)
@@ -862,8 +864,15 @@ backoff = 0
         with self._watch_lock:
             self.sample()
             now = self.facts()
-            return self.record(inv.check_settled(now, self.known, self.store.host_states()),
-                               at=f"settled after {self.step}")
+            found = self.record(inv.check_settled(now, self.known, self.store.host_states()),
+                                at=f"settled after {self.step}")
+        for host in sorted({h for h in HOSTS for v in found
+                            if re.search(rf"\b{h}\b", v.detail)}):
+            self.say(f"  {host}'s recorded states: " + "; ".join(
+                f"{r[0]}: {r[1]} -> {r[2]} by {r[3]} ({r[4]})" for r in self.store.rows(
+                    "SELECT cloud, before, after, actor, why FROM host_state_changes WHERE "
+                    "host = :host ORDER BY id", host=host)))
+        return found
 
     def record(self, found: list[inv.Violation], at: str = "") -> list[inv.Violation]:
         """Keep the violations not seen before (by what they are, not when); return them."""
