@@ -154,9 +154,9 @@ class Known:
     powered_off: set[str] = field(default_factory=set)
     #: The reason the operator gave each host they disabled (it must stay theirs).
     operator_reason: dict[str, str] = field(default_factory=dict)
-    #: Servers forced onto a host whose shutdown was already under way (the admin's race,
-    #: not consolidator's doing).
-    forced_late: set[str] = field(default_factory=set)
+    #: Servers an admin forced onto a host whose shutdown was already under way, and that
+    #: host (the admin's race, not consolidator's doing), until the race is over.
+    forced_late: dict[str, str] = field(default_factory=dict)
 
     def protected(self) -> dict[str, str]:
         """Each host consolidator must not enable, power on or give work, and why."""
@@ -178,12 +178,12 @@ class Known:
 def off_host_holds_server(now: Facts, known: Known | None = None) -> list[Violation]:
     """No powered-off host holds a server (but one the admin forced onto it while its
     shutdown was already under way)."""
-    late = known.forced_late if known is not None else set()
+    late = known.forced_late if known is not None else {}
     return [Violation("off_host_holds_server",
                       f"{host} is off and holds {', '.join(sorted(on))}")
             for host, rec in sorted(now.hosts.items()) if rec["power"] == "off"
             for on in [[n for n, s in now.servers.items() if s["host"] == host
-                        and n not in late]] if on]
+                        and late.get(n) != host]] if on]
 
 
 def instance_lost(now: Facts, known: Known) -> list[Violation]:

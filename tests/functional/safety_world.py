@@ -19,6 +19,7 @@ checks the invariants of tests/functional/safety_invariants.py and returns what 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import os
@@ -598,6 +599,8 @@ backoff = 0
         if rec is None:
             return 404
         self.known.placed_by_others[server] = dest
+        if self._shutting_down(dest):
+            self.known.forced_late[server] = dest
         status = self._nova("POST", f"/servers/{rec.id}/action", {"os-migrateLive": {
             "host": dest, "block_migration": "auto", "force": True}}, "2.30")
         self.actions["admin migrate"] += 1
@@ -606,6 +609,7 @@ backoff = 0
             self.by_others(server)
         else:
             self.known.placed_by_others.pop(server, None)
+            self.known.forced_late.pop(server, None)
         return status
 
     def create_server(self, host: str) -> bool:
@@ -644,14 +648,10 @@ backoff = 0
         self.created += 1
         name = f"f{self.created}"
         zone = "east" if host in OUT_OF_SCOPE else "west"
-        assert self.cloud.bmcs is not None
-        powering_off = [r for r in self.facts().journal
-                        if r.target == host and r.action == "power_off"
-                        and r.state in ("running", "unconfirmed")]
-        late = host in self.cloud.bmcs.power.shutting_down() or bool(powering_off)
+        late = self._shutting_down(host)
         self.known.placed_by_others[name] = host
         if late:
-            self.known.forced_late.add(name)
+            self.known.forced_late[name] = host
         body = {"server": {"name": name, "flavorRef": "c2-m1024-d10", "imageRef": "cirros",
                            "networks": "none", "availability_zone": f"{zone}:{host}"}}
         req = urllib.request.Request(
@@ -672,8 +672,16 @@ backoff = 0
             self.known.servers.add(name)
             self.by_others(name)
         else:
-            self.known.forced_late.discard(name)
+            self.known.forced_late.pop(name, None)
         return status
+
+    def _shutting_down(self, host: str) -> bool:
+        """Whether the host's shutdown is under way: its BMC is shutting it down, or a
+        power-off of it is journaled as running or unconfirmed."""
+        assert self.cloud.bmcs is not None
+        return host in self.cloud.bmcs.power.shutting_down() or any(
+            r.target == host and r.action == "power_off"
+            and r.state in ("running", "unconfirmed") for r in self.facts().journal)
 
     def delete_server(self, name: str) -> bool:
         """A user deletes a server."""
@@ -898,7 +906,9 @@ backoff = 0
                 self.sample()
             now = self.facts()
             assert self.last is not None
-            self.record(inv.check_step(self.last, now, self.known, settled=settled),
+            # Once settled, the admin's race is no excuse: a rescue had its time.
+            known = dataclasses.replace(self.known, forced_late={}) if settled else self.known
+            self.record(inv.check_step(self.last, now, known, settled=settled),
                         at=f"end of {self.step}")
             self.last = now
             self.known.asked_on = set()
@@ -906,6 +916,10 @@ backoff = 0
             self.known.placed_by_others = {
                 n: h for n, h in self.known.placed_by_others.items()
                 if now.servers.get(n, {}).get("host") != h}
+            self.known.forced_late = {     # the admin's race is over once the host is on
+                n: h for n, h in self.known.forced_late.items()
+                if n in now.servers and (now.hosts[h]["power"] == "off"
+                                         or self._shutting_down(h))}
         return self.violations[first:]
 
 
