@@ -346,9 +346,10 @@ class SafetyMachine(RuleBasedStateMachine):
         self.world.slow_shutdowns(self.pick([1.0, 3.0]))
 
     def do_long_shutdowns(self) -> None:
-        """Graceful shutdowns take longer than [executor] power_timeout."""
-        self.world.slow_shutdowns(self.world.power_timeout
-                                  + self.pick([1.0, 3.0]))
+        """Graceful shutdowns take longer than [executor] power_timeout, and a power-on
+        does not cancel one under way (the operating system is already going down)."""
+        self.world.slow_shutdowns(self.world.power_timeout + self.pick([1.0, 3.0]))
+        self.world.shutdowns_not_cancelled()
 
     def do_clear_faults(self) -> None:
         """Every BMC and cloud fault ends."""

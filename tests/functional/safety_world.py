@@ -772,6 +772,13 @@ backoff = 0
                     else "slow graceful shutdown"] += 1
         self.say(f"fault: graceful shutdowns take {seconds} s")
 
+    def shutdowns_not_cancelled(self) -> None:
+        """A power-on during a graceful shutdown no longer cancels it, on every host (the
+        operating system is going down, as on real hardware)."""
+        for host in HOSTS:
+            self.cloud.add_fault({"type": "bmc_shutdown_not_cancelled", "host": host})
+        self.say("fault: a power-on no longer cancels a graceful shutdown")
+
     def migration_fault(self, kind: str, server: str) -> None:
         """The next live migration of this server fails, hangs or lands on another host
         (kind: fails, hangs, lands_elsewhere)."""
@@ -833,12 +840,27 @@ backoff = 0
         deadline = time.monotonic() + timeout
         assert self.cloud.bmcs is not None and self.store is not None
         while time.monotonic() < deadline:
-            busy = (self.running() or self.facts().migrating
+            busy = (self.running() or self.facts().migrating > len(self.hung())
                     or self.cloud.bmcs.power.shutting_down() or self.store.busy())
             if not busy:
                 return True
             time.sleep(0.05)
         return False
+
+    def hung(self) -> list[Any]:
+        """The live migrations a fault keeps running for ever (nobody aborted them)."""
+        with self.cloud.state.locked():
+            return [(self.cloud.state.servers[m.server_id].id, m.id)
+                    for m in self.cloud.state.migrations
+                    if m.fault == "hangs" and m.in_progress]
+
+    def abort_hung(self) -> None:
+        """The operator aborts each migration left hanging (nova live-migration-abort)."""
+        for server_id, mid in self.hung():
+            status = self._nova("DELETE", f"/servers/{server_id}/migrations/{mid}", None,
+                                "2.24")
+            self.actions["operator aborts a hung migration"] += 1
+            self.say(f"operator aborts migration {mid} of {server_id} -> {status}")
 
     def settle_as_operator(self, rounds: int = 3) -> bool:
         """What an operator does before walking away: every fault ends, nothing runs, an
@@ -848,11 +870,14 @@ backoff = 0
         self.slow_webhook(0.0)
         self.alias, self.skew = NAMES[0], 0.0
         self.settle()
+        self.abort_hung()
+        self.settle()
         assert self.store is not None
         for (plan_id,) in self.store.rows("SELECT id FROM plans WHERE status IN "
                                           "('running', 'interrupted')"):
             self.cli("apply", plan_id, "--resume")
             self.settle()
+            self.abort_hung()
         for _ in range(rounds):
             before = self._shape()
             self.daemon_once()

@@ -549,3 +549,20 @@ def test_a_boot_with_host_is_checked_by_the_scheduler(cloud: FakeCloud, conn: An
     assert _boot(cloud, conn, "nowhere-1", "2.74", availability_zone="nova:dark"
                  ).status_code == 400       # powered off: its nova-compute is down
     assert "asked-1" not in by_name(conn) and "nowhere-1" not in by_name(conn)
+
+
+@pytest.mark.parametrize("fault", [False, True], ids=["cancelled", "not-cancelled"])
+def test_a_power_on_during_a_graceful_shutdown_cancels_it_unless_a_fault_says_not(
+        fault: bool) -> None:
+    with make_cloud(bmc=True, bmc_graceful_delay_s=0.3) as cloud:
+        assert cloud.bmcs is not None
+        if fault:
+            cloud.add_fault({"type": "bmc_shutdown_not_cancelled", "host": "c1"})
+        cloud.bmcs.power.graceful_off("c1")
+        assert cloud.bmcs.power.shutting_down() == ["c1"]
+        cloud.bmcs.power.on("c1")
+        if fault:      # the OS is going down: the host still ends off
+            wait_for(lambda: cloud.power("c1") == "off")
+        else:
+            assert cloud.bmcs.power.shutting_down() == []
+            assert cloud.power("c1") == "on"

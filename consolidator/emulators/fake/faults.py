@@ -25,6 +25,7 @@ FAULT_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "bmc_no_power_reading": (frozenset({"host"}), frozenset()),
     "bmc_shutdown_held": (frozenset({"host"}), frozenset()),
     "bmc_vanishes_after_off": (frozenset({"host"}), frozenset()),
+    "bmc_shutdown_not_cancelled": (frozenset({"host"}), frozenset()),
 }
 
 
