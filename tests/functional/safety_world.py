@@ -286,8 +286,15 @@ backoff = 0
     def _migration_seen(self, moment: str, mig: Any) -> None:
         """The cloud's word that a migration is requested or starts (under its lock): one
         consolidator asked for onto a host whose BMC reads off or is shutting down breaks
-        migration_onto_off_host (an admin's forced one is theirs)."""
-        if mig.forced or mig.dest is None:
+        migration_onto_off_host (an admin's forced one is theirs). One a fault lands on
+        another host is placed there by Nova, not by consolidator."""
+        if mig.dest is None:
+            return
+        if moment == "started" and mig.fault == "elsewhere":   # Nova's choice, not ours
+            server = self.cloud.state.servers[mig.server_id].name
+            self.known.placed_by_others[server] = mig.dest
+            self.by_others(server)
+        if mig.forced:
             return
         assert self.cloud.bmcs is not None
         dest = self.cloud.state.hosts[mig.dest]

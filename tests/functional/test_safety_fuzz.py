@@ -24,7 +24,7 @@ from tests.functional.safety_machine import CONFIG, SafetyMachine
 pytestmark = pytest.mark.slow
 
 CI_SEED = 45
-CI_MIN_STEPS = 16
+CI_MIN_STEPS = 12
 _SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 settings.register_profile(
     "ci", max_examples=2, stateful_step_count=CI_MIN_STEPS, deadline=None, database=None,
