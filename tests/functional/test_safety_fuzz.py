@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, seed, settings
@@ -20,6 +21,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import run_state_machine_as_test
 
 from tests.functional.safety_machine import CONFIG, SafetyMachine
+from tests.functional.safety_world import World
 
 pytestmark = pytest.mark.slow
 
@@ -56,3 +58,21 @@ def test_every_actor_and_fault_keeps_the_invariants() -> None:
         raise
     finally:
         CONFIG["log"] = None
+
+
+def test_hosts_a_failed_plan_left_on_are_recorded_in_service_again(tmp_path: Path) -> None:
+    """Found by the randomized test (seed 45): a plan empties c3 and c4, but d0's migration
+    lands on c4 (Nova's choice); the plan fails and powers neither off. Both stay on and
+    enabled, so their recorded state is 'in service' again, not 'emptying' for ever."""
+    with World(tmp_path / "world") as world:
+        plan = world.plan()
+        assert plan is not None
+        world.migration_fault("lands_elsewhere", "d0")
+        assert world.apply(plan).code != 0
+        hosts = world.facts().hosts
+        left = {h for h in ("c3", "c4") if hosts[h]["power"] == "on"}
+        assert left == {"c3", "c4"}
+        recorded = world.store.host_states()          # type: ignore[union-attr]
+        assert {h: recorded.get(("fake", h)) for h in left} == {
+            h: "in service" for h in left}
+        assert world.check_settled() == []
