@@ -249,6 +249,8 @@ class Timeline:
         self.seen: dict[int, Seen] = {}
         self.last = 0.0
         self.reported: set[tuple[int, int]] = set()
+        self.renewed: dict[tuple[str, str, str], float] = {}
+        self.lease_pairs: set[tuple[str, ...]] = set()
 
     def update(self, at: float, rows: list[Row]) -> None:
         """The journal rows read at `at` (the previous read was at self.last)."""
@@ -263,6 +265,32 @@ class Timeline:
             if row.state != "running" and seen.ended_by is None:
                 seen.ended_after, seen.ended_by = self.last, at
         self.last = at
+
+    def update_leases(self, at: float, leases: list[tuple[str, str, str]], ttl: float
+                      ) -> list[Violation]:
+        """The executor leases read at `at` (name, holder, expiry as written): a lease whose
+        row changed within the last `ttl` seconds (on the watcher's clock) is being renewed
+        by a live holder. Two such leases of the cloud (under any names) held by two holders
+        at once are two actors."""
+        live = {}
+        for name, holder, expires in leases:
+            if not holder:          # released
+                continue
+            key = (name, holder, expires)
+            if key not in self.renewed:
+                self.renewed[key] = at
+            if at - self.renewed[key] <= ttl:
+                live[name] = holder
+        out = []
+        holders = sorted(set(live.values()))
+        if len(holders) > 1:
+            pair = tuple(holders)
+            if pair not in self.lease_pairs:
+                self.lease_pairs.add(pair)
+                out.append(Violation("two_actors", "leases " + ", ".join(
+                    f"{n} (holder {h})" for n, h in sorted(live.items()))
+                    + " of one cloud are held at once"))
+        return out
 
     def two_actors(self) -> list[Violation]:
         """A row of one lease holder that succeeded, while a row of another holder (of any

@@ -68,6 +68,11 @@ class Store:
         return self.rows(f"SELECT {JOURNAL_COLUMNS} FROM journal WHERE id > :since "
                          f"OR state = 'running' ORDER BY id", since=since)
 
+    def leases(self) -> list[tuple[str, str, str]]:
+        """Each executor lease: (name, holder, expires_at as text)."""
+        return [(r[0], r[1], str(r[2])) for r in self.rows(
+            "SELECT name, holder, expires_at FROM leases WHERE name LIKE 'executor:%'")]
+
     def host_states(self) -> dict[tuple[str, str], str]:
         """Each recorded host state, by (cloud name it was recorded under, host)."""
         return {(r[0], r[1]): r[2] for r in

@@ -277,6 +277,8 @@ backoff = 0
             now = inv.Facts.of(self.cloud.state.summary(), rows)
             self.timeline.update(at, rows)
             found = self.timeline.two_actors()
+            assert self.store is not None
+            found += self.timeline.update_leases(at, self.store.leases(), LEASE_TTL)
             if self._sample is not None:
                 found += inv.moment(self._sample, now, self.known)
             self._sample = now
