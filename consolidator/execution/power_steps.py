@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from consolidator.core import host_gate as hg
 from consolidator.core.demand import not_low_for_long
+from consolidator.core.errors import ConsolidatorError
 from consolidator.core.maintenance import drain_reason
 from consolidator.core.plan import StoredPlan
 from consolidator.execution.bmc_preflight import preflight
@@ -139,6 +140,26 @@ class HostSteps:
                 outcome.left_on[host] = reason
             else:
                 outcome.not_on[host] = f"{not_on}: {reason}"
+        self._back_in_service(plan, outcome)
+
+    def _back_in_service(self, plan: StoredPlan, outcome: Outcome) -> None:
+        """A host the plan meant to empty and left on, still enabled, is in service again:
+        its recorded 'emptying' would otherwise outlive the plan (issue 45)."""
+        run = self.run
+        left = [h for h in outcome.left_on if h in plan.draft.power_off and h in run.hosts
+                and (rec := host_states.recorded(run.engine, run.cloud, h)) is not None
+                and rec.state == hg.EMPTYING]
+        if not left:
+            return
+        try:
+            services = run.nova.services()
+        except ConsolidatorError:      # the state stays as it is; nothing is acted on
+            return
+        for name in left:
+            if (services.get(run.hosts[name].compute_host) or {}).get("status") == "enabled":
+                run.gate.record(name, hg.IN_SERVICE,
+                                f"left on and enabled by plan {plan.id}: "
+                                f"{outcome.left_on[name]}")
 
     def _not_on(self, name: str) -> str | None:
         """After a power-off that did not end cleanly: why the host may not be on (its BMC

@@ -22,10 +22,19 @@ INVARIANTS = (
     "instance_stuck",              # none is left in ERROR or MIGRATING once settled
     "protected_host_touched",      # held, drained, out-of-scope, excluded: not enabled,
                                    # powered on or given work by consolidator
-    "two_actors",                  # never two executors acting at once
+    "two_actors",                  # never two lease holders acting at once (every lease of
+                                   # the cloud, whatever name; migrations too), seen on the
+                                   # watcher's one clock
     "journal_unexplained",         # every change of a host's service or power is journaled
     "rollback_incomplete",         # rollback restores what consolidator moved, may move
     "pinned_moved",                # consolidator never migrates a pinned server
+    "migration_onto_off_host",     # no migration starts onto a host whose BMC reads off or
+                                   # whose shutdown is pending
+    "protected_host_disabled",     # no held, drained, out-of-scope or excluded host, nor one
+                                   # the operator powered off, is disabled or powered off by
+                                   # consolidator; no operator's disabled reason is replaced
+    "recorded_state_mismatch",     # once settled, each recorded host state matches the cloud
+    "idle_disabled_host",          # once settled, no host is left disabled, on and empty
 )
 
 #: Journal actions that change a host's service or its power.
@@ -40,9 +49,16 @@ class Violation:
 
     invariant: str
     detail: str
+    #: When it was seen: the step and the moment within it ("" between steps).
+    at: str = ""
+
+    @property
+    def key(self) -> str:
+        """What it is, without when: a violation seen again is not counted again."""
+        return f"{self.invariant}: {self.detail}"
 
     def __str__(self) -> str:
-        return f"{self.invariant}: {self.detail}"
+        return self.key + (f" [{self.at}]" if self.at else "")
 
 
 @dataclass(frozen=True)
@@ -73,30 +89,42 @@ class Facts:
     journal: list[Row]
 
     @classmethod
-    def read(cls, state: dict[str, Any], db_path: str) -> Facts:
-        """From the fake cloud's summary and the SQLite database at db_path."""
+    def read(cls, state: dict[str, Any], store: Any) -> Facts:
+        """From the fake cloud's summary and the store (tests/functional/safety_store.py;
+        or the path of a SQLite file)."""
+        return cls.of(state, read_journal(store))
+
+    @classmethod
+    def of(cls, state: dict[str, Any], journal: list[Row]) -> Facts:
+        """From the fake cloud's summary and journal rows already read."""
         migrating = sum(1 for m in state["migrations"]
                         if m["status"] in ("queued", "preparing", "running", "post-migrating"))
         return cls(hosts=state["hosts"], servers=state["servers"], migrating=migrating,
-                   journal=read_journal(db_path))
+                   journal=journal)
 
     def where(self) -> dict[str, str]:
         """Each server's host."""
         return {name: s["host"] for name, s in self.servers.items()}
 
 
-def read_journal(db_path: str) -> list[Row]:
-    """Every journal row, oldest first, read without the product's code."""
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=60)
-    try:
-        cur = conn.execute("SELECT id, plan_id, action, target, params, state, created_at, "
-                           "started_at, finished_at, result, lease_holder, lease_generation "
-                           "FROM journal ORDER BY id")
-        return [Row(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5], str(r[6]),
-                    None if r[7] is None else str(r[7]), None if r[8] is None else str(r[8]),
-                    r[9], r[10], r[11]) for r in cur.fetchall()]
-    finally:
-        conn.close()
+def read_journal(store: Any, since: int = 0) -> list[Row]:
+    """Journal rows (with an id above `since`, or still running), oldest first, read without
+    the product's code, from a store (safety_store.py) or a SQLite file's path."""
+    if isinstance(store, str):
+        conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=60)
+        try:
+            raw = conn.execute("SELECT id, plan_id, action, target, params, state, "
+                               "created_at, started_at, finished_at, result, lease_holder, "
+                               "lease_generation FROM journal WHERE id > ? OR "
+                               "state = 'running' ORDER BY id", (since,)).fetchall()
+        finally:
+            conn.close()
+    else:
+        raw = store.journal(since)
+    return [Row(r[0], r[1], r[2], r[3],
+                r[4] if isinstance(r[4], dict) else json.loads(r[4] or "{}"), r[5],
+                str(r[6]), None if r[7] is None else str(r[7]),
+                None if r[8] is None else str(r[8]), r[9], r[10], r[11]) for r in raw]
 
 
 @dataclass
@@ -120,6 +148,15 @@ class Known:
     placed_by_others: dict[str, str] = field(default_factory=dict)
     #: Hosts the operator asked to power on ('hosts power on HOST') since the last check.
     asked_on: set[str] = field(default_factory=set)
+    #: Hosts the operator acted on in the step under way (its own service or power change).
+    operator_acts: set[str] = field(default_factory=set)
+    #: Hosts the operator powered off ('hosts power off HOST'): held until 'hosts power on'.
+    powered_off: set[str] = field(default_factory=set)
+    #: The reason the operator gave each host they disabled (it must stay theirs).
+    operator_reason: dict[str, str] = field(default_factory=dict)
+    #: Servers an admin forced onto a host whose shutdown was already under way, and that
+    #: host (the admin's race, not consolidator's doing), until the race is over.
+    forced_late: dict[str, str] = field(default_factory=dict)
 
     def protected(self) -> dict[str, str]:
         """Each host consolidator must not enable, power on or give work, and why."""
@@ -129,13 +166,24 @@ class Known:
         out.update({h: "held by the operator" for h in self.held})
         return out
 
+    def kept_off(self) -> dict[str, str]:
+        """Each host consolidator must not disable or power off, and why: the protected
+        ones, and those the operator powered off themselves."""
+        out = self.protected()
+        out.update({h: "powered off by the operator" for h in self.powered_off
+                    if h not in out})
+        return out
 
-def off_host_holds_server(now: Facts) -> list[Violation]:
-    """No powered-off host holds a server."""
+
+def off_host_holds_server(now: Facts, known: Known | None = None) -> list[Violation]:
+    """No powered-off host holds a server (but one the admin forced onto it while its
+    shutdown was already under way)."""
+    late = known.forced_late if known is not None else {}
     return [Violation("off_host_holds_server",
                       f"{host} is off and holds {', '.join(sorted(on))}")
             for host, rec in sorted(now.hosts.items()) if rec["power"] == "off"
-            for on in [[n for n, s in now.servers.items() if s["host"] == host]] if on]
+            for on in [[n for n, s in now.servers.items() if s["host"] == host
+                        and late.get(n) != host]] if on]
 
 
 def instance_lost(now: Facts, known: Known) -> list[Violation]:
@@ -177,26 +225,94 @@ def protected_host_touched(before: Facts, now: Facts, known: Known) -> list[Viol
     return out
 
 
-def two_actors(now: Facts) -> list[Violation]:
-    """No service or power action of one lease holder ended done after another holder of a
-    newer lease generation had started acting: two executors acted at once."""
-    rows = [r for r in now.journal if r.action in ACTING and r.lease_holder
-            and r.started_at and r.state != "skipped"]
-    out = []
-    for old in rows:
-        if old.state != "succeeded" or not old.finished_at:
-            continue
-        for new in rows:
-            if (new.lease_holder != old.lease_holder and new.id > old.id
-                    and (new.lease_generation or 0) > (old.lease_generation or 0)
-                    and old.started_at < new.started_at < old.finished_at):   # type: ignore
-                out.append(Violation("two_actors", (
-                    f"journal row {old.id} ({old.action} {old.target}, holder "
-                    f"{old.lease_holder} gen {old.lease_generation}) finished after row "
-                    f"{new.id} ({new.action} {new.target}, gen {new.lease_generation}) "
-                    f"started")))
-                break
-    return out
+#: Journal actions that act on the cloud, for two_actors: service, power and migrations.
+TWO_ACTORS_ACTIONS = ACTING + ("migrate", "abort_migration", "force_complete")
+
+
+@dataclass
+class Seen:
+    """When the watcher saw one journal row run, on its own clock: it began after
+    `began_after` and by `began_by`, and ended after `ended_after` and by `ended_by`."""
+
+    row: Row
+    began_after: float
+    began_by: float
+    ended_after: float | None = None
+    ended_by: float | None = None
+
+
+class Timeline:
+    """Every acting journal row (service, power, migration) of every lease holder, with when
+    the watcher saw it begin and end: one clock for all processes, whatever theirs say."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, Seen] = {}
+        self.last = 0.0
+        self.reported: set[tuple[int, int]] = set()
+        self.renewed: dict[tuple[str, str, str], float] = {}
+        self.lease_pairs: set[tuple[str, ...]] = set()
+
+    def update(self, at: float, rows: list[Row]) -> None:
+        """The journal rows read at `at` (the previous read was at self.last)."""
+        for row in rows:
+            if row.action not in TWO_ACTORS_ACTIONS or not row.lease_holder \
+                    or row.state == "skipped":
+                continue
+            seen = self.seen.get(row.id)
+            if seen is None:
+                seen = self.seen[row.id] = Seen(row, self.last, at)
+            seen.row = row
+            if row.state != "running" and seen.ended_by is None:
+                seen.ended_after, seen.ended_by = self.last, at
+        self.last = at
+
+    def update_leases(self, at: float, leases: list[tuple[str, str, str]], ttl: float
+                      ) -> list[Violation]:
+        """The executor leases read at `at` (name, holder, expiry as written): a lease whose
+        row changed within the last `ttl` seconds (on the watcher's clock) is being renewed
+        by a live holder. Two such leases of the cloud (under any names) held by two holders
+        at once are two actors."""
+        live = {}
+        for name, holder, expires in leases:
+            if not holder:          # released
+                continue
+            key = (name, holder, expires)
+            if key not in self.renewed:
+                self.renewed[key] = at
+            if at - self.renewed[key] <= ttl:
+                live[name] = holder
+        out = []
+        holders = sorted(set(live.values()))
+        if len(holders) > 1:
+            pair = tuple(holders)
+            if pair not in self.lease_pairs:
+                self.lease_pairs.add(pair)
+                out.append(Violation("two_actors", "leases " + ", ".join(
+                    f"{n} (holder {h})" for n, h in sorted(live.items()))
+                    + " of one cloud are held at once"))
+        return out
+
+    def two_actors(self) -> list[Violation]:
+        """A row of one lease holder that succeeded, while a row of another holder (of any
+        lease of the cloud, whatever name it was taken under) surely began after it began
+        and before it ended: two actors acted at once."""
+        out = []
+        done = [s for s in self.seen.values() if s.row.state == "succeeded"
+                and s.ended_after is not None]
+        for old in done:
+            for new in self.seen.values():
+                pair = (old.row.id, new.row.id)
+                if (new.row.lease_holder != old.row.lease_holder and pair not in self.reported
+                        and old.began_by <= new.began_after
+                        and new.began_by <= (old.ended_after or 0.0)):
+                    self.reported.add(pair)
+                    out.append(Violation("two_actors", (
+                        f"journal row {old.row.id} ({old.row.action} {old.row.target}, "
+                        f"holder {old.row.lease_holder} gen {old.row.lease_generation}) ran "
+                        f"until it succeeded while row {new.row.id} ({new.row.action} "
+                        f"{new.row.target}, holder {new.row.lease_holder} gen "
+                        f"{new.row.lease_generation}) began")))
+        return out
 
 
 def _last(rows: list[Row], host: str, actions: tuple[str, ...]) -> Row | None:
@@ -266,10 +382,90 @@ def pinned_moved(now: Facts, known: Known) -> list[Violation]:
             and r.params.get("instance") in known.pinned]
 
 
+def protected_host_disabled(before: Facts, now: Facts, known: Known) -> list[Violation]:
+    """No host consolidator must keep its hands off (Known.kept_off) went from enabled to
+    disabled or from on to off, but by the operator's own action on it; no operator's
+    disabled reason was replaced."""
+    out = []
+    for host, why in sorted(known.kept_off().items()):
+        if host in known.operator_acts:
+            continue
+        was, rec = before.hosts[host], now.hosts[host]
+        if was["status"] == "enabled" and rec["status"] == "disabled":
+            out.append(Violation("protected_host_disabled",
+                                 f"{host} ({why}) was disabled ({rec.get('disabled_reason')!r})"))
+        if was["power"] == "on" and rec["power"] == "off":
+            out.append(Violation("protected_host_disabled", f"{host} ({why}) was powered off"))
+    for host, reason in sorted(known.operator_reason.items()):
+        rec = now.hosts[host]
+        if host not in known.operator_acts and rec["status"] == "disabled" \
+                and rec.get("disabled_reason") != reason:
+            out.append(Violation("protected_host_disabled",
+                                 f"{host}: the operator's reason {reason!r} was replaced by "
+                                 f"{rec.get('disabled_reason')!r}"))
+    return out
+
+
+def moment(before: Facts, now: Facts, known: Known) -> list[Violation]:
+    """What a sample taken while a step runs can show (the others need the step's end)."""
+    return (off_host_holds_server(now, known) + instance_lost(now, known)
+            + protected_host_disabled(before, now, known))
+
+
+#: Recorded host states (core/host_gate.py) and what the cloud must show once settled:
+#: (power, service status); None: any. The others (powering off, emptying, ...) are steps
+#: under way, which a settled world has none of.
+SETTLED_STATES: dict[str, tuple[str | None, str | None]] = {
+    "in service": ("on", "enabled"), "off": ("off", None), "held by the operator":
+    (None, "disabled"), "drained": (None, "disabled")}
+
+
+def recorded_state_mismatch(now: Facts, recorded: dict[tuple[str, str], str]
+                            ) -> list[Violation]:
+    """Once settled: each host state consolidator recorded (per cloud name it was recorded
+    under) is what the cloud shows."""
+    out = []
+    for (cloud, host), state in sorted(recorded.items()):
+        rec = now.hosts.get(host)
+        if rec is None:
+            continue
+        want = SETTLED_STATES.get(state)
+        shows = f"{rec['power']}, {rec['status']}"
+        if want is None:
+            out.append(Violation("recorded_state_mismatch",
+                                 f"{host} is recorded '{state}' under {cloud!r} once settled "
+                                 f"(the cloud shows {shows})"))
+        elif (want[0] not in (None, rec["power"])) or (want[1] not in (None, rec["status"])):
+            out.append(Violation("recorded_state_mismatch",
+                                 f"{host} is recorded '{state}' under {cloud!r}; the cloud "
+                                 f"shows {shows}"))
+    return out
+
+
+def idle_disabled_host(now: Facts, known: Known) -> list[Violation]:
+    """Once settled: no host is disabled, on and empty, but one the operator keeps so
+    (held, drained, disabled by them)."""
+    keeps = known.held | known.drained | {
+        h for h, (status, _) in known.operator_status.items() if status == "disabled"}
+    return [Violation("idle_disabled_host",
+                      f"{host} is disabled, on and empty ({rec.get('disabled_reason')!r})")
+            for host, rec in sorted(now.hosts.items())
+            if rec["status"] == "disabled" and rec["power"] == "on" and host not in keeps
+            and not any(s["host"] == host for s in now.servers.values())]
+
+
+def check_settled(now: Facts, known: Known, recorded: dict[tuple[str, str], str]
+                  ) -> list[Violation]:
+    """The invariants of a world the operator settled (nothing runs, the daemon is quiet)."""
+    return (instance_stuck(now) + recorded_state_mismatch(now, recorded)
+            + idle_disabled_host(now, known))
+
+
 def check_step(before: Facts, now: Facts, known: Known, *, settled: bool) -> list[Violation]:
     """Every invariant that one step can break (the settled ones only once settled)."""
-    found = (off_host_holds_server(now) + instance_lost(now, known)
-             + protected_host_touched(before, now, known) + two_actors(now)
+    found = (off_host_holds_server(now, known) + instance_lost(now, known)
+             + protected_host_disabled(before, now, known)
+             + protected_host_touched(before, now, known)
              + journal_unexplained(before, now, known) + pinned_moved(now, known))
     if settled:
         found += instance_stuck(now)

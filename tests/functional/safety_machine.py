@@ -1,124 +1,211 @@
-"""The randomized stateful test of issue 33: every actor and fault, interleaved at random.
+"""The randomized stateful safety test of issues 33 and 45: every actor and fault, drawn by
+weight and interleaved at random.
 
 ``SafetyMachine`` is a Hypothesis ``RuleBasedStateMachine`` over a ``World``
-(tests/functional/safety_world.py). Each rule is one actor (plan, approve, apply, apply
---resume, rollback, daemon --once, relief, the capacity watch, drain, undrain, hosts power,
-the operator, the admin, a user) or one fault (kill -9, SIGSTOP past the lease, BMC delay,
-vanish and refusal, slow shutdowns, a database lock, a slow webhook); after every rule the
-invariants of safety_invariants.py are checked. ``STATS`` counts steps, examples, faults and
-violations for tools/bench/safety_fuzz.py; with ``STOP_ON_VIOLATION`` unset (the bench) a
+(tests/functional/safety_world.py) with one rule: each step draws its kind from ``STEPS`` by
+weight (so no kind crowds the others out and each fault is drawn often enough to matter),
+then the kind's own choices. A step is an actor (plan, approve, apply, apply --resume,
+rollback, daemon --once, relief, the capacity watch, drain, undrain, hosts power, the
+operator, the admin's migration and forced boot, a user) or a fault (kill -9 or SIGSTOP of a
+running actor at a random moment, BMC delay, vanish and refusal, slow shutdowns and ones
+longer than power_timeout, migrations that fail, hang or land elsewhere, Nova and Placement
+5xx and timeouts, the store held or stopped, a slow webhook, an actor with its clock minutes
+off). Any actor may name the cloud by its second clouds.yaml name.
+
+The world's watcher checks the invariants every 50 ms while steps run; after every step
+they are checked again, and a world the operator settled gets the settled ones.
+``STATS`` counts steps, examples, faults, actions and violations for
+tools/bench/safety_fuzz.py; with ``CONFIG["stop_on_violation"]`` False (the bench) a
 violation is counted and the run goes on.
 """
 
 from __future__ import annotations
 
+import os
+import random
 import shutil
 import tempfile
+import time
 from collections import Counter
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    Bundle,
-    RuleBasedStateMachine,
-    initialize,
-    invariant,
-    precondition,
-    rule,
-)
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from tests.functional.safety_world import HOSTS, START, World
+from tests.functional.safety_world import HOSTS, NAMES, START, World
 
 #: Hosts consolidator may plan for (c5 is out of scope, c6 excluded).
 WORK_HOSTS = ("c1", "c2", "c3", "c4")
-hosts = st.sampled_from(HOSTS)
-work_hosts = st.sampled_from(WORK_HOSTS)
-servers = st.sampled_from(sorted(START))
+
+#: Each kind of step, and its weight in the draw.
+STEPS: tuple[tuple[str, int], ...] = (
+    # actors
+    ("plan", 3), ("approve", 3), ("apply", 5), ("plan_and_apply", 6), ("rollback", 5),
+    ("take_snapshot", 2), ("daemon_once", 5), ("relieve", 3), ("capacity_watch", 2),
+    ("drain", 4), ("undrain", 2), ("hosts_power", 5), ("operator", 4),
+    ("admin_migrate", 3), ("create_server", 2), ("boot_forced", 4), ("delete_server", 2),
+    ("settle", 3), ("calm", 1),
+    # faults
+    ("kill9", 5), ("pause_past_lease", 5), ("wake", 2), ("bmc_delay", 2), ("bmc_vanish", 2),
+    ("bmc_refuse", 2), ("slow_shutdowns", 2), ("long_shutdowns", 4), ("clear_faults", 2),
+    ("store_fault", 4), ("slow_webhook", 1), ("migration_fault", 10), ("api_fault", 8),
+    ("skewed_actor", 5),
+)
+_BOUNDS = list(accumulate(w for _, w in STEPS))
+#: How often an actor uses the cloud's second clouds.yaml name (one in N).
+SECOND_NAME_ONE_IN = 4
+#: The clock shifts (seconds) an actor with a skewed clock runs with.
+SKEWS = (-300.0, -120.0, 120.0, 300.0)
 
 #: Counted over a whole run (tools/bench reads them).
 STATS: dict[str, Any] = {"steps": 0, "examples": 0, "faults": Counter(),
-                         "violations": Counter(), "actions": Counter(), "first": {}}
-#: Fail the example at its first violation (the test); False: count and go on (the bench).
-CONFIG = {"stop_on_violation": True, "log": None}
+                         "violations": Counter(), "actions": Counter(), "first": {},
+                         "kinds": Counter(), "samples": 0}
+#: stop_on_violation: fail the example at its first violation (the test); False: count and
+#: go on (the bench). seed: mixed into each example's choices. log: a callable for each
+#: line of the world's log. store: 'sqlite' or 'postgresql'; pg_server: a
+#: safety_store.PgServer the worlds' databases live on.
+CONFIG: dict[str, Any] = {"stop_on_violation": True, "log": None, "store": "sqlite",
+                          "pg_server": None, "seed": 45}
+
+
+def kind_of(n: int) -> str:
+    """The step kind the draw n (0 <= n < total weight) stands for."""
+    for (name, _), bound in zip(STEPS, _BOUNDS, strict=True):
+        if n < bound:
+            return name
+    raise ValueError(n)
 
 
 class SafetyMachine(RuleBasedStateMachine):
-    """Actors and faults on one small fake cloud; the invariants after every step."""
-
-    plans = Bundle("plans")
+    """Actors and faults on one small fake cloud; the invariants all the time."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tmp = Path(tempfile.mkdtemp(prefix="safety-fuzz-"))
-        self.world = World(self.tmp / "world", log=CONFIG["log"]).start()
+        self.world = World(self.tmp / "world", log=CONFIG["log"], store=CONFIG["store"],
+                           pg_server=CONFIG["pg_server"], power_timeout=4.0,
+                           migration_timeout=8.0).start()
+        self.plans: list[str] = []
+        self.number = 0
         STATS["examples"] += 1
 
     def teardown(self) -> None:
-        """Stop the world, counting what it did."""
+        """Settle the world as an operator would, check it, stop it, count what it did."""
         try:
-            self.world.settle()
+            self.world.begin_step(f"{self.number + 1} teardown")
+            self.world.settle_as_operator()
             self.check(settle=False)
+            self.report(self.world.check_settled())
         finally:
             self.world.stop()
             STATS["faults"].update(self.world.faults)
             STATS["actions"].update(self.world.actions)
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            STATS["samples"] += self.world.samples
+            if not os.environ.get("SAFETY_FUZZ_KEEP"):     # keep the worlds to look into
+                shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def check(self, *, settle: bool = False) -> None:
-        """The invariants; fail the example (the test) or count (the bench)."""
-        found = self.world.observe(settle=settle)
+    def report(self, found: list[Any]) -> None:
+        """Count violations; fail the example (the test) or go on (the bench)."""
         for violation in found:
             STATS["violations"][violation.invariant] += 1
             STATS["first"].setdefault(violation.invariant, str(violation))
         if found and CONFIG["stop_on_violation"]:
             raise AssertionError("; ".join(str(v) for v in found))
 
+    def check(self, *, settle: bool = False) -> None:
+        """The invariants (the watcher's since the last check included)."""
+        self.report(self.world.observe(settle=settle))
+
     @invariant()
     def invariants_hold(self) -> None:
         """After every step."""
         self.check()
 
-    def _step(self, name: str) -> None:
-        STATS["steps"] += 1
-        self.world.say(f"-- step {name}")
+    @initialize(example=st.integers(0, 2**32 - 1))
+    def started(self, example: int) -> None:
+        """The world is up (the constructor started it); this example's choices come from
+        a generator seeded by Hypothesis's draw (every choice drawn through Hypothesis would
+        make its first example all zeros: one kind of step only)."""
+        self.rnd = random.Random(f"{CONFIG['seed']}:{example}")
 
-    @initialize()
-    def started(self) -> None:
-        """The world is up (the constructor started it)."""
+    def pick(self, choices: Any) -> Any:
+        """One of the choices."""
+        return self.rnd.choice(list(choices))
+
+    def coin(self) -> bool:
+        """Heads or tails."""
+        return self.rnd.random() < 0.5
+
+    @rule()
+    def step(self) -> None:
+        """One step: its kind drawn by weight, the cloud name its actor uses, its choices."""
+        kind = kind_of(self.rnd.randrange(_BOUNDS[-1]))
+        second = self.rnd.randrange(SECOND_NAME_ONE_IN) == 0
+        self.number += 1
+        STATS["steps"] += 1
+        STATS["kinds"][kind] += 1
+        self.world.alias, self.world.skew = NAMES[1] if second else NAMES[0], 0.0
+        self.world.begin_step(f"step {self.number} {kind}")
+        self.world.say(f"-- step {self.number} {kind} ({self.world.alias})")
+        getattr(self, f"do_{kind}")()
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _plan(self) -> str | None:
+        plan = self.world.plan()
+        if plan is not None:
+            self.plans.append(plan)
+        return plan
+
+    def _background_actor(self) -> bool:
+        """Start an actor as a subprocess (an apply of a new plan, a drain, daemon --once),
+        unless one runs (and is not stopped); True once one runs."""
+        if [p for p in self.world.running() if p not in self.world.stopped]:
+            return True
+        which = self.pick(["apply", "drain", "daemon"])
+        if which == "apply":
+            plan = self._plan()
+            if plan is None:
+                return False
+            self.world.apply_in_background(plan)
+        elif which == "drain":
+            host = self.pick(WORK_HOSTS)
+            self.world.known.operator_acts.add(host)
+            self.world.spawn("hosts", "drain", host, "--power-off", "--yes")
+        else:
+            self.world.spawn("daemon", "--once")
+        return True
 
     # -- actors ------------------------------------------------------------------------
 
-    @rule(target=plans)
-    def plan(self) -> str:
-        """plan: a consolidation plan from a fresh snapshot (or a marker when refused)."""
-        self._step("plan")
-        return self.world.plan() or "none"
+    def do_plan(self) -> None:
+        """plan: a consolidation plan from a fresh snapshot."""
+        self._plan()
 
-    @rule(plan=plans)
-    def approve(self, plan: str) -> None:
+    def do_approve(self) -> None:
         """plan approve."""
-        self._step("approve")
-        if plan != "none":
-            self.world.approve(plan)
+        if self.plans:
+            self.world.approve(self.pick(self.plans))
 
-    @rule(plan=plans, resume=st.booleans(), background=st.booleans())
-    def apply(self, plan: str, resume: bool, background: bool) -> None:
-        """apply PLAN --yes, or apply --resume PLAN: in this process, or as a subprocess
-        left running for the signals and the other actors."""
-        self._step("apply")
-        if plan == "none":
+    def do_apply(self) -> None:
+        """apply PLAN --yes, or apply --resume PLAN: in this process, or as a subprocess left
+        running for the signals and the other actors."""
+        if not self.plans:
             return
-        if not background:
+        plan = self.pick(self.plans)
+        resume = self.coin()
+        if not self.coin():
             self.world.apply(plan, resume=resume)
         elif len(self.world.running()) < 2:
             self.world.apply_in_background(plan, resume=resume)
 
-    @rule(background=st.booleans())
-    def plan_and_apply(self, background: bool) -> None:
+    def do_plan_and_apply(self) -> None:
         """plan, then apply it (in this process, or as a subprocess left running)."""
-        self._step("plan_and_apply")
-        plan = self.world.plan()
+        background = self.coin()
+        plan = self._plan()
         if plan is None:
             return
         if not background:
@@ -126,168 +213,186 @@ class SafetyMachine(RuleBasedStateMachine):
         elif len(self.world.running()) < 2:
             self.world.apply_in_background(plan)
 
-    @rule(index=st.integers(0, 3), hold=st.none() | work_hosts, resume=st.booleans())
-    def rollback(self, index: int, hold: str | None, resume: bool) -> None:
+    def do_rollback(self) -> None:
         """rollback --partial to a recorded snapshot; the operator may hold a host while it
         waits at its prompt."""
-        self._step("rollback")
+        index = self.rnd.randint(0, 3)
+        hold = self.pick([None, *WORK_HOSTS])
+        resume = self.coin()
         at_prompt = None if hold is None else (
             lambda: self.world.operator_service(hold, enable=False))
         self.world.rollback(index, at_prompt=at_prompt, resume=resume)
 
-    @rule()
-    def take_snapshot(self) -> None:
+    def do_take_snapshot(self) -> None:
         """snapshot (a new rollback target)."""
-        self._step("take_snapshot")
         self.world.snapshot()
 
-    @rule()
-    def daemon_once(self) -> None:
+    def do_daemon_once(self) -> None:
         """daemon --once with auto_apply."""
-        self._step("daemon_once")
         self.world.daemon_once()
 
-    @rule(overloaded=st.sets(work_hosts, min_size=1))
-    def relieve(self, overloaded: set[str]) -> None:
+    def do_relieve(self) -> None:
         """Overload some hosts, then plan --relieve and apply it."""
-        self._step("relieve")
-        for host in sorted(overloaded)[1:]:
+        hosts = sorted(self.rnd.sample(WORK_HOSTS, self.rnd.randint(1, len(WORK_HOSTS))))
+        for host in hosts[1:]:
             self.world.overload(host)
-        self.world.relieve(sorted(overloaded)[0])
+        self.world.relieve(hosts[0])
 
-    @rule(overloaded=st.sets(work_hosts, min_size=1))
-    def capacity_watch(self, overloaded: set[str]) -> None:
+    def do_capacity_watch(self) -> None:
         """Overload some hosts, then the capacity watch once."""
-        self._step("capacity_watch")
-        for host in sorted(overloaded):
+        for host in sorted(self.rnd.sample(WORK_HOSTS, self.rnd.randint(1, len(WORK_HOSTS)))):
             self.world.overload(host)
         self.world.capacity_watch()
 
-    @rule(host=work_hosts, power_off=st.booleans())
-    def drain(self, host: str, power_off: bool) -> None:
+    def do_drain(self) -> None:
         """hosts drain HOST [--power-off] --yes."""
-        self._step("drain")
-        self.world.drain(host, power_off=power_off)
+        host = self.pick(WORK_HOSTS)
+        self.world.drain(host, power_off=self.coin())
 
-    @rule(index=st.integers(0, 3))
-    @precondition(lambda self: bool(self.world.known.drained))
-    def undrain(self, index: int) -> None:
+    def do_undrain(self) -> None:
         """hosts undrain HOST (one of the drained hosts)."""
-        self._step("undrain")
         drained = sorted(self.world.known.drained)
-        self.world.undrain(drained[index % len(drained)])
+        if drained:
+            self.world.undrain(self.pick(drained))
 
-    @rule(action=st.sampled_from(["on", "off"]), host=hosts)
-    def hosts_power(self, action: str, host: str) -> None:
+    def do_hosts_power(self) -> None:
         """hosts power on|off HOST."""
-        self._step("hosts_power")
-        self.world.hosts_power(action, host)
+        self.world.hosts_power(self.pick(["on", "off"]),
+                               self.pick(HOSTS))
 
-    @rule(host=work_hosts, enable=st.booleans())
-    def operator(self, host: str, enable: bool) -> None:
+    def do_operator(self) -> None:
         """The operator disables (holds) or enables a host through os-services."""
-        self._step("operator")
-        self.world.operator_service(host, enable)
+        self.world.operator_service(self.pick(WORK_HOSTS),
+                                    self.coin())
 
-    @rule(server=servers, dest=hosts)
-    def admin_migrate(self, server: str, dest: str) -> None:
+    def do_admin_migrate(self) -> None:
         """An admin forces a live migration onto an enabled host."""
-        self._step("admin_migrate")
+        server = self.pick(sorted(START))
+        dest = self.pick(HOSTS)
         rec = self.world.facts().hosts[dest]
         if rec["power"] == "on" and rec["status"] == "enabled":   # as an admin would
             self.world.admin_migrate(server, dest)
 
-    @rule(host=hosts)
-    def create_server(self, host: str) -> None:
+    def do_create_server(self) -> None:
         """A user boots a server on a powered, enabled host."""
-        self._step("create_server")
+        host = self.pick(HOSTS)
         rec = self.world.facts().hosts[host]
         if rec["power"] == "on" and rec["status"] == "enabled":
             self.world.create_server(host)
 
-    @rule(index=st.integers(0, 20))
-    def delete_server(self, index: int) -> None:
+    def do_boot_forced(self) -> None:
+        """An admin boots a server onto any host that is up, disabled ones included, those
+        consolidator is shutting down too (a forced host)."""
+        hosts = self.world.facts().hosts
+        self.world.boot_forced(self.pick([h for h in HOSTS if hosts[h]["power"] == "on"]
+                                         or HOSTS))
+
+    def do_delete_server(self) -> None:
         """A user deletes one of the servers."""
-        self._step("delete_server")
         names = sorted(self.world.known.servers)
         if names:
-            self.world.delete_server(names[index % len(names)])
+            self.world.delete_server(self.pick(names))
 
-    @rule()
-    def settle(self) -> None:
-        """Wait until nothing runs (a paused apply is woken); check the settled invariants."""
-        self._step("settle")
+    def do_settle(self) -> None:
+        """The operator settles the world (faults end, nothing runs, daemon --once until
+        quiet); the settled invariants."""
+        self.world.settle_as_operator()
         self.check(settle=True)
+        self.report(self.world.check_settled())
+
+    def do_calm(self) -> None:
+        """Usage back to normal."""
+        if self.world.overloaded:
+            self.world.calm()
 
     # -- faults ------------------------------------------------------------------------
 
-    @rule()
-    @precondition(lambda self: bool(self.world.running()))
-    def kill9(self) -> None:
-        """kill -9 the newest background apply."""
-        self._step("kill9")
-        self.world.kill9()
+    def _victim(self) -> bool:
+        """A running actor to signal, started if none runs, caught at a random moment."""
+        if not self._background_actor():
+            return False
+        time.sleep(self.pick([0.0, 0.3, 0.8, 1.5, 2.5]))
+        return True
 
-    @rule()
-    @precondition(lambda self: bool(self.world.running()))
-    def pause_past_lease(self) -> None:
-        """SIGSTOP the newest background apply (woken at a later step or when settling)."""
-        self._step("pause_past_lease")
-        self.world.pause_past_lease()
+    def do_kill9(self) -> None:
+        """kill -9 a running actor."""
+        if self._victim():
+            self.world.kill9()
 
-    @rule()
-    @precondition(lambda self: bool(self.world.stopped))
-    def wake(self) -> None:
-        """SIGCONT the paused applies."""
-        self._step("wake")
+    def do_pause_past_lease(self) -> None:
+        """SIGSTOP a running actor (SIGCONT at a later step or when settling)."""
+        if self._victim():
+            self.world.pause_past_lease()
+
+    def do_wake(self) -> None:
+        """SIGCONT the paused actors."""
         self.world.resume_paused()
 
-    @rule(host=hosts, seconds=st.sampled_from([0.5, 1.5, 3.0]))
-    def bmc_delay(self, host: str, seconds: float) -> None:
+    def do_bmc_delay(self) -> None:
         """The BMC answers late."""
-        self._step("bmc_delay")
-        self.world.bmc_delay(host, seconds)
+        self.world.bmc_delay(self.pick(HOSTS),
+                             self.pick([0.5, 1.5, 3.0]))
 
-    @rule(host=hosts)
-    def bmc_vanish(self, host: str) -> None:
+    def do_bmc_vanish(self) -> None:
         """The BMC accepts the next power-off, then stops answering."""
-        self._step("bmc_vanish")
-        self.world.bmc_vanish(host)
+        self.world.bmc_vanish(self.pick(HOSTS))
 
-    @rule(host=hosts)
-    def bmc_refuse(self, host: str) -> None:
+    def do_bmc_refuse(self) -> None:
         """The BMC refuses the next power actions."""
-        self._step("bmc_refuse")
-        self.world.bmc_refuse(host)
+        self.world.bmc_refuse(self.pick(HOSTS))
 
-    @rule(seconds=st.sampled_from([1.0, 3.0]))
-    def slow_shutdowns(self, seconds: float) -> None:
+    def do_slow_shutdowns(self) -> None:
         """Graceful shutdowns take longer (3 s: past the 2 s lease)."""
-        self._step("slow_shutdowns")
-        self.world.slow_shutdowns(seconds)
+        self.world.slow_shutdowns(self.pick([1.0, 3.0]))
 
-    @rule()
-    @precondition(lambda self: bool(self.world.cloud.faults.rules()))
-    def clear_faults(self) -> None:
-        """Every BMC fault ends."""
-        self._step("clear_faults")
+    def do_long_shutdowns(self) -> None:
+        """Graceful shutdowns take longer than [executor] power_timeout, and a power-on
+        does not cancel one under way (the operating system is already going down)."""
+        self.world.slow_shutdowns(self.world.power_timeout + self.pick([1.0, 3.0]))
+        self.world.shutdowns_not_cancelled()
+
+    def do_clear_faults(self) -> None:
+        """Every BMC and cloud fault ends."""
         self.world.clear_faults()
 
-    @rule()
-    def db_lock(self) -> None:
-        """Another writer holds the database past the lease."""
-        self._step("db_lock")
-        self.world.db_lock()
+    def do_store_fault(self) -> None:
+        """Another writer holds the store past the lease (PostgreSQL: stopped, started)."""
+        self.world.db_lock(self.pick([1.0, 3.0, 6.0]))
 
-    @rule(seconds=st.sampled_from([2.0, 5.0]))
-    def slow_webhook(self, seconds: float) -> None:
+    def do_slow_webhook(self) -> None:
         """The webhook trickles its next answer."""
-        self._step("slow_webhook")
-        self.world.slow_webhook(seconds)
+        self.world.slow_webhook(self.pick([2.0, 5.0]))
 
-    @rule()
-    @precondition(lambda self: self.world.overloaded)
-    def calm(self) -> None:
-        """Usage back to normal."""
-        self._step("calm")
-        self.world.calm()
+    def do_migration_fault(self) -> None:
+        """The next migration of a server fails, hangs or lands on another host; then, at
+        times, an actor that migrates at once."""
+        kind = self.pick(["fails", "hangs", "lands_elsewhere"])
+        names = sorted(self.world.known.servers) or sorted(START)
+        self.world.migration_fault(kind, self.pick(names))
+        if self.coin():
+            self.do_plan_and_apply()
+
+    def do_api_fault(self) -> None:
+        """Nova or Placement answers 5xx or times out; then, at times, an actor."""
+        self.world.api_fault(self.pick(["compute", "placement"]),
+                             self.pick(["500", "502", "503", "timeout"]),
+                             self.rnd.randint(1, 3))
+        if self.coin():
+            getattr(self, "do_" + self.pick(
+                ["plan_and_apply", "daemon_once", "hosts_power", "drain"]))()
+
+    def do_skewed_actor(self) -> None:
+        """An actor whose clock is minutes off (a subprocess): hosts power, daemon --once,
+        a drain, or an apply left running."""
+        self.world.skew = self.pick(SKEWS)
+        try:
+            which = self.pick(["hosts_power", "daemon_once", "drain",
+                                               "apply"])
+            if which == "apply":
+                plan = self._plan()
+                if plan is not None and len(self.world.running()) < 2:
+                    self.world.apply_in_background(plan)
+            else:
+                getattr(self, f"do_{which}")()
+        finally:
+            self.world.skew = 0.0

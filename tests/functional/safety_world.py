@@ -1,26 +1,32 @@
 """A small fake cloud with every consolidator actor and fault at hand, for the safety tests.
 
 ``World`` serves six hosts (Redfish BMCs, all on 127.0.0.1) from an in-process FakeCloud,
-keeps a migrated SQLite database and a config (short lease, fast migrations, a webhook, the
-fake's Prometheus endpoint), and offers each actor as a method: the consolidator commands run
-in this process through ``consolidator.cli.main`` (cheap), an apply that a signal is meant for
-runs as a subprocess. After each step ``observe()`` checks the invariants of
-tests/functional/safety_invariants.py and returns what broke.
+keeps a migrated database (SQLite, or PostgreSQL: tests/functional/safety_store.py) and a
+config (short lease, fast migrations, a webhook, the fake's Prometheus endpoint), and offers
+each actor as a method: the consolidator commands run in this process through
+``consolidator.cli.main`` (cheap), an apply that a signal is meant for runs as a subprocess,
+and so does any command run with a shifted clock (tests/functional/safety_clock.py). Actors
+name the cloud by either of its two clouds.yaml names ("fake", "fake2").
+
+A watcher thread samples the cloud, its BMCs and the journal every 50 ms for the world's
+whole life, and checks what a moment can show (a powered-off host holding a server, a lost
+server, a protected host disabled or powered off, two lease holders acting at once); the
+cloud tells it of each migration when it is requested and when it starts, so that one onto a
+host whose BMC reads off or is shutting down is seen then. After each step ``observe()``
+checks the invariants of tests/functional/safety_invariants.py and returns what broke;
+``settle_as_operator()`` then ``check_settled()`` check a world the operator settled.
 """
 
 from __future__ import annotations
 
-import atexit
+import dataclasses
 import io
 import logging
 import os
 import re
-import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -36,6 +42,7 @@ from consolidator.emulators.fake.bmc import write_private_yaml
 from consolidator.emulators.fake.cloud import FakeCloud
 from consolidator.scenario.files import parse_scenario
 from tests.functional import safety_invariants as inv
+from tests.functional.safety_store import PgServer, Store, make_store
 from tests.functional.safety_webhook import Webhook
 
 HOSTS = ("c1", "c2", "c3", "c4", "c5", "c6")
@@ -43,6 +50,14 @@ OUT_OF_SCOPE = frozenset({"c5"})          # az east; the config's scope is az we
 EXCLUDED = frozenset({"c6"})              # [planner] excluded_hosts
 PINNED = frozenset({"p0"})                # consolidator:exclude=true
 LEASE_TTL = 2.0
+#: The clouds.yaml names of the one cloud: actors use either.
+NAMES = ("fake", "fake2")
+#: Seconds between the watcher's samples.
+SAMPLE_S = 0.05
+#: The clients' timeout towards Nova and Placement (clouds.yaml api_timeout): a slower
+#: answer is a timeout.
+API_TIMEOUT_S = 4.0
+CLOCK = Path(__file__).with_name("safety_clock.py")
 #: Where each scenario server starts, and its memory (its migration takes memory / bandwidth).
 START = {"a0": "c1", "a1": "c1", "a2": "c1", "b0": "c2", "b1": "c2", "p0": "c2",
          "d0": "c3", "d1": "c3", "e0": "c4", "f0": "c5", "g0": "c6"}
@@ -87,26 +102,12 @@ class _Answer(io.StringIO):
         return super().readline(*args)
 
 
-def _template_db() -> Path:
-    """A migrated database, made once per process (removed at its exit) and copied for
-    each world."""
-    if "db" not in _TEMPLATE:
-        from consolidator.store.db import make_engine, upgrade
-
-        folder = tempfile.mkdtemp(prefix="safety-template-")
-        atexit.register(shutil.rmtree, folder, True)
-        path = Path(folder) / "template.db"
-        engine = make_engine(f"sqlite:///{path}")
-        upgrade(engine)
-        engine.dispose()
-        _TEMPLATE["db"] = path
-    return _TEMPLATE["db"]
-
-
 class World:
-    """The cloud, the database, the config, and every actor and fault of issue 33."""
+    """The cloud, the database, the config, and every actor and fault of issues 33 and 45."""
 
-    def __init__(self, tmp: Path, *, log: Any = None) -> None:
+    def __init__(self, tmp: Path, *, log: Any = None, store: str = "sqlite",
+                 pg_server: PgServer | None = None, power_timeout: float = 8.0,
+                 migration_timeout: float = 20.0) -> None:
         self.tmp = Path(tmp)
         self.tmp.mkdir(parents=True, exist_ok=True)
         self.say = log or (lambda line: None)
@@ -114,12 +115,15 @@ class World:
                                migration_bandwidth_mb_s=4096.0, service_up_delay_s=0.05,
                                bmc_graceful_delay_s=0.1)
         self.webhook = Webhook()
-        self.db = self.tmp / "c.db"
+        self.store_kind = store
+        self.pg_server = pg_server
+        self.store: Store | None = None
+        self.power_timeout = power_timeout
+        self.migration_timeout = migration_timeout
         self.known = inv.Known(servers=set(START), out_of_scope=OUT_OF_SCOPE,
                                excluded=EXCLUDED, pinned=PINNED)
         self.background: list[subprocess.Popen[bytes]] = []
         self.stopped: list[subprocess.Popen[bytes]] = []
-        self.locks: list[threading.Thread] = []
         self.faults: Counter[str] = Counter()
         self.actions: Counter[str] = Counter()
         self.violations: list[inv.Violation] = []
@@ -132,21 +136,45 @@ class World:
         self.paused_at = 0.0
         self.overloaded = False
         self.last: inv.Facts | None = None
+        #: The clouds.yaml name the next commands use, and their clock's shift in seconds
+        #: (a shifted command runs as a subprocess).
+        self.alias = "fake"
+        self.skew = 0.0
+        #: What the watcher reports violations against: the step under way, and when it began.
+        self.step = "start"
+        self.step_began = time.monotonic()
+        self.timeline = inv.Timeline()
+        self._watch_lock = threading.RLock()
+        self._watching = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._sample: inv.Facts | None = None
+        self._rows: dict[int, inv.Row] = {}
+        self.samples = 0
+
+    @property
+    def db(self) -> Path:
+        """The SQLite file (a SQLite store only)."""
+        assert self.store is not None and self.store.kind == "sqlite"
+        return Path(self.store.url.split("///", 1)[1])
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> World:
-        """Serve the cloud and the webhook; write the files; take the first snapshot."""
+        """Serve the cloud and the webhook; write the files; take the first snapshot; start
+        watching."""
         self.cloud.start()
         self.webhook.start()
-        shutil.copy(_template_db(), self.db)
-        clouds = self.cloud.write_clouds_yaml(self.tmp / "clouds.yaml")
+        self.store = make_store(self.store_kind, self.tmp, self.pg_server)
+        clouds = self.tmp / "clouds.yaml"
+        entry = dict(self.cloud.cloud_config(), api_timeout=API_TIMEOUT_S)
+        clouds.write_text(yaml.safe_dump({"clouds": {name: entry for name in NAMES}},
+                                         sort_keys=False), encoding="utf-8")
         bmc = self.cloud.write_bmc_yaml(self.tmp / "bmc.yaml")
         doc = yaml.safe_load(bmc.read_text())
         doc["defaults"]["timeout"] = 3     # a vanished BMC costs seconds, not half a minute
         write_private_yaml(bmc, doc)
         self.env = {"OS_CLIENT_CONFIG_FILE": str(clouds), "CONSOLIDATOR_BMC_FILE": str(bmc),
-                    "CONSOLIDATOR_DB_URL": f"sqlite:///{self.db}", "OS_CLOUD": "fake"}
+                    "CONSOLIDATOR_DB_URL": self.store.url, "OS_CLOUD": "fake"}
         self.config = self.tmp / "c.conf"
         self.config.write_text(f"""
 [cloud]
@@ -166,9 +194,9 @@ lease_ttl = {LEASE_TTL}
 [executor]
 poll_interval = 0.05
 poll_first = 0.02
-power_timeout = 8
+power_timeout = {self.power_timeout:g}
 lease_ttl = {LEASE_TTL}
-migration_timeout = 20
+migration_timeout = {self.migration_timeout:g}
 max_drift = 100
 [power]
 min_on_time = 0
@@ -180,10 +208,18 @@ backoff = 0
 """)
         self.snapshot()
         self.last = self.facts()
+        self.cloud.state.observers.append(self._migration_seen)
+        self._watching.set()
+        self._watcher = threading.Thread(target=self._watch, name="safety-watcher",
+                                         daemon=True)
+        self._watcher.start()
         return self
 
     def stop(self) -> None:
-        """End every process and thread this world started, then the cloud."""
+        """End every process and thread this world started, then the cloud and the store."""
+        self._watching.clear()
+        if self._watcher is not None:
+            self._watcher.join()
         for proc in self.stopped:
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGCONT)
@@ -192,10 +228,12 @@ backoff = 0
                 proc.kill()
                 proc.wait()
         self.webhook.stopping = True
-        for thread in self.locks:
-            thread.join()
+        if self.store is not None:
+            self.store.join()
         self.webhook.stop()
         self.cloud.stop()
+        if self.store is not None:
+            self.store.close()
 
     def __enter__(self) -> World:
         return self.start()
@@ -203,23 +241,122 @@ backoff = 0
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    # -- running commands --------------------------------------------------------------
+    # -- watching ----------------------------------------------------------------------
+
+    def begin_step(self, label: str) -> None:
+        """Name the step under way (the watcher reports against it)."""
+        with self._watch_lock:
+            self.step, self.step_began = label, time.monotonic()
+
+    def _when(self) -> str:
+        return f"{self.step}, {time.monotonic() - self.step_began:.2f} s in"
+
+    def _watch(self) -> None:
+        """Sample every SAMPLE_S until the world stops; a failed read is tried again."""
+        while self._watching.is_set():
+            try:
+                self.sample()
+            except Exception as exc:     # noqa: BLE001 - a store being restarted, say
+                self.say(f"watcher: a sample failed: {type(exc).__name__}: {exc}")
+            time.sleep(SAMPLE_S)
+
+    def _journal(self) -> list[inv.Row]:
+        """Every journal row, the new and the running ones read again."""
+        since = min((i for i, r in self._rows.items() if r.state == "running"),
+                    default=max(self._rows, default=0) + 1) - 1
+        for row in inv.read_journal(self.store, since):
+            self._rows[row.id] = row
+        return [self._rows[i] for i in sorted(self._rows)]
+
+    def sample(self) -> list[inv.Violation]:
+        """One sample: the cloud and the journal now, against the sample before; the
+        violations it shows."""
+        with self._watch_lock:
+            rows = self._journal()
+            at = time.monotonic()
+            now = inv.Facts.of(self.cloud.state.summary(), rows)
+            self.timeline.update(at, rows)
+            found = self.timeline.two_actors()
+            assert self.store is not None
+            found += self.timeline.update_leases(at, self.store.leases(), LEASE_TTL)
+            if self._sample is not None:
+                found += inv.moment(self._sample, now, self.known)
+            self._sample = now
+            self.samples += 1
+            return self.record(found, at=self._when())
+
+    def _migration_seen(self, moment: str, mig: Any) -> None:
+        """The cloud's word that a migration is requested or starts (under its lock): one
+        consolidator asked for onto a host whose BMC reads off or is shutting down breaks
+        migration_onto_off_host (an admin's forced one is theirs). One a fault lands on
+        another host is placed there by Nova, not by consolidator."""
+        if mig.dest is None:
+            return
+        if moment == "started" and mig.fault == "elsewhere":   # Nova's choice, not ours
+            server = self.cloud.state.servers[mig.server_id].name
+            self.known.placed_by_others[server] = mig.dest
+            self.by_others(server)
+        if mig.forced:
+            return
+        assert self.cloud.bmcs is not None
+        dest = self.cloud.state.hosts[mig.dest]
+        why = "its BMC reads off" if dest.power == "off" else \
+            "its shutdown is pending" if mig.dest in self.cloud.bmcs.power.shutting_down() \
+            else None
+        if why is not None:
+            server = self.cloud.state.servers[mig.server_id].name
+            self.record([inv.Violation("migration_onto_off_host",
+                                       f"a migration of {server} {moment} onto {mig.dest} "
+                                       f"while {why}")], at=self._when())
 
     def cli(self, *args: str, at_prompt: Any = None) -> Result:
-        """Run one consolidator command in this process; at_prompt runs when it asks."""
+        """Run one consolidator command under the cloud name self.alias: in this process, or
+        with a shifted clock (self.skew) as a subprocess; at_prompt runs when it asks (a
+        subprocess: just before it starts)."""
         from consolidator.cli import main
 
+        full = ["--config", str(self.config), "--cloud", self.alias, *args]
+        self.actions[" ".join(args[:2]) if args[0] in ("hosts", "plan")
+                     and not args[1].startswith("-") else args[0]] += 1
+        self._count_name_and_clock()
+        if self.skew:
+            if at_prompt is not None:
+                at_prompt()
+            proc = subprocess.run(self._argv(full), input=b"y\n", capture_output=True,
+                                  env=self._env(), timeout=300)
+            self.say(f"$ consolidator {' '.join(args)} (clock {self.skew:+.0f} s, "
+                     f"{self.alias}) -> {proc.returncode}")
+            return Result(proc.returncode, proc.stdout.decode(errors="replace"),
+                          proc.stderr.decode(errors="replace"))
         out, err = io.StringIO(), io.StringIO()
         stdin = sys.stdin
         sys.stdin = _Answer(at_prompt)
         try:
             with self._as_operator(), redirect_stdout(out), redirect_stderr(err):
-                code = main(["--config", str(self.config), *args])
+                code = main(full)
         finally:
             sys.stdin = stdin
-        self.actions[args[0] if args[0] not in ("hosts", "plan") else " ".join(args[:2])] += 1
-        self.say(f"$ consolidator {' '.join(args)} -> {code}")
+        self.say(f"$ consolidator {' '.join(args)} ({self.alias}) -> {code}")
         return Result(code, out.getvalue(), err.getvalue())
+
+    def _count_name_and_clock(self) -> None:
+        if self.alias != NAMES[0]:
+            self.faults["second clouds.yaml name"] += 1
+        if self.skew:
+            self.faults["clock skew"] += 1
+
+    def _argv(self, full: list[str]) -> list[str]:
+        if self.skew:
+            return [sys.executable, str(CLOCK), *full]
+        return [sys.executable, "-m", "consolidator", *full]
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+        env.update(self.env)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path(__file__).parents[2]),
+                                                        env.get("PYTHONPATH", "")] if p)
+        env["CONSOLIDATOR_TEST_CLOCK_SHIFT_S"] = str(self.skew)
+        return env
 
     @contextmanager
     def _as_operator(self) -> Iterator[None]:
@@ -240,18 +377,17 @@ backoff = 0
                     os.environ[key] = value
 
     def spawn(self, *args: str) -> subprocess.Popen[bytes]:
-        """Run one consolidator command as a subprocess (for the signals)."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-        env.update(self.env)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path(__file__).parents[2]),
-                                                        env.get("PYTHONPATH", "")] if p)
+        """Run one consolidator command as a subprocess (for the signals), under the cloud
+        name self.alias and with the clock shifted by self.skew."""
         log = (self.tmp / f"bg-{len(self.background)}.log").open("wb")
-        proc = subprocess.Popen([sys.executable, "-m", "consolidator", "--config",
-                                 str(self.config), *args], stdout=log, stderr=log, env=env)
+        full = ["--config", str(self.config), "--cloud", self.alias, *args]
+        proc = subprocess.Popen(self._argv(full), stdout=log, stderr=log, env=self._env())
         log.close()
         self.background.append(proc)
         self.actions[f"{args[0]} (subprocess)"] += 1
-        self.say(f"$ consolidator {' '.join(args)} & (pid {proc.pid})")
+        self._count_name_and_clock()
+        self.say(f"$ consolidator {' '.join(args)} & (pid {proc.pid}, {self.alias}, clock "
+                 f"{self.skew:+.0f} s)")
         return proc
 
     def running(self) -> list[subprocess.Popen[bytes]]:
@@ -301,7 +437,8 @@ backoff = 0
             self.settle()
             now = self.facts()
             reported = others | reported_left(result, target)
-            self.record(inv.rollback_incomplete(target, now, self.known, reported))
+            self.record(inv.rollback_incomplete(target, now, self.known, reported),
+                        at=f"end of {self.step}")
         return result
 
     def daemon_once(self) -> Result:
@@ -349,8 +486,9 @@ backoff = 0
         from consolidator.daemon import Daemon
 
         self.actions["capacity watch"] += 1
+        self._count_name_and_clock()
         with self._as_operator():
-            ctx = AppContext(config_file=str(self.config), cloud="fake",
+            ctx = AppContext(config_file=str(self.config), cloud=self.alias,
                              db_url=self.env["CONSOLIDATOR_DB_URL"])
             daemon = Daemon(ctx)
             try:
@@ -363,6 +501,7 @@ backoff = 0
 
     def drain(self, host: str, *, power_off: bool) -> Result:
         """hosts drain HOST [--power-off] --yes; a drain that finished protects the host."""
+        self.known.operator_acts.add(host)
         result = self.cli("hosts", "drain", host, *(["--power-off"] if power_off else []),
                           "--yes")
         if result.code == 0:
@@ -372,6 +511,7 @@ backoff = 0
     def undrain(self, host: str) -> Result:
         """hosts undrain HOST (the operator's own wish: the host is no longer drained)."""
         was = host in self.known.drained
+        self.known.operator_acts.add(host)
         self.known.drained.discard(host)
         result = self.cli("hosts", "undrain", host)
         if result.code != 0 and was and self.facts().hosts[host]["status"] == "disabled":
@@ -379,11 +519,17 @@ backoff = 0
         return result
 
     def hosts_power(self, action: str, host: str) -> Result:
-        """hosts power on|off HOST."""
+        """hosts power on|off HOST. The operator's power-off is their hold on the host
+        (until their power-on): nothing of consolidator's is to power it on or enable it."""
         extra = ["--yes", "--force"] if action == "off" else []
+        self.known.operator_acts.add(host)
         if action == "on":
             self.known.asked_on.add(host)
-        return self.cli("hosts", "power", action, host, *extra)
+            self.known.powered_off.discard(host)
+        result = self.cli("hosts", "power", action, host, *extra)
+        if action == "off" and result.code == 0:
+            self.known.powered_off.add(host)
+        return result
 
     def migrating_to(self, host: str) -> list[str]:
         """The servers with a live migration under way into this host."""
@@ -409,7 +555,7 @@ backoff = 0
             headers={"Content-Type": "application/json", "X-Auth-Token": token,
                      "OpenStack-API-Version": f"compute {microversion}"})
         try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
+            with urllib.request.urlopen(req, timeout=30) as resp:
                 return resp.status
         except urllib.error.HTTPError as exc:
             return exc.code
@@ -427,6 +573,9 @@ backoff = 0
         with urllib.request.urlopen(req, timeout=10) as resp:
             return str(resp.headers["X-Subject-Token"])
 
+    #: The reason the operator gives when they hold a host.
+    HOLD_REASON = "DIMM errors: RMA, keep off"
+
     def operator_service(self, host: str, enable: bool) -> int:
         """The operator disables (with a reason of their own: held) or enables a host
         through Nova's os-services API; an enable ends a hold or a drain (the gate reads the
@@ -434,7 +583,8 @@ backoff = 0
         service = self.cloud.state.hosts[host].service_id
         mark = max((r.id for r in self.facts().journal), default=0)
         body: dict[str, Any] = {"status": "enabled"} if enable else {
-            "status": "disabled", "disabled_reason": "DIMM errors: RMA, keep off"}
+            "status": "disabled", "disabled_reason": self.HOLD_REASON}
+        self.known.operator_acts.add(host)
         status = self._nova("PUT", f"/os-services/{service}", body)
         self.actions["operator enable" if enable else "operator disable"] += 1
         self.say(f"operator {'enables' if enable else 'disables'} {host} -> {status}")
@@ -446,8 +596,10 @@ backoff = 0
             if enable:      # the operator ends a hold, or a drain, through Nova too
                 self.known.held.discard(host)
                 self.known.drained.discard(host)
+                self.known.operator_reason.pop(host, None)
             else:
                 self.known.held.add(host)
+                self.known.operator_reason[host] = self.HOLD_REASON
         return status
 
     def admin_migrate(self, server: str, dest: str) -> int:
@@ -455,13 +607,18 @@ backoff = 0
         rec = self.cloud.state.server(server)
         if rec is None:
             return 404
+        self.known.placed_by_others[server] = dest
+        if self._shutting_down(dest):
+            self.known.forced_late[server] = dest
         status = self._nova("POST", f"/servers/{rec.id}/action", {"os-migrateLive": {
             "host": dest, "block_migration": "auto", "force": True}}, "2.30")
         self.actions["admin migrate"] += 1
         self.say(f"admin migrates {server} to {dest} -> {status}")
         if status == 202:
-            self.known.placed_by_others[server] = dest
             self.by_others(server)
+        else:
+            self.known.placed_by_others.pop(server, None)
+            self.known.forced_late.pop(server, None)
         return status
 
     def create_server(self, host: str) -> bool:
@@ -478,15 +635,62 @@ backoff = 0
                                      data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
         self.actions["create server"] += 1
+        self.known.placed_by_others[name] = host
         try:
             urllib.request.urlopen(req, timeout=10).close()
         except urllib.error.HTTPError:
             return False
         self.known.servers.add(name)
-        self.known.placed_by_others[name] = host
         self.by_others(name)
         self.say(f"user creates {name} on {host}")
         return True
+
+    def boot_forced(self, host: str) -> int:
+        """An admin boots a server onto a host of their choice, disabled or not, through
+        Nova's API (availability_zone "AZ:HOST": a forced host, no scheduler). One that lands
+        on a host whose shutdown is already under way is the admin's race: it is noted so
+        (off_host_holds_server leaves it out), not consolidator's doing."""
+        import json
+        import urllib.error
+        import urllib.request
+
+        self.created += 1
+        name = f"f{self.created}"
+        zone = "east" if host in OUT_OF_SCOPE else "west"
+        late = self._shutting_down(host)
+        self.known.placed_by_others[name] = host
+        if late:
+            self.known.forced_late[name] = host
+        body = {"server": {"name": name, "flavorRef": "c2-m1024-d10", "imageRef": "cirros",
+                           "networks": "none", "availability_zone": f"{zone}:{host}"}}
+        req = urllib.request.Request(
+            f"{self.cloud.compute_url}/servers", data=json.dumps(body).encode(), method="POST",
+            headers={"Content-Type": "application/json", "X-Auth-Token": self._token(),
+                     "OpenStack-API-Version": "compute 2.74"})
+        self.actions["admin boots on a forced host"] += 1
+        note = ""
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                status = resp.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+            note = f": {exc.read()[:200]!r}"
+        note = (", its shutdown under way" if late else "") + (note if status != 202 else "")
+        self.say(f"admin boots {name} on {host} (forced{note}) -> {status}")
+        if status == 202:
+            self.known.servers.add(name)
+            self.by_others(name)
+        else:
+            self.known.forced_late.pop(name, None)
+        return status
+
+    def _shutting_down(self, host: str) -> bool:
+        """Whether the host's shutdown is under way: its BMC is shutting it down, or a
+        power-off of it is journaled as running or unconfirmed."""
+        assert self.cloud.bmcs is not None
+        return host in self.cloud.bmcs.power.shutting_down() or any(
+            r.target == host and r.action == "power_off"
+            and r.state in ("running", "unconfirmed") for r in self.facts().journal)
 
     def delete_server(self, name: str) -> bool:
         """A user deletes a server."""
@@ -496,11 +700,14 @@ backoff = 0
         req = urllib.request.Request(f"{self.cloud.base_url}/_fake/servers/{name}",
                                      method="DELETE")
         self.actions["delete server"] += 1
+        was = name in self.known.servers
+        self.known.servers.discard(name)
         try:
             urllib.request.urlopen(req, timeout=10).close()
         except urllib.error.HTTPError:
+            if was:
+                self.known.servers.add(name)
             return False
-        self.known.servers.discard(name)
         self.say(f"user deletes {name}")
         return True
 
@@ -566,11 +773,43 @@ backoff = 0
         self.say(f"fault: {host}'s BMC refuses its next 2 power actions")
 
     def slow_shutdowns(self, seconds: float) -> None:
-        """Graceful shutdowns take this long from now on (past the lease when > ttl)."""
+        """Graceful shutdowns take this long from now on (past the lease when > ttl; past
+        [executor] power_timeout when longer than it)."""
         assert self.cloud.bmcs is not None
         self.cloud.bmcs.power.graceful_delay_s = seconds
-        self.faults["slow graceful shutdown"] += 1
+        self.faults["shutdown longer than power_timeout" if seconds > self.power_timeout
+                    else "slow graceful shutdown"] += 1
         self.say(f"fault: graceful shutdowns take {seconds} s")
+
+    def shutdowns_not_cancelled(self) -> None:
+        """A power-on during a graceful shutdown no longer cancels it, on every host (the
+        operating system is going down, as on real hardware)."""
+        for host in HOSTS:
+            self.cloud.add_fault({"type": "bmc_shutdown_not_cancelled", "host": host})
+        self.say("fault: a power-on no longer cancels a graceful shutdown")
+
+    def migration_fault(self, kind: str, server: str) -> None:
+        """The next live migration of this server fails, hangs or lands on another host
+        (kind: fails, hangs, lands_elsewhere)."""
+        self.cloud.add_fault({"type": f"migration_{kind}", "instance": server, "count": 1})
+        self.faults[f"migration {kind.replace('_', ' ')}"] += 1
+        self.say(f"fault: the next migration of {server} {kind.replace('_', ' ')}")
+
+    def api_fault(self, service: str, kind: str, count: int = 2) -> None:
+        """Nova (service 'compute') or Placement answers its next `count` requests with a
+        5xx (kind '500', '502', '503'), or (kind 'timeout') its next one past the clients'
+        api_timeout."""
+        path = "/compute/v2.1/*" if service == "compute" else "/placement/*"
+        name = "Nova" if service == "compute" else "Placement"
+        if kind == "timeout":
+            self.cloud.add_fault({"type": "slow", "path": path, "seconds": API_TIMEOUT_S + 1.0,
+                                  "count": 1})
+            self.faults[f"{name} timeout"] += 1
+        else:
+            self.cloud.add_fault({"type": "http_error", "path": path, "status": int(kind),
+                                  "count": count})
+            self.faults[f"{name} 5xx"] += 1
+        self.say(f"fault: {name} answers {kind} ({count if kind != 'timeout' else 1} times)")
 
     def clear_faults(self) -> None:
         """Every BMC and HTTP fault ends; shutdowns are fast again."""
@@ -580,26 +819,12 @@ backoff = 0
         self.say("faults cleared")
 
     def db_lock(self, seconds: float = LEASE_TTL + 1.0) -> None:
-        """Another writer holds the SQLite file (BEGIN EXCLUSIVE) for this long."""
-        ready = threading.Event()
-
-        def hold() -> None:
-            conn = sqlite3.connect(self.db, timeout=60, isolation_level=None)
-            try:
-                conn.execute("BEGIN EXCLUSIVE")
-                ready.set()
-                time.sleep(seconds)
-                conn.execute("ROLLBACK")
-            finally:
-                ready.set()
-                conn.close()
-
-        thread = threading.Thread(target=hold, daemon=True)
-        thread.start()
-        ready.wait(60)
-        self.locks.append(thread)
-        self.faults["database lock"] += 1
-        self.say(f"fault: the database is locked for {seconds} s")
+        """Another writer holds the database for this long (SQLite: BEGIN EXCLUSIVE;
+        PostgreSQL: its server stopped and started, or every table locked)."""
+        assert self.store is not None
+        kind = self.store.hold(seconds)
+        self.faults[kind] += 1
+        self.say(f"fault: {kind} for {seconds} s")
 
     def slow_webhook(self, seconds: float) -> None:
         """The webhook's next answer comes one byte at a time, for about this long in all
@@ -613,7 +838,7 @@ backoff = 0
 
     def facts(self) -> inv.Facts:
         """The fake cloud's state and the journal, now."""
-        return inv.Facts.read(self.cloud.state.summary(), str(self.db))
+        return inv.Facts.read(self.cloud.state.summary(), self.store)
 
     def settle(self, timeout: float = 180.0) -> bool:
         """Wait for the background commands, migrations, shutdowns and locks to end (a
@@ -622,38 +847,114 @@ backoff = 0
         steps to take, on a loaded machine too; only a hang reaches it."""
         self.resume_paused()
         deadline = time.monotonic() + timeout
-        assert self.cloud.bmcs is not None
+        assert self.cloud.bmcs is not None and self.store is not None
         while time.monotonic() < deadline:
-            busy = (self.running() or self.facts().migrating
-                    or self.cloud.bmcs.power.shutting_down()
-                    or any(t.is_alive() for t in self.locks))
+            busy = (self.running() or self.facts().migrating > len(self.hung())
+                    or self.cloud.bmcs.power.shutting_down() or self.store.busy())
             if not busy:
-                self.locks = []
                 return True
             time.sleep(0.05)
         return False
 
-    def record(self, found: list[inv.Violation]) -> list[inv.Violation]:
-        """Keep the violations not seen before; return them."""
-        new = [v for v in found if str(v) not in self._seen]
-        for v in new:
-            self._seen.add(str(v))
-            self.say(f"VIOLATION {v}")
-        self.violations += new
+    def hung(self) -> list[Any]:
+        """The live migrations a fault keeps running for ever (nobody aborted them)."""
+        with self.cloud.state.locked():
+            return [(self.cloud.state.servers[m.server_id].id, m.id)
+                    for m in self.cloud.state.migrations
+                    if m.fault == "hangs" and m.in_progress]
+
+    def abort_hung(self) -> None:
+        """The operator aborts each migration left hanging (nova live-migration-abort)."""
+        for server_id, mid in self.hung():
+            status = self._nova("DELETE", f"/servers/{server_id}/migrations/{mid}", None,
+                                "2.24")
+            self.actions["operator aborts a hung migration"] += 1
+            self.say(f"operator aborts migration {mid} of {server_id} -> {status}")
+
+    def settle_as_operator(self, rounds: int = 3) -> bool:
+        """What an operator does before walking away: every fault ends, nothing runs, an
+        interrupted plan is resumed, then daemon --once (with the usual name and clock)
+        until a round changes nothing; True once quiet."""
+        self.clear_faults()
+        self.slow_webhook(0.0)
+        self.alias, self.skew = NAMES[0], 0.0
+        self.settle()
+        self.abort_hung()
+        self.settle()
+        assert self.store is not None
+        for (plan_id,) in self.store.rows("SELECT id FROM plans WHERE status IN "
+                                          "('running', 'interrupted')"):
+            self.cli("apply", plan_id, "--resume")
+            self.settle()
+            self.abort_hung()
+        for _ in range(rounds):
+            before = self._shape()
+            self.daemon_once()
+            self.settle()
+            if self._shape() == before:
+                return True
+        return False
+
+    def _shape(self) -> Any:
+        state = self.cloud.state.summary()
+        return ({h: (r["power"], r["status"]) for h, r in state["hosts"].items()},
+                {n: s["host"] for n, s in state["servers"].items()})
+
+    def check_settled(self) -> list[inv.Violation]:
+        """The settled world's invariants (after settle_as_operator)."""
+        assert self.store is not None
+        with self._watch_lock:
+            self.sample()
+            now = self.facts()
+            found = self.record(inv.check_settled(now, self.known, self.store.host_states()),
+                                at=f"settled after {self.step}")
+        for host in sorted({h for h in HOSTS for v in found
+                            if re.search(rf"\b{h}\b", v.detail)}):
+            self.say(f"  {host}'s recorded states: " + "; ".join(
+                f"{r[0]}: {r[1]} -> {r[2]} by {r[3]} ({r[4]})" for r in self.store.rows(
+                    "SELECT cloud, before, after, actor, why FROM host_state_changes WHERE "
+                    "host = :host ORDER BY id", host=host)))
+        return found
+
+    def record(self, found: list[inv.Violation], at: str = "") -> list[inv.Violation]:
+        """Keep the violations not seen before (by what they are, not when); return them."""
+        new = []
+        with self._watch_lock:
+            for v in found:
+                if v.key in self._seen:
+                    continue
+                self._seen.add(v.key)
+                v = inv.Violation(v.invariant, v.detail, v.at or at)
+                new.append(v)
+                self.say(f"VIOLATION {v}")
+            self.violations += new
         return new
 
     def observe(self, *, settle: bool = False) -> list[inv.Violation]:
-        """Check every invariant against the state before the step; the new violations."""
+        """Check every invariant against the state before the step; the new violations
+        (the watcher's of the step included)."""
+        first = len(self.violations)
         settled = self.settle() if settle else not (self.running() or self.facts().migrating)
-        now = self.facts()
-        assert self.last is not None
-        found = self.record(inv.check_step(self.last, now, self.known, settled=settled))
-        self.last = now
-        self.known.asked_on = set()
-        self.known.placed_by_others = {
-            n: h for n, h in self.known.placed_by_others.items()
-            if now.servers.get(n, {}).get("host") != h}
-        return found
+        with self._watch_lock:
+            if self._watcher is not None:
+                self.sample()
+            now = self.facts()
+            assert self.last is not None
+            # Once settled, the admin's race is no excuse: a rescue had its time.
+            known = dataclasses.replace(self.known, forced_late={}) if settled else self.known
+            self.record(inv.check_step(self.last, now, known, settled=settled),
+                        at=f"end of {self.step}")
+            self.last = now
+            self.known.asked_on = set()
+            self.known.operator_acts = set()
+            self.known.placed_by_others = {
+                n: h for n, h in self.known.placed_by_others.items()
+                if now.servers.get(n, {}).get("host") != h}
+            self.known.forced_late = {     # the admin's race is over once the host is on
+                n: h for n, h in self.known.forced_late.items()
+                if n in now.servers and (now.hosts[h]["power"] == "off"
+                                         or self._shutting_down(h))}
+        return self.violations[first:]
 
 
 def reported_left(result: Result, target: dict[str, str]) -> set[str]:

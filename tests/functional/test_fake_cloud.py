@@ -492,3 +492,81 @@ def test_a_graceful_shutdown_held_by_a_fault_ends_once_it_is_cleared() -> None:
         wait_until(lambda: cloud.power("c1") == "off", "c1's shutdown to finish")
         time.sleep(0.5)
         assert cloud.power("c2") == "on"
+
+
+def test_a_migration_that_lands_elsewhere_ends_on_another_valid_host() -> None:
+    doc = scenario_doc()
+    doc["hosts"].append({"name": "c3", **HOST})
+    with make_cloud(doc) as cloud:
+        conn = cloud.connect()
+        cloud.add_fault({"type": "migration_lands_elsewhere", "instance": "db-1"})
+        told: list[tuple[str, str | None]] = []
+        cloud.state.observers.append(lambda moment, mig: told.append((moment, mig.dest)))
+        server = by_name(conn)["db-1"]
+        conn.compute.live_migrate_server(server, host="c2", block_migration="auto")
+        wait_for(lambda: conn.compute.get_server(server.id).status == "ACTIVE")
+        assert cloud.server_host("db-1") == "c3"      # the only other host with room
+        assert told == [("requested", "c2"), ("started", "c3")]
+        (record,) = _migrations(conn, server)
+        assert (record.status, record.dest_compute) == ("completed", "c3")
+
+
+def test_a_migration_that_lands_elsewhere_goes_where_asked_when_nothing_else_fits(
+        cloud: FakeCloud, conn: Any) -> None:
+    cloud.add_fault({"type": "migration_lands_elsewhere", "instance": "db-1"})
+    server = by_name(conn)["db-1"]
+    conn.compute.live_migrate_server(server, host="c2", block_migration="auto")
+    wait_for(lambda: conn.compute.get_server(server.id).status == "ACTIVE")
+    assert cloud.server_host("db-1") == "c2"
+
+
+def _boot(cloud: FakeCloud, conn: Any, name: str, microversion: str, **where: str) -> Any:
+    flavor = next(f for f in conn.compute.flavors() if f.name == "m1.small")
+    body = {"server": {"name": name, "flavorRef": flavor.id, "imageRef": "cirros",
+                       "networks": "none", **where}}
+    return requests.post(f"{cloud.compute_url}/servers", json=body, timeout=5, headers={
+        "X-Auth-Token": conn.session.get_token(),
+        "OpenStack-API-Version": f"compute {microversion}"})
+
+
+def test_a_boot_onto_a_forced_host_lands_there_even_when_it_is_disabled(
+        cloud: FakeCloud, conn: Any) -> None:
+    service = next(s for s in conn.compute.services() if s.host == "c2")
+    conn.compute.disable_service(service, host="c2", binary="nova-compute",
+                                 disabled_reason="maintenance")
+    resp = _boot(cloud, conn, "forced-1", "2.74", availability_zone="nova:c2")
+    assert resp.status_code == 202, resp.text
+    assert cloud.server_host("forced-1") == "c2"
+    assert cloud.server_status("forced-1") == "ACTIVE"
+    assert by_name(conn)["forced-1"].compute_host == "c2"
+
+
+def test_a_boot_with_host_is_checked_by_the_scheduler(cloud: FakeCloud, conn: Any) -> None:
+    service = next(s for s in conn.compute.services() if s.host == "c2")
+    conn.compute.disable_service(service, host="c2", binary="nova-compute",
+                                 disabled_reason="maintenance")
+    refused = _boot(cloud, conn, "asked-1", "2.74", host="c2")
+    assert refused.status_code == 400 and "disabled" in refused.text
+    assert _boot(cloud, conn, "asked-2", "2.73", host="c1").status_code == 400
+    assert _boot(cloud, conn, "asked-3", "2.74", host="c1").status_code == 202
+    assert cloud.server_host("asked-3") == "c1"
+    assert _boot(cloud, conn, "nowhere-1", "2.74", availability_zone="nova:dark"
+                 ).status_code == 400       # powered off: its nova-compute is down
+    assert "asked-1" not in by_name(conn) and "nowhere-1" not in by_name(conn)
+
+
+@pytest.mark.parametrize("fault", [False, True], ids=["cancelled", "not-cancelled"])
+def test_a_power_on_during_a_graceful_shutdown_cancels_it_unless_a_fault_says_not(
+        fault: bool) -> None:
+    with make_cloud(bmc=True, bmc_graceful_delay_s=0.3) as cloud:
+        assert cloud.bmcs is not None
+        if fault:
+            cloud.add_fault({"type": "bmc_shutdown_not_cancelled", "host": "c1"})
+        cloud.bmcs.power.graceful_off("c1")
+        assert cloud.bmcs.power.shutting_down() == ["c1"]
+        cloud.bmcs.power.on("c1")
+        if fault:      # the OS is going down: the host still ends off
+            wait_for(lambda: cloud.power("c1") == "off")
+        else:
+            assert cloud.bmcs.power.shutting_down() == []
+            assert cloud.power("c1") == "on"

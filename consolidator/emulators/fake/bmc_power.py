@@ -64,7 +64,14 @@ class BmcPower:
             timer.cancel()
 
     def on(self, host: str) -> None:
-        """Power on (nova-compute comes up after service_up_delay_s)."""
+        """Power on (nova-compute comes up after service_up_delay_s). A power-on during a
+        graceful shutdown cancels it, unless a bmc_shutdown_not_cancelled fault names the
+        host: then, as on real hardware whose OS is going down, the host is still on, the
+        power-on does nothing and the shutdown ends off."""
+        with self._lock:
+            going_down = host in self._timers
+        if going_down and self.faults.bmc_fault("bmc_shutdown_not_cancelled", host):
+            return
         self._cancel(host)
         self._set_power(host, True)
 

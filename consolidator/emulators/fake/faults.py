@@ -14,6 +14,7 @@ FAULT_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "migration_fails": (frozenset({"instance"}), frozenset({"count"})),
     "migration_hangs": (frozenset({"instance"}), frozenset({"count"})),
     "migration_slow": (frozenset({"instance", "seconds"}), frozenset({"count"})),
+    "migration_lands_elsewhere": (frozenset({"instance"}), frozenset({"count"})),
     "http_error": (frozenset({"path", "status"}),
                    frozenset({"method", "count", "message", "retry_after"})),
     "slow": (frozenset({"seconds"}), frozenset({"path", "method", "count"})),
@@ -24,6 +25,7 @@ FAULT_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "bmc_no_power_reading": (frozenset({"host"}), frozenset()),
     "bmc_shutdown_held": (frozenset({"host"}), frozenset()),
     "bmc_vanishes_after_off": (frozenset({"host"}), frozenset()),
+    "bmc_shutdown_not_cancelled": (frozenset({"host"}), frozenset()),
 }
 
 
@@ -105,9 +107,10 @@ class Faults:
         return float(rule["seconds"]) if rule else 0.0
 
     def migration_fault(self, server_id: str, name: str) -> str | None:
-        """'fails', 'hangs' or 'slow <seconds>' when a rule names this server (by name or
-        id), else None."""
+        """'fails', 'hangs', 'elsewhere' or 'slow <seconds>' when a rule names this server
+        (by name or id), else None."""
         for kind, effect in (("migration_fails", "fails"), ("migration_hangs", "hangs"),
+                             ("migration_lands_elsewhere", "elsewhere"),
                              ("migration_slow", "slow")):
             rule = self._take(kind, lambda r: str(r["instance"]) in (server_id, name))
             if rule:

@@ -13,6 +13,7 @@ from consolidator.emulators.fake.state import (
 )
 
 #: What a migration fault does: 'fails' ends it in error, 'hangs' keeps it running,
+#: 'elsewhere' lands it on another valid host than the one asked for (the conductor's pick),
 #: 'slow <seconds>' makes it take that long.
 MigrationFault = Callable[[ServerRecord], "str | None"]
 
@@ -64,6 +65,7 @@ def live_migrate(state: CloudState, server_id: str, host: str | None, *, force: 
             fault=effect, forced=force, duration=duration)
         state.migrations.append(mig)
         server.status, server.task_state, server.updated = "MIGRATING", "migrating", stamp
+        state.notify("requested", mig)
         state.schedule(now + queue_seconds, "start", mig)
         return mig
 
@@ -104,10 +106,15 @@ def _start(state: CloudState, mig: MigrationRecord, server: ServerRecord, at: fl
         mig.dest = dest.name
     else:
         dest = state.hosts[mig.dest]
+        if mig.fault == "elsewhere":
+            other = _schedule(state, server, source, at, besides=dest)
+            if other is not None:
+                dest, mig.dest = other, other.name
         problem = destination_problem(state, server, dest, at, forced=mig.forced)
         if problem is not None:
             _fail(mig, server, problem)
             return
+    state.notify("started", mig)
     resources = source.release(server.id) or server.resources
     source.allocate(mig.uuid, resources)
     dest.allocate(server.id, resources)
@@ -176,12 +183,19 @@ def destination_problem(state: CloudState, server: ServerRecord, dest: HostRecor
     return None
 
 
-def _schedule(state: CloudState, server: ServerRecord, source: HostRecord,
-              now: float) -> HostRecord | None:
-    """The scheduler's choice when no host is given: the valid host with most free RAM."""
+def pick_host(state: CloudState, server: ServerRecord, now: float) -> HostRecord | None:
+    """The scheduler's choice for a new server: the valid host with most free RAM."""
+    return _schedule(state, server, None, now)
+
+
+def _schedule(state: CloudState, server: ServerRecord, source: HostRecord | None,
+              now: float, besides: HostRecord | None = None) -> HostRecord | None:
+    """The scheduler's choice when no host is given (or another than `besides`): the valid
+    host with most free RAM."""
     best, best_free = None, None
     for rec in state.hosts.values():
-        if rec is source or destination_problem(state, server, rec, now) is not None:
+        if any(rec is other for other in (source, besides)) \
+                or destination_problem(state, server, rec, now) is not None:
             continue
         free = rec.capacity()[1] - rec.used[1]
         if best_free is None or free > best_free:

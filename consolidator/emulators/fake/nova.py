@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import hashlib
 import re
 from collections.abc import Sequence
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from consolidator.core.model import stable_uuid
+from consolidator.core.model import Instance, stable_uuid
 from consolidator.emulators.fake import migration
 from consolidator.emulators.fake.faults import Faults
 from consolidator.emulators.fake.microversion import format_version, negotiator
@@ -58,6 +59,7 @@ class Nova:
         v = "/compute/v2.1"
         add("GET", f"{v}/servers", self.list_servers, service="compute")
         add("GET", f"{v}/servers/detail", self.list_servers_detail, service="compute")
+        add("POST", f"{v}/servers", self.create_server, service="compute")
         add("GET", f"{v}/servers/{{id}}", self.show_server, service="compute")
         add("POST", f"{v}/servers/{{id}}/action", self.server_action, service="compute")
         add("GET", f"{v}/servers/{{id}}/migrations", self.server_migrations, service="compute")
@@ -239,6 +241,61 @@ class Nova:
                     "extra_specs": dict(flavor.extra_specs)}
         return {"id": flavor.id, "links": [
             {"rel": "bookmark", "href": f"{req.base_url}/compute/flavors/{flavor.id}"}]}
+
+    def create_server(self, req: Request) -> Response:
+        """POST /servers: boot a server, ACTIVE at once. Its host is the scheduler's pick, or
+        the one asked for: `host` (2.74; the scheduler's checks apply: enabled, up, room) or
+        availability_zone "AZ:HOST" (a forced host: no scheduler check, so a disabled host
+        takes it too; Placement's claim still needs room, and its nova-compute must be up).
+        A refusal answers 400 at once (real Nova answers 202 and leaves the server in ERROR)."""
+        body = req.json()
+        spec = body.get("server") if isinstance(body, dict) else None
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) \
+                or not spec["name"]:
+            raise HTTPError(400, "Invalid input for field/attribute server: 'name' is a "
+                                 "required property")
+        zone, host = spec.get("availability_zone"), spec.get("host")
+        if host is not None and req.microversion < (2, 74):
+            raise HTTPError(400, "Additional properties are not allowed ('host' was "
+                                 "unexpected)")
+        forced = isinstance(zone, str) and ":" in zone
+        if forced:
+            host = str(zone).split(":", 1)[1] or None
+        with self.state.locked() as now:
+            flavor = next((f for f in self.state.flavors.values()
+                           if f.id == spec.get("flavorRef") or f.name == spec.get("flavorRef")),
+                          None)
+            if flavor is None:
+                raise HTTPError(400, f"Flavor {spec.get('flavorRef')} could not be found.")
+            inst = Instance(name=spec["name"], host="", vcpus=flavor.vcpus,
+                            memory_mb=flavor.ram, disk_gb=flavor.disk, flavor=flavor.name,
+                            flavor_extra_specs=dict(flavor.extra_specs),
+                            metadata={str(k): str(v)
+                                      for k, v in (spec.get("metadata") or {}).items()},
+                            id=stable_uuid("instance", f"{spec['name']}:{len(self.state.servers)}"
+                                           f":{len(self.state.server_list)}"))
+            probe = ServerRecord(model=inst, position=-1, host="", status="BUILD",
+                                 vm_state="building", task_state=None, power_state=0,
+                                 flavor=flavor, project_id=self.state.project_id,
+                                 user_id=self.state.user_id, classes=self.state.classes)
+            if host is None:
+                dest = migration.pick_host(self.state, probe, now)
+            else:
+                dest = self.state.by_compute_host.get(host) or self.state.hosts.get(host)
+                if dest is None:
+                    raise HTTPError(400, f"Compute host {host} could not be found.")
+                problem = migration.destination_problem(self.state, probe, dest, now,
+                                                        forced=forced)
+                if problem is not None:
+                    raise HTTPError(400, problem)
+            if dest is None:
+                raise HTTPError(400, "No valid host was found. There are not enough hosts "
+                                     "available.")
+            rec = self.state.add_server(dataclasses.replace(inst, host=dest.name))
+            view = {"id": rec.id, "links": links_for(req, "servers", rec.id),
+                    "OS-DCF:diskConfig": "MANUAL", "security_groups": [{"name": "default"}],
+                    "adminPass": "fake-admin-pass"}
+        return Response(202, {"server": view})
 
     # -- actions and server migrations -------------------------------------------------
 

@@ -170,6 +170,9 @@ class MigrationRecord:
 
 #: Runs one due migration event: (state, kind, migration, simulated time).
 MigrationHandler = Callable[["CloudState", str, MigrationRecord, float], None]
+#: Told of each live migration when it is requested and when it starts running, under the
+#: state's lock: (moment, migration) with moment 'requested' or 'started'. A test's observer.
+MigrationObserver = Callable[[str, MigrationRecord], None]
 
 
 class CloudState:
@@ -197,6 +200,8 @@ class CloudState:
         self.migrations: list[MigrationRecord] = []
         self.events: list[tuple[float, int, str, MigrationRecord]] = []
         self._seq = 0
+        #: Observers of live migrations (tests watch the moment each one starts).
+        self.observers: list[MigrationObserver] = []
         self._usage = {i.id: i.usage for i in cluster.instances}
         self._load(cluster)
 
@@ -264,6 +269,11 @@ class CloudState:
         while self.events and self.events[0][0] <= now:
             at, _, kind, mig = heapq.heappop(self.events)
             self._handle_event(self, kind, mig, at)
+
+    def notify(self, moment: str, mig: MigrationRecord) -> None:
+        """Tell every observer of this migration's moment (the caller holds the lock)."""
+        for observer in list(self.observers):
+            observer(moment, mig)
 
     def schedule(self, at: float, kind: str, mig: MigrationRecord) -> None:
         """Queue a migration event at simulated time `at`."""

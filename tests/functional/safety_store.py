@@ -1,0 +1,270 @@
+"""The safety test's store: a migrated SQLite file, or a fresh database on PostgreSQL (the
+server of CONSOLIDATOR_TEST_PG_URL, or a throw-away one this module starts from Debian's
+binaries), with what the invariants read (the journal, the recorded host states) and the
+faults a store can have (another writer holding it; the server stopped and started).
+
+Everything is read with SQLAlchemy core and plain SQL, never with the product's code.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.pool import NullPool
+
+PG_ENV = "CONSOLIDATOR_TEST_PG_URL"
+_TEMPLATE: dict[str, Path] = {}
+JOURNAL_COLUMNS = ("id, plan_id, action, target, params, state, created_at, started_at, "
+                   "finished_at, result, lease_holder, lease_generation")
+
+
+def _template_db() -> Path:
+    """A migrated SQLite database, made once per process (removed at its exit) and copied
+    for each world."""
+    if "db" not in _TEMPLATE:
+        from consolidator.store.db import make_engine, upgrade
+
+        folder = tempfile.mkdtemp(prefix="safety-template-")
+        atexit.register(shutil.rmtree, folder, True)
+        path = Path(folder) / "template.db"
+        engine = make_engine(f"sqlite:///{path}")
+        upgrade(engine)
+        engine.dispose()
+        _TEMPLATE["db"] = path
+    return _TEMPLATE["db"]
+
+
+class Store:
+    """One world's database: its URL for the product, and a reader for the invariants."""
+
+    kind = "sqlite"
+
+    def __init__(self, url: str, reader: Engine) -> None:
+        self.url = url
+        self.reader = reader
+        self.locks: list[threading.Thread] = []
+
+    def rows(self, sql: str, **params: Any) -> list[Any]:
+        """The rows of one query, on a fresh connection."""
+        with self.reader.connect() as conn:
+            return list(conn.execute(text(sql), params).fetchall())
+
+    def journal(self, since: int = 0) -> list[Any]:
+        """Journal rows with an id above `since`, or still running, oldest first."""
+        return self.rows(f"SELECT {JOURNAL_COLUMNS} FROM journal WHERE id > :since "
+                         f"OR state = 'running' ORDER BY id", since=since)
+
+    def leases(self) -> list[tuple[str, str, str]]:
+        """Each executor lease: (name, holder, expires_at as text)."""
+        return [(r[0], r[1], str(r[2])) for r in self.rows(
+            "SELECT name, holder, expires_at FROM leases WHERE name LIKE 'executor:%'")]
+
+    def host_states(self) -> dict[tuple[str, str], str]:
+        """Each recorded host state, by (cloud name it was recorded under, host)."""
+        return {(r[0], r[1]): r[2] for r in
+                self.rows("SELECT cloud, host, state FROM host_states")}
+
+    def busy(self) -> bool:
+        """Whether a fault still holds the store."""
+        self.locks = [t for t in self.locks if t.is_alive()]
+        return bool(self.locks)
+
+    def join(self) -> None:
+        """Wait for the faults holding the store to end."""
+        for thread in self.locks:
+            thread.join()
+        self.locks = []
+
+    def close(self) -> None:
+        """End the faults, drop the reader."""
+        self.join()
+        self.reader.dispose()
+
+    def hold(self, seconds: float) -> str:
+        """Another writer holds the whole store for this long; the fault's name."""
+        raise NotImplementedError
+
+    def _in_thread(self, body: Any) -> None:
+        ready = threading.Event()
+
+        def run() -> None:
+            try:
+                body(ready)
+            finally:
+                ready.set()
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        ready.wait(60)
+        self.locks.append(thread)
+
+
+class SqliteStore(Store):
+    """A copy of the migrated template file."""
+
+    def __init__(self, path: Path) -> None:
+        shutil.copy(_template_db(), path)
+        self.path = path
+        super().__init__(f"sqlite:///{path}", create_engine(
+            f"sqlite:///file:{path}?mode=ro&uri=true", poolclass=NullPool,
+            connect_args={"timeout": 60}))
+
+    def hold(self, seconds: float) -> str:
+        """BEGIN EXCLUSIVE on the file for this long."""
+        import sqlite3
+
+        def body(ready: threading.Event) -> None:
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            try:
+                conn.execute("BEGIN EXCLUSIVE")
+                ready.set()
+                time.sleep(seconds)
+                conn.execute("ROLLBACK")
+            finally:
+                conn.close()
+
+        self._in_thread(body)
+        return "database lock"
+
+
+class PgServer:
+    """A throw-away PostgreSQL server in a temp folder (initdb, pg_ctl), as .ci/run starts
+    one; it can be stopped and started again (the store fault)."""
+
+    def __init__(self) -> None:
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+        if not found:
+            raise RuntimeError("no PostgreSQL binaries under /usr/lib/postgresql/*/bin")
+        self.bin = Path(found[-1])
+        self.folder = Path(tempfile.mkdtemp(prefix="safety-pg-"))
+        self.data = self.folder / "data"
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self._as_owner(["initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres"])
+        self.start()
+        atexit.register(self.destroy)
+
+    def _as_owner(self, command: list[str]) -> None:
+        argv = [str(self.bin / command[0]), *command[1:]]
+        if os.getuid() == 0:      # PostgreSQL refuses to run as root
+            shutil.chown(self.folder, "postgres")
+            if self.data.exists():
+                shutil.chown(self.data, "postgres")
+            argv = ["runuser", "-u", "postgres", "--", *argv]
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       timeout=120)
+
+    def start(self) -> None:
+        """pg_ctl start, waiting until it accepts connections."""
+        self._as_owner(["pg_ctl", "-D", str(self.data), "-l", str(self.folder / "log"), "-w",
+                        "-t", "60", "-o", f"-p {self.port} -k {self.folder} "
+                        f"-c listen_addresses=127.0.0.1 -c fsync=off", "start"])
+
+    def stop(self) -> None:
+        """pg_ctl stop -m fast: every connection is closed."""
+        self._as_owner(["pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop"])
+
+    def destroy(self) -> None:
+        """Stop it (if it runs) and remove its folder."""
+        if (self.data / "postmaster.pid").exists():
+            with contextlib.suppress(subprocess.SubprocessError, OSError):
+                self._as_owner(["pg_ctl", "-D", str(self.data), "-m", "immediate", "stop"])
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class PgStore(Store):
+    """A fresh database on a PostgreSQL server, migrated; the server's own (a PgServer) can
+    be stopped and started, one named by URL only held."""
+
+    kind = "postgresql"
+
+    def __init__(self, server_url: str, server: PgServer | None = None) -> None:
+        from consolidator.store.db import make_engine, upgrade
+
+        base = make_url(server_url).set(drivername="postgresql+psycopg")
+        self.name = f"safety_{uuid.uuid4().hex[:12]}"
+        self.admin = create_engine(base, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+        with self.admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{self.name}"'))
+        url = base.set(database=self.name).render_as_string(hide_password=False)
+        engine = make_engine(url)
+        upgrade(engine)
+        engine.dispose()
+        self.server = server
+        self.down_until = 0.0
+        super().__init__(url, create_engine(url, poolclass=NullPool,
+                                            connect_args={"connect_timeout": 5}))
+
+    def rows(self, sql: str, **params: Any) -> list[Any]:
+        """As Store.rows; while the server is stopped, it waits for it to be back."""
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                return super().rows(sql, **params)
+            except Exception:        # noqa: BLE001 - the server is stopped: wait for it
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def hold(self, seconds: float) -> str:
+        """The server stopped for this long, then started (with a server of its own); else
+        every table locked for this long."""
+        if self.server is not None:
+            server = self.server
+
+            def restart(ready: threading.Event) -> None:
+                server.stop()
+                ready.set()
+                time.sleep(seconds)
+                server.start()
+
+            self._in_thread(restart)
+            return "PostgreSQL stopped and started"
+
+        def lock(ready: threading.Event) -> None:
+            with self.reader.connect() as conn, conn.begin():
+                conn.execute(text("LOCK TABLE journal, leases, host_states IN ACCESS "
+                                  "EXCLUSIVE MODE"))
+                ready.set()
+                time.sleep(seconds)
+
+        self._in_thread(lock)
+        return "PostgreSQL lock"
+
+    def close(self) -> None:
+        """End the faults, drop the database."""
+        super().close()
+        try:
+            with self.admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)'))
+        finally:
+            self.admin.dispose()
+
+
+def make_store(kind: str, folder: Path, server: PgServer | None = None) -> Store:
+    """A store of this kind ('sqlite' or 'postgresql') for one world. PostgreSQL uses the
+    given server, else CONSOLIDATOR_TEST_PG_URL's."""
+    if kind == "sqlite":
+        return SqliteStore(folder / "c.db")
+    if server is not None:
+        return PgStore(server.url, server)
+    url = os.environ.get(PG_ENV)
+    if not url:
+        raise RuntimeError(f"--store postgresql needs {PG_ENV} or a throw-away server")
+    return PgStore(url)
