@@ -33,6 +33,8 @@ class Option:
     #: A fixed form checked at load: "timezone" (an IANA zone), "address" (an IP address
     #: or a host name) or "url" (http or https, or empty).
     form: str = ""
+    #: A number that may be left empty: what empty means (its value is then None).
+    empty: str = ""
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -63,10 +65,11 @@ OPTIONS: tuple[Option, ...] = (
            "(see 'consolidator algorithms'). auto: run the fast ones (zoned-bestfit "
            "and hvp LIGHT) and keep the plan that frees the most hosts within "
            "max_migrations."),
-    Option("planner", "max_migrations", int, 0,
+    Option("planner", "max_migrations", int, None,
            "The most migrations a plan made by 'plan' or the daemon may have, unless "
            "--max-migrations says otherwise; the plan that frees the most hosts within it is "
-           "kept. 0: unlimited.", range="[0, inf)"),
+           "kept. 0: none (only hosts already empty are freed), as --max-migrations 0.",
+           range="[0, inf)", empty="no limit"),
     Option("planner", "ranking", str, "",
            "The ranking that chooses among feasible target hosts; empty: the algorithm's own."),
     Option("planner", "spare", int, 0,
@@ -204,8 +207,9 @@ OPTIONS: tuple[Option, ...] = (
            "Instant query listing the instances whose exporter answered the last scrape (a "
            "series that went stale is absent): relief counts the others at the flavor "
            "fallback, not at their last values. Empty: no check."),
-    Option("relief", "max_migrations", int, 0,
-           "The most migrations one relief makes; 0: as many as it takes.", range="[0, inf)"),
+    Option("relief", "max_migrations", int, None,
+           "The most migrations one relief makes; 0: none (it only reports the overloads).",
+           range="[0, inf)", empty="as many as it takes"),
     Option("relief", "trigger_confidence", float, 0.7,
            "Hysteresis: relieve only hosts whose usage exceeds their cores at this (lower) "
            "confidence, and bring them under at [planner] confidence, so that a host the "
@@ -319,6 +323,8 @@ def _number(kind: type, text: str) -> Any:
 def _parse(option: Option, raw: str) -> Any:
     text = raw.strip()
     where = f"[{option.section}] {option.name} = {raw!r}"
+    if option.empty and not text:
+        return None
     try:
         if option.type is bool:
             lowered = text.lower()
@@ -517,10 +523,10 @@ def config_from_sections(sections: dict[str, dict[str, str]],
 def _check_budget_objective(values: dict[tuple[str, str], Any], where: str) -> None:
     """A migration budget ranks plans by hosts freed: refuse it beside the energy objective,
     which would exceed it (every daemon cycle) rather than keep it."""
-    most = values.get(("planner", "max_migrations"), 0)
-    if values.get(("planner", "objective")) == "energy" and most:
+    most = values.get(("planner", "max_migrations"))
+    if values.get(("planner", "objective")) == "energy" and most is not None:
         raise ConfigError(f"{where}[planner] max_migrations = {most} does not apply with "
-                          f"[planner] objective = energy: set max_migrations = 0 or "
+                          f"[planner] objective = energy: leave max_migrations empty or set "
                           f"objective = hosts")
 
 
@@ -569,10 +575,11 @@ def reference_rst() -> str:
         title = f"[{section}]"
         lines += [title, "=" * len(title), ""]
         for o in declared_options(section):
-            default = o.default if o.default != "" else "(empty)"
+            default = o.default if o.default not in ("", None) else "(empty)"
             lines += [f"``{o.name}``", f"  *{o.type.__name__}*, default ``{default}``."
                       + (f" One of: {', '.join(o.choices)}." if o.choices else "")
                       + (f" In ``{o.range}``." if o.range else "")
+                      + (f" Empty: {o.empty}." if o.empty else "")
                       + (" An IANA time zone." if o.form == "timezone" else "")
                       + (" An IP address or a host name." if o.form == "address" else ""),
                       f"  {o.help}", ""]

@@ -46,8 +46,8 @@ class PlannerChoices:
     capacity_model: str
     confidence: float
     objective: str
-    #: 0: unlimited.
-    max_migrations: int
+    #: None: no limit; 0: no migration (as --max-migrations 0).
+    max_migrations: int | None
     fallback_mean: float
     fallback_cov: float
     usage_history: int
@@ -133,6 +133,8 @@ def read_name_list(path: str | Path) -> frozenset[str]:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the importance list: "
                           f"{exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError.not_utf8(path, exc) from None
     return parse_name_list(text)
 
 
@@ -257,7 +259,8 @@ class ReliefSettings:
     usage model (at [planner] confidence; speeds filled in per cluster by the use case)."""
 
     interval: int
-    max_migrations: int
+    #: None: as many as it takes; 0: none.
+    max_migrations: int | None
     source: PrometheusSource | None
     plan: PlanSettings
     cpu_speed: dict[str, str]
