@@ -94,7 +94,9 @@ OPTIONS: tuple[Option, ...] = (
            "A file listing instances (names or ids, one a line) that are not important, "
            "as in paper 004. Everything else is important."),
     Option("planner", "allow_cold_migration", bool, False,
-           "Also move SHUTOFF instances (by cold migration) instead of pinning them."),
+           "Must stay false: consolidator moves instances by live migration only, so a "
+           "SHUTOFF instance pins its host (the plan says so); true is refused, as the "
+           "executor would skip the moves it planned."),
     Option("planner", "max_migrations_per_host", int, 2,
            "Migrations one source host sends at once; waves are built to respect it.",
            range="[1, inf)"),
@@ -517,7 +519,17 @@ def config_from_sections(sections: dict[str, dict[str, str]],
             except ConfigError as exc:
                 raise ConfigError(f"{where}{exc}") from None
     _check_budget_objective(values, where)
+    _check_cold_migration(values, where)
     return Config(values=values, path=path, sections=free)
+
+
+def _check_cold_migration(values: dict[tuple[str, str], Any], where: str) -> None:
+    """The planner and the executor agree: no move is planned that only a cold migration
+    could make, since the executor live-migrates only."""
+    if values.get(("planner", "allow_cold_migration")):
+        raise ConfigError(f"{where}[planner] allow_cold_migration = true: consolidator moves "
+                          f"instances by live migration only, so it would plan moves of "
+                          f"SHUTOFF instances that it then skips: set it to false")
 
 
 def _check_budget_objective(values: dict[tuple[str, str], Any], where: str) -> None:

@@ -161,8 +161,7 @@ def rules_from_config(config: Config) -> Rules:
                  exclude_key=config.get("planner", "exclude_key"),
                  importance_key=config.get("planner", "importance_key"),
                  importance_extra_spec=config.get("planner", "importance_extra_spec"),
-                 unimportant=read_name_list(listed) if listed else frozenset(),
-                 allow_cold_migration=config.get("planner", "allow_cold_migration"))
+                 unimportant=read_name_list(listed) if listed else frozenset())
 
 
 def _idle_watts(config: Config) -> float:
