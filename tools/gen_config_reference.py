@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from consolidator.app.config import reference_rst
+from consolidator.app.config_reference import reference_rst
 
 if __name__ == "__main__":
     target = Path(__file__).resolve().parents[1] / "docs" / "configuration.rst"

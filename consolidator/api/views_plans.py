@@ -179,8 +179,8 @@ def plan_action(ref: str, action: str) -> Response:
         raise ApiError(409, "conflict", "Conflict", f"plan {plan.id} {why}")
     if action == "apply" and plan.status != "approved":
         raise ApiError(409, "not_approved", "Conflict",
-                       f"plan {plan.id} has the status {plan.status}: only an approved plan is applied "
-                       f"(POST /v1/plans/{plan.id}/approve first)")
+                       f"plan {plan.id} has the status {plan.status}: only an approved plan "
+                       f"is applied (POST /v1/plans/{plan.id}/approve first)")
     kind = "apply" if action == "apply" else "dry_run"
     return accepted(request_job(ctx, cloud=plan.cloud, kind=kind, target=plan.id,
                                 params={}, plan_id=plan.id))

@@ -50,10 +50,11 @@ OPTIONS: tuple[Option, ...] = (
            "(see 'consolidator algorithms'). auto: run the fast ones (zoned-bestfit "
            "and hvp LIGHT) and keep the plan that frees the most hosts within "
            "max_migrations."),
-    Option("planner", "max_migrations", int, 0,
+    Option("planner", "max_migrations", int, None,
            "The most migrations a plan made by 'plan' or the daemon may have, unless "
            "--max-migrations says otherwise; the plan that frees the most hosts within it is "
-           "kept. 0: unlimited.", range="[0, inf)"),
+           "kept. 0: none (only hosts already empty are freed), as --max-migrations 0.",
+           range="[0, inf)", empty="no limit"),
     Option("planner", "ranking", str, "",
            "The ranking that chooses among feasible target hosts; empty: the algorithm's own."),
     Option("planner", "spare", int, 0,
@@ -78,7 +79,9 @@ OPTIONS: tuple[Option, ...] = (
            "A file listing instances (names or ids, one a line) that are not important, "
            "as in paper 004. Everything else is important."),
     Option("planner", "allow_cold_migration", bool, False,
-           "Also move SHUTOFF instances (by cold migration) instead of pinning them."),
+           "Must stay false: consolidator moves instances by live migration only, so a "
+           "SHUTOFF instance pins its host (the plan says so); true is refused, as the "
+           "executor would skip the moves it planned."),
     Option("planner", "max_migrations_per_host", int, 2,
            "Migrations one source host sends at once; waves are built to respect it.",
            range="[1, inf)"),
@@ -194,8 +197,9 @@ OPTIONS: tuple[Option, ...] = (
            "Instant query listing the instances whose exporter answered the last scrape (a "
            "series that went stale is absent): relief counts the others at the flavor "
            "fallback, not at their last values. Empty: no check."),
-    Option("relief", "max_migrations", int, 0,
-           "The most migrations one relief makes; 0: as many as it takes.", range="[0, inf)"),
+    Option("relief", "max_migrations", int, None,
+           "The most migrations one relief makes; 0: none (it only reports the overloads).",
+           range="[0, inf)", empty="as many as it takes"),
     Option("relief", "trigger_confidence", float, 0.7,
            "Hysteresis: relieve only hosts whose usage exceeds their cores at this (lower) "
            "confidence, and bring them under at [planner] confidence, so that a host the "
@@ -325,6 +329,8 @@ def _number(kind: type, text: str) -> Any:
 def _parse(option: Option, raw: str) -> Any:
     text = raw.strip()
     where = f"[{option.section}] {option.name} = {raw!r}"
+    if option.empty and not text:
+        return None
     try:
         if option.type is bool:
             lowered = text.lower()
@@ -518,16 +524,26 @@ def config_from_sections(sections: dict[str, dict[str, str]],
             except ConfigError as exc:
                 raise ConfigError(f"{where}{exc}") from None
     _check_budget_objective(values, where)
+    _check_cold_migration(values, where)
     return Config(values=values, path=path, sections=free)
+
+
+def _check_cold_migration(values: dict[tuple[str, str], Any], where: str) -> None:
+    """The planner and the executor agree: no move is planned that only a cold migration
+    could make, since the executor live-migrates only."""
+    if values.get(("planner", "allow_cold_migration")):
+        raise ConfigError(f"{where}[planner] allow_cold_migration = true: consolidator moves "
+                          f"instances by live migration only, so it would plan moves of "
+                          f"SHUTOFF instances that it then skips: set it to false")
 
 
 def _check_budget_objective(values: dict[tuple[str, str], Any], where: str) -> None:
     """A migration budget ranks plans by hosts freed: refuse it beside the energy objective,
     which would exceed it (every daemon cycle) rather than keep it."""
-    most = values.get(("planner", "max_migrations"), 0)
-    if values.get(("planner", "objective")) == "energy" and most:
+    most = values.get(("planner", "max_migrations"))
+    if values.get(("planner", "objective")) == "energy" and most is not None:
         raise ConfigError(f"{where}[planner] max_migrations = {most} does not apply with "
-                          f"[planner] objective = energy: set max_migrations = 0 or "
+                          f"[planner] objective = energy: leave max_migrations empty or set "
                           f"objective = hosts")
 
 
@@ -561,26 +577,3 @@ def declared_options(section: str | None = None) -> Iterable[Option]:
     """Every declared option, optionally of one section."""
     return [o for o in OPTIONS if section is None or o.section == section]
 
-
-def reference_rst() -> str:
-    """The configuration reference (docs/configuration.rst), generated from OPTIONS."""
-    lines = ["=======================", "Configuration reference", "=======================", "",
-             "The INI file named by ``--config`` (default ``/etc/consolidator/consolidator.conf``"
-             " when it exists). Unknown sections and options are errors, so a typo cannot pass "
-             "silently, and every value is checked when the file is loaded, whatever the "
-             "command: its type, its range, its choices, the time zone, the address, the cron "
-             "expression of [daemon] schedule and the [planner] algorithm and ranking names. "
-             "This page is generated from ``consolidator/app/config.py`` by "
-             "``python tools/gen_config_reference.py``; a test fails when they differ.", ""]
-    for section in dict.fromkeys(o.section for o in OPTIONS):
-        title = f"[{section}]"
-        lines += [title, "=" * len(title), ""]
-        for o in declared_options(section):
-            default = o.default if o.default != "" else "(empty)"
-            lines += [f"``{o.name}``", f"  *{o.type.__name__}*, default ``{default}``."
-                      + (f" One of: {', '.join(o.choices)}." if o.choices else "")
-                      + (f" In ``{o.range}``." if o.range else "")
-                      + (" An IANA time zone." if o.form == "timezone" else "")
-                      + (" An IP address or a host name." if o.form == "address" else ""),
-                      f"  {o.help}", ""]
-    return "\n".join(lines)

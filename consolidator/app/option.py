@@ -21,3 +21,5 @@ class Option:
     #: A fixed form checked at load: "timezone" (an IANA zone), "address" (an IP address
     #: or a host name) or "url" (http or https, or empty).
     form: str = ""
+    #: A number that may be left empty: what empty means (its value is then None).
+    empty: str = ""

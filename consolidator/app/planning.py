@@ -71,14 +71,15 @@ class PlanChoice:
     #: config's (named when the energy objective goes beyond it): the budget holds the limit.
     planner: PlannerChoices
     options: dict[str, Any]
-    #: The request's limits; migrations default to [planner] max_migrations (0: none).
+    #: The request's limits; migrations default to [planner] max_migrations (None: no limit,
+    #: 0: none, as --max-migrations 0).
     budget: Budget
 
 
 def choose(config: PlannerChoices, request: PlanRequest) -> PlanChoice:
     """The request's choices, else the config's: worked out once for a plan."""
     most = request.max_migrations if request.max_migrations is not None \
-        else (config.max_migrations if config.max_migrations > 0 else None)
+        else config.max_migrations
     planner = replace(
         config, algorithm=request.algorithm or config.algorithm,
         ranking=request.ranking if request.ranking is not None else config.ranking,
@@ -244,7 +245,7 @@ def draft_plan(ctx: AppContext, snapshot: Snapshot, request: PlanRequest,
         algorithm = FAST_ALGORITHMS[0] if i.algorithm == AUTO else i.algorithm
         draft = plan_for_objective(ctx, snapshot, i, algorithm)
         most = choice.planner.max_migrations
-        if most and len(draft.migrations) > most:
+        if most is not None and len(draft.migrations) > most:
             draft = replace(draft, notes=(*draft.notes, (
                 f"[planner] max_migrations = {most} does not apply with --objective energy: "
                 f"{plural(len(draft.migrations), 'migration')}")))

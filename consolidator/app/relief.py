@@ -67,7 +67,7 @@ def draft_relief(ctx: AppContext, cluster: Cluster, settings: ReliefSettings, *,
     names = power_on_order(cluster, speeds, settings.plan.rules)
     order = powerable(names) if powerable is not None else with_bmc(ctx, names)
     return relief_draft(cluster, plan_settings, power_on=order,
-                        max_moves=settings.max_migrations or None,
+                        max_moves=settings.max_migrations,
                         trigger=settings.trigger_confidence or None)
 
 

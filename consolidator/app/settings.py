@@ -46,8 +46,8 @@ class PlannerChoices:
     capacity_model: str
     confidence: float
     objective: str
-    #: 0: unlimited.
-    max_migrations: int
+    #: None: no limit; 0: no migration (as --max-migrations 0).
+    max_migrations: int | None
     fallback_mean: float
     fallback_cov: float
     usage_history: int
@@ -135,6 +135,8 @@ def read_name_list(path: str | Path) -> frozenset[str]:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the importance list: "
                           f"{exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError.not_utf8(path, exc) from None
     return parse_name_list(text)
 
 
@@ -161,8 +163,7 @@ def rules_from_config(config: Config) -> Rules:
                  exclude_key=config.get("planner", "exclude_key"),
                  importance_key=config.get("planner", "importance_key"),
                  importance_extra_spec=config.get("planner", "importance_extra_spec"),
-                 unimportant=read_name_list(listed) if listed else frozenset(),
-                 allow_cold_migration=config.get("planner", "allow_cold_migration"))
+                 unimportant=read_name_list(listed) if listed else frozenset())
 
 
 def _idle_watts(config: Config) -> float:
@@ -259,7 +260,8 @@ class ReliefSettings:
     usage model (at [planner] confidence; speeds filled in per cluster by the use case)."""
 
     interval: int
-    max_migrations: int
+    #: None: as many as it takes; 0: none.
+    max_migrations: int | None
     source: PrometheusSource | None
     plan: PlanSettings
     cpu_speed: dict[str, str]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from consolidator.app.context import AppContext
 from consolidator.app.settings import inventory_settings
-from consolidator.core.errors import UsageError
+from consolidator.core.errors import ScenarioError, UsageError
 from consolidator.core.model import Cluster
 from consolidator.core.wording import plural
 from consolidator.scenario.files import load_scenario
@@ -133,6 +133,9 @@ def record_scenario(ctx: AppContext, path: str,
     the file's stem), never the live cloud's: its plans can be reviewed, not applied. `check`
     may refuse its cluster first, as record_snapshot's."""
     loaded = load_scenario(path)
+    if not loaded.cluster.hosts:
+        raise ScenarioError(f"{path}: hosts: the list is empty: a scenario needs at least one "
+                            f"compute host")
     if check is not None:
         check(loaded.cluster)
     name = str(loaded.extras.get("name") or Path(path).stem)

@@ -7,7 +7,7 @@ import click
 
 from consolidator.app.shipped import DEFAULT, shipped_file, shipped_files
 from consolidator.app.unit_file import SEARCH_PATH_COMMAND, this_install, unit_text
-from consolidator.cli.context import output_options
+from consolidator.cli.context import echo_listing, output_options
 from consolidator.render.listing import Column, Output, listing
 
 
@@ -23,7 +23,7 @@ def config_files(out: Output) -> None:
     installed."""
     records = [{"name": f.name, "purpose": f.purpose, "path": str(f.path)}
                for f in shipped_files()]
-    click.echo(listing(records, (Column("NAME", ("name",)),
+    echo_listing(listing(records, (Column("NAME", ("name",)),
                                  Column("WHAT IT IS", ("purpose",), wrap=20),
                                  Column("PATH", ("path",), wrap=20)), out))
 

@@ -28,6 +28,13 @@ FORMAT = click.option("-f", "--format", "fmt", type=click.Choice(["table", "json
                       default="table", show_default=True, help="Output format.")
 
 
+def echo_listing(text: str) -> None:
+    """Print a listing; an empty one (-f value with no rows) prints nothing, not a blank
+    line, as the openstack client."""
+    if text:
+        click.echo(text)
+
+
 def report_to_stderr(line: str) -> None:
     """The CLI's reporter: progress lines go to stderr."""
     click.echo(line, err=True)

@@ -10,7 +10,7 @@ from consolidator.app import power
 from consolidator.app.context import AppContext
 from consolidator.app.hosts import host_rows
 from consolidator.app.review import journal_entries
-from consolidator.cli.context import BMC_FILE, output_options, parse_since, pass_app
+from consolidator.cli.context import BMC_FILE, echo_listing, output_options, parse_since, pass_app
 from consolidator.render.hosts import HOST_COLUMNS, JOURNAL_COLUMNS, entry_json
 from consolidator.render.listing import Output, listing
 
@@ -28,7 +28,7 @@ def hosts_list(app: AppContext, bmc_file: str | None, out: Output) -> None:
     """Each host's service, power (from its BMC where configured), instances and use."""
     app.bmc_file = bmc_file
     rows = host_rows(app)
-    click.echo(listing(rows, HOST_COLUMNS, out))
+    echo_listing(listing(rows, HOST_COLUMNS, out))
     unread = [r["host"] for r in rows if r["power_error"]]
     if unread and out.fmt == "table" and not out.long:
         click.echo(f"power unknown for {', '.join(unread)}: --long shows why (POWER ERROR)",
@@ -88,7 +88,7 @@ def journal_cmd(app: AppContext, plan_id: str | None, host: str | None,
     ended."""
     rows = journal_entries(app, plan_ref=plan_id, limit=limit, host=host, since=since,
                            actions=actions)
-    click.echo(listing([entry_json(e) for e in rows], JOURNAL_COLUMNS, out))
+    echo_listing(listing([entry_json(e) for e in rows], JOURNAL_COLUMNS, out))
 
 
 def _add_maintenance() -> None:

@@ -31,11 +31,12 @@ from consolidator.app.snapshots import get_snapshot, record_scenario, record_sna
 from consolidator.cli.context import (
     BMC_FILE,
     FiniteRange,
+    echo_listing,
     output_options,
     pass_app,
     terminal_width,
 )
-from consolidator.core.errors import ConsolidatorError
+from consolidator.core.errors import ConsolidatorError, UsageError
 from consolidator.core.wording import duration, plural
 from consolidator.render.compare import render_comparison
 from consolidator.render.fit import fit_table, fit_text
@@ -64,6 +65,19 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
         options[key.strip()] = (True if lowered == "true" else False if lowered == "false"
                                 else value.strip())
     return options
+
+
+#: --check-live with a plan of a scenario: nothing is stored before it is refused.
+_NO_LIVE_CLOUD = ("--check-live asks the live cloud's Placement, and {} has none: drop "
+                  "--check-live, or plan from the live cloud (no --scenario, or a snapshot "
+                  "of the cloud)")
+
+
+def _live_checkable(snap: Any, check_live: bool) -> Any:
+    """The snapshot, unless --check-live is asked of a scenario's (UsageError)."""
+    if check_live and snap.info.cloud.startswith("scenario:"):
+        raise UsageError(_NO_LIVE_CLOUD.format(f"snapshot {snap.info.id} ({snap.info.cloud})"))
+    return snap
 
 
 def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
@@ -106,8 +120,9 @@ def _front_conflicts(fmt: str, objective: str | None, check_live: bool,
               help="Then ask the live cloud's Placement about every move, as apply will "
                    "before each wave, and list the moves it would refuse (exit 1 if any).")
 @click.option("--max-migrations", type=click.IntRange(min=0), metavar="N",
-              help="Budget: at most N migrations; 0 allows none [default: [planner] "
-                   "max_migrations, where 0 means unlimited].")
+              help="Budget: at most N migrations; 0 allows none, as [planner] "
+                   "max_migrations = 0 [default: [planner] max_migrations; empty: no "
+                   "limit].")
 @click.option("--max-moved-gib", type=FiniteRange(min=0), metavar="G",
               help="Budget: the migrations move at most G GiB of instance memory.")
 @click.option("--target-hosts", type=click.IntRange(min=1), metavar="K",
@@ -169,20 +184,23 @@ def plan_group(ctx: click.Context, algorithm: str | None, ranking: str | None,
     validate_request(app, request)   # all it can refuse, before a snapshot is stored
     if snapshot_ref and scenario:
         raise click.UsageError("give --snapshot or --scenario, not both")
+    if check_live and scenario:
+        raise UsageError(_NO_LIVE_CLOUD.format("a scenario file"))
     app.engine()
     if relieve:
         _relief_conflicts(algorithm, ranking, show_front, objective, capacity_model,
                           {"max_migrations": max_migrations, "max_moved_gib": max_moved_gib,
                            "target_hosts": target_hosts, "spare": spare})
         snap = record_scenario(app, scenario) if scenario else \
-            get_snapshot(app, snapshot_ref) if snapshot_ref else None
+            _live_checkable(get_snapshot(app, snapshot_ref), check_live) if snapshot_ref \
+            else None
         _relieve(app, snap, fmt, check_live)
         return
     in_scope = partial(check_scope, app, request)
     if scenario:
         snap = record_scenario(app, scenario, check=in_scope)
     elif snapshot_ref:
-        snap = get_snapshot(app, snapshot_ref)
+        snap = _live_checkable(get_snapshot(app, snapshot_ref), check_live)
     else:
         snap = record_snapshot(app, check=in_scope)[0]
     if show_front:
@@ -344,7 +362,7 @@ def plans_list(app: AppContext, status: str | None, limit: int, out: Output) -> 
     if not rows and out.fmt == "table":
         click.echo("no plans yet: make one with 'consolidator plan'")
         return
-    click.echo(listing(records, PLAN_COLUMNS, out))
+    echo_listing(listing(records, PLAN_COLUMNS, out))
 
 
 @plans_group.command("compare")
@@ -358,7 +376,7 @@ def plans_compare(app: AppContext, plan_ids: tuple[str, ...], out: Output) -> No
         click.echo(render_comparison(rows, out.width))
         return
     records = [r.to_json() for r in rows]
-    click.echo(listing(records, [Column(k.upper().replace("_", " "), (k,))
+    echo_listing(listing(records, [Column(k.upper().replace("_", " "), (k,))
                                  for k in (records[0] if records else {})], out))
 
 
@@ -385,6 +403,6 @@ def algorithms_cmd(out: Output) -> None:
     records = [{"kind": kind, "name": n, "summary": what, "paper": paper}
                for kind, entries in (("algorithm", algorithms), ("ranking", rankings))
                for n, what, paper in entries]
-    click.echo(listing(records, (Column("KIND", ("kind",)), Column("NAME", ("name",)),
+    echo_listing(listing(records, (Column("KIND", ("kind",)), Column("NAME", ("name",)),
                                  Column("WHAT IT DOES", ("summary",), wrap=20),
                                  Column("PAPER", ("paper",))), out))

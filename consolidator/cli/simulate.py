@@ -106,6 +106,9 @@ def trace_command(app: AppContext, planetlab: tuple[str, ...], days: str | None,
     Without --planetlab, --days, --trace or --prometheus, the shipped sample (50 VMs of
     PlanetLab's 2011-03-03) is replayed.
     """
+    if days and planetlab:
+        raise UsageError("--days and --planetlab both name the days to replay: give one "
+                         "(--days all is the ten bundled days, --planetlab DAY|DIR one each)")
     history = _history(prometheus_url, start, end, step)
     chosen = list(planetlab) + _days(days)
     if plot:

@@ -12,7 +12,7 @@ from consolidator.app.snapshots import (
     record_snapshot,
     snapshot_list,
 )
-from consolidator.cli.context import BMC_FILE, output_options, pass_app
+from consolidator.cli.context import BMC_FILE, echo_listing, output_options, pass_app
 from consolidator.render import kv
 from consolidator.render.fit import fit_kv
 from consolidator.render.hosts import snapshot_hosts
@@ -63,7 +63,7 @@ def snapshots_list(app: AppContext, limit: int, out: Output) -> None:
     if not infos and out.fmt == "table":
         click.echo("no snapshots yet: record one with 'consolidator snapshot'")
         return
-    click.echo(listing([info_json(i) for i in infos], SNAPSHOT_COLUMNS, out))
+    echo_listing(listing([info_json(i) for i in infos], SNAPSHOT_COLUMNS, out))
 
 
 @snapshots_group.command("show")

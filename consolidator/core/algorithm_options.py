@@ -8,14 +8,15 @@ from typing import Any
 
 from consolidator.core.algorithms.catalog import ALGORITHMS
 from consolidator.core.errors import UsageError
-from consolidator.core.front import AUTO
+from consolidator.core.front import AUTO, FAST_ALGORITHMS
 from consolidator.core.rankings.catalog import RANKINGS
 
 
 def valid_options(algorithm: str, ranking: str | None) -> dict[str, str]:
     """The keys an algorithm and a ranking accept, each with the form of its value."""
-    if algorithm == AUTO:       # it runs every fast algorithm: any of their keys
-        keys = {k: form for entry in ALGORITHMS for k, form in entry.options.items()}
+    if algorithm == AUTO:       # it runs the fast algorithms: any of their keys, no other
+        keys = {k: form for name in FAST_ALGORITHMS
+                for k, form in ALGORITHMS.entry(name).options.items()}
     else:
         keys = dict(ALGORITHMS.entry(algorithm).options)
     if ranking:
@@ -38,7 +39,19 @@ def check_options(algorithm: str, ranking: str | None, options: Mapping[str, Any
 
 
 def _form_problem(form: str, value: Any) -> str | None:
-    """Why a value does not have a form ('int', 'float', 'true|false', 'a|b'), or None."""
+    """Why a value does not have a form ('int', 'float', 'true|false', 'a|b', 'WxHxD',
+    'float,float,float'), or None."""
+    if form == "WxHxD":
+        parts = str(value).lower().replace(",", "x").split("x")
+        whole = all(p.strip().isdigit() and int(p) > 0 for p in parts)
+        return None if len(parts) == 3 and whole else "not three positive integers"
+    if "," in form:
+        kinds = form.split(",")
+        parts = list(value) if isinstance(value, (list, tuple)) else str(value).split(",")
+        if len(parts) != len(kinds) or not all(_parses(int if k == "int" else float, p)
+                                               for k, p in zip(kinds, parts, strict=True)):
+            return f"not {len(kinds)} numbers"
+        return None
     if form == "int":
         return None if _parses(int, value) else "not an integer"
     if form == "float":

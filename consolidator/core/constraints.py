@@ -31,7 +31,6 @@ class Rules:
     importance_key: str = "consolidator:important"
     importance_extra_spec: str = "consolidator:important"
     unimportant: frozenset[str] = field(default_factory=frozenset)  # names or ids
-    allow_cold_migration: bool = False
     #: Only hosts inside it are touched (core/scope.py); None: every host.
     scope: Scope | None = None
     #: Host aggregates whose hosts are never touched (Masakari's reserved hosts, Blazar's
@@ -185,8 +184,7 @@ def pin_reason(instance: Instance, rules: Rules, hard_affinity: set[str]) -> str
         return f"{rules.exclude_key}=true"
     if instance.project_id and instance.project_id in rules.excluded_projects:
         return f"its project {instance.project_id} is excluded ([planner] excluded_projects)"
-    if instance.status != "ACTIVE" and not (rules.allow_cold_migration
-                                            and instance.status == "SHUTOFF"):
+    if instance.status != "ACTIVE":      # the executor live-migrates only
         return f"it is {instance.status}"
     if instance.id in hard_affinity:
         return "it is in an affinity group (Nova refuses to move one member alone)"

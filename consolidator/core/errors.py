@@ -29,8 +29,14 @@ class ConfigError(ConsolidatorError):
     @classmethod
     def not_utf8(cls, path: object, exc: UnicodeDecodeError) -> ConfigError:
         """One line naming the file, the first bad byte and the fix."""
-        return cls(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
-                   f"{exc.start}): save it as UTF-8")
+        return cls(not_utf8_text(path, exc))
+
+
+def not_utf8_text(path: object, exc: UnicodeDecodeError) -> str:
+    """The one line every reader gives for a file that is not UTF-8: the file, the first bad
+    byte and the fix."""
+    return (f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}): save it as UTF-8")
 
 
 class MissingConfigFile(ConfigError, MissingFileError):
@@ -67,6 +73,14 @@ class TraceFileError(ConsolidatorError):
 
 class StoreError(ConsolidatorError):
     """The database cannot be reached or used."""
+
+
+class DatabaseUrlError(StoreError, UsageError):
+    """The database URL cannot be used as given: an unknown kind, a driver that is not
+    installed (an optional extra), a SQLite file in a folder that does not exist; exit code
+    2, as a missing optional extra and a missing file the command line names."""
+
+    exit_code = 2
 
 
 class NotMigratedError(StoreError):

@@ -147,7 +147,7 @@ class HostSteps:
         its recorded 'emptying' would otherwise outlive the plan (issue 45)."""
         run = self.run
         left = [h for h in outcome.left_on if h in plan.draft.power_off and h in run.hosts
-                and (rec := host_states.recorded(run.engine, run.cloud, h)) is not None
+                and (rec := run.gate.recorded(h)) is not None
                 and rec.state == hg.EMPTYING]
         if not left:
             return

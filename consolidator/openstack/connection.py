@@ -80,6 +80,8 @@ def connect(cloud: str | None, **overrides: Any) -> Connection:
         region = openstack.config.get_cloud_region(cloud=cloud, **overrides)
     except (sdk_exc.ConfigException, ks_exc.MissingRequiredOptions,
             ks_exc.MissingAuthPlugin) as exc:
+        if cloud is None and isinstance(exc, ks_exc.MissingRequiredOptions):
+            raise CloudError(no_cloud_named()) from None
         raise CloudError(f"cloud {cloud or '(default)'!r}: {_first_line(exc)} "
                          f"{SELECTION_HINT}") from None
     except ks_exc.ClientException as exc:
@@ -88,6 +90,19 @@ def connect(cloud: str | None, **overrides: Any) -> Connection:
     if entry.get("api_timeout") is None:
         entry["api_timeout"] = DEFAULT_API_TIMEOUT_S
     return openstack.connection.Connection(config=region)
+
+
+def no_cloud_named() -> str:
+    """The one line for a command that needs a cloud when none is named or configured:
+    where clouds.yaml is looked for, how to name a cloud, and the demo's fake cloud."""
+    path = clouds_yaml_path()
+    if path is None:
+        return ("no cloud is configured: no clouds.yaml (OS_CLIENT_CONFIG_FILE, "
+                "./clouds.yaml, ~/.config/openstack/, /etc/openstack/) and no OS_AUTH_URL: "
+                "write a clouds.yaml entry and name it with --cloud NAME or OS_CLOUD=NAME "
+                "(README: Quick start), or try 'consolidator demo' on a fake cloud")
+    return (f"no cloud is named and {path} has no single cloud to use: name one with "
+            f"--cloud NAME or OS_CLOUD=NAME")
 
 
 def clouds_yaml_path() -> Path | None:

@@ -22,6 +22,7 @@ from consolidator.core.model import (
     ServerGroup,
     natural_key,
 )
+from consolidator.core.names import quoted
 from consolidator.core.wording import agree, plural
 from consolidator.openstack.connection import (
     HttpStatusError,
@@ -168,7 +169,7 @@ def _aggregates(conn: Connection, mv: str | None, notes: list[str]) -> dict[str,
         if not name:
             continue
         for host in aggregate.get("hosts") or []:
-            members.setdefault(host, []).append(str(name))
+            members.setdefault(quoted(str(host)), []).append(quoted(str(name)))
     return members
 
 
@@ -177,24 +178,27 @@ def _hosts(hypervisors: list[dict[str, Any]], services: dict[str, dict[str, Any]
            ratios: FallbackRatios, notes: list[str]) -> list[Host]:
     hosts: dict[str, Host] = {}
     for hyp in hypervisors:
-        name = hyp.get("hypervisor_hostname")
+        raw_name = hyp.get("hypervisor_hostname")
+        name = quoted(str(raw_name or ""))
         if not name or name in hosts:
             continue
         svc_ref = hyp.get("service") or {}
-        compute_host = svc_ref.get("host") or hyp.get("host_ip") or name
-        svc = services.get(compute_host, {})
+        raw_compute = svc_ref.get("host") or hyp.get("host_ip") or raw_name
+        svc = services.get(str(raw_compute), {})
+        compute_host = quoted(str(raw_compute))
         state = hyp.get("state") or svc.get("state") or "up"
         status = hyp.get("status") or svc.get("status") or "enabled"
-        common = {
+        common: dict[str, Any] = {
             "name": name, "compute_host": compute_host,
-            "availability_zone": svc.get("zone") or "nova",
+            "availability_zone": quoted(str(svc.get("zone") or "nova")),
             "status": status if status in ("enabled", "disabled") else "enabled",
             "state": state if state in ("up", "down") else "down",
             "power": "on" if state == "up" else "unknown",
-            "disabled_reason": svc_ref.get("disabled_reason") or svc.get("disabled_reason"),
+            "disabled_reason": _quoted_or_none(svc_ref.get("disabled_reason")
+                                               or svc.get("disabled_reason")),
             "aggregates": tuple(aggregates.get(compute_host, ())),
         }
-        tree = capacity.get(name)
+        tree = capacity.get(str(raw_name))
         if tree is not None:
             inv = tree.inventories
             vcpu, mem, disk = (_resource(inv, rc) for rc in CLASSIC_CLASSES)
@@ -215,6 +219,11 @@ def _hosts(hypervisors: list[dict[str, Any]], services: dict[str, dict[str, Any]
                 cpu_allocation_ratio=ratios.cpu, ram_allocation_ratio=ratios.ram,
                 disk_allocation_ratio=ratios.disk, **common)
     return sorted(hosts.values(), key=lambda h: natural_key(h.name))
+
+
+def _quoted_or_none(value: object) -> str | None:
+    """A text the cloud gave, stored without control characters (core/names.py)."""
+    return None if value is None or value == "" else quoted(str(value))
 
 
 def _flavor_sizes(server: dict[str, Any], flavors: dict[str, dict[str, Any]]
@@ -248,8 +257,8 @@ def _instances(servers: list[dict[str, Any]], hosts: list[Host],
     skipped_hostless = from_flavor = 0
     skipped_unknown: set[str] = set()
     for server in servers:
-        node = server.get("OS-EXT-SRV-ATTR:hypervisor_hostname")
-        compute = server.get("OS-EXT-SRV-ATTR:host")
+        node = _quoted_or_none(server.get("OS-EXT-SRV-ATTR:hypervisor_hostname"))
+        compute = _quoted_or_none(server.get("OS-EXT-SRV-ATTR:host"))
         if node not in names:
             candidates = by_compute.get(compute or "", [])
             node = candidates[0] if len(candidates) == 1 else None
@@ -269,11 +278,12 @@ def _instances(servers: list[dict[str, Any]], hosts: list[Host],
             if resources == {"VCPU": vcpus, "MEMORY_MB": ram, "DISK_GB": disk}:
                 resources = {}   # the flavor says it all: a classic cloud costs no more
         out.append(Instance(
-            id=server["id"], name=server.get("name") or server["id"], host=node,
+            id=server["id"], name=quoted(str(server.get("name") or server["id"])), host=node,
             vcpus=vcpus, memory_mb=ram, disk_gb=disk, status=server.get("status") or "UNKNOWN",
-            metadata={str(k): str(v) for k, v in (server.get("metadata") or {}).items()},
+            metadata={quoted(str(k)): quoted(str(v))
+                      for k, v in (server.get("metadata") or {}).items()},
             project_id=server.get("tenant_id") or server.get("project_id") or "",
-            flavor=flavor, flavor_extra_specs=specs, resources=resources))
+            flavor=quoted(flavor), flavor_extra_specs=specs, resources=resources))
     if from_flavor:
         notes.append(f"{plural(from_flavor, 'server')} "
                      f"{agree(from_flavor, 'holds', 'hold')} no Placement allocation: "
@@ -302,7 +312,8 @@ def _server_groups(conn: Connection, mv: str | None, known: set[str], notes: lis
             continue
         members = tuple(m for m in raw.get("members") or [] if m in known)
         dropped += len(raw.get("members") or []) - len(members)
-        groups[raw["id"]] = ServerGroup(id=raw["id"], name=raw.get("name") or raw["id"],
+        groups[raw["id"]] = ServerGroup(id=raw["id"],
+                                        name=quoted(str(raw.get("name") or raw["id"])),
                                         policy=policy, members=members)
     if dropped:
         notes.append(f"{dropped} server-group members are not placed on a known host")

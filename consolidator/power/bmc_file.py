@@ -3,7 +3,6 @@ and the keys every protocol shares; each protocol checks its own keys (power/cat
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import yaml
 from consolidator.core.errors import ConfigError
 from consolidator.power.catalog import POWER_DRIVERS, protocol_keys
 from consolidator.power.driver import BmcConfig, InvalidBmcEntry, KeyTypes
+from consolidator.power.secret_file import refuse_unsafe
 
 #: The keys that say which BMC and who logs in to it, shared by every protocol.
 _ACCESS_KEYS: dict[str, KeyTypes] = {
@@ -96,14 +96,10 @@ def _relative_to(path: Path, name: str) -> Path:
 
 
 def refuse_if_readable(path: Path, what: str, holds: str = "BMC credentials") -> None:
-    """ConfigError unless only the owner may read the file: it holds credentials."""
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except OSError:
-        return  # reading it reports why, in one line
-    if mode & (stat.S_IRGRP | stat.S_IROTH):
-        raise ConfigError(f"{what} is readable by group or others (mode {mode:04o}) and holds "
-                          f"{holds}; refusing it: chmod 600 {path}")
+    """ConfigError unless the file holding credentials is as private as ssh wants a key:
+    not readable or writable by group or others, owned by the user or root, on a safe path
+    (power/secret_file.py)."""
+    refuse_unsafe(path, what, holds)
 
 
 def read_utf8(path: Path, what: str) -> str:

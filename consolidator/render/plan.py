@@ -152,6 +152,11 @@ def _use(before: float, after: float, cap: float, bars: int = 10) -> str:
     return f"{bar(b, bars)} {b:4.0%} -> {bar(a, bars)} {a:4.0%}"
 
 
+#: How the executor orders the waves (execution/move_queue.py): a wave does not wait for the
+#: whole wave before it, only for the moves that free or fill its moves' hosts.
+WAVE_ORDER = "a move starts once the earlier waves' moves from or to its hosts are done"
+
+
 def _waves(migrations: tuple, plan_id: str | None, full: bool) -> str:
     """Every wave's count; its moves up to MAX_LISTED in all (every one if full)."""
     if not migrations:
@@ -160,7 +165,7 @@ def _waves(migrations: tuple, plan_id: str | None, full: bool) -> str:
     for m in migrations:
         by_wave[m.wave].append(m)
     lines = [f"migrations: {len(migrations)} in {plural(len(by_wave), 'wave')} "
-             f"(a wave starts when the one before it is done)"]
+             f"({WAVE_ORDER})"]
     room = len(migrations) if full else MAX_LISTED
     for wave in sorted(by_wave):
         moves = by_wave[wave]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import yaml
 
 from consolidator.core.errors import MissingScenarioFile, ModelError, ScenarioError
 from consolidator.core.model import Cluster, Host, Instance, ServerGroup, stable_uuid
+from consolidator.core.names import LARGEST_INTEGER, quoted, unsafe_character
 from consolidator.scenario import cache as scenario_cache
 from consolidator.scenario import yaml_loader
 
@@ -173,7 +175,7 @@ def _entry(source: str, section: str, index: int, entry: Any,
                             f"got {type(entry).__name__}")
     label = f"{source}: {section}[{index}]"
     if isinstance(entry.get("name"), str):
-        label += f" ({entry['name']})"
+        label += f" ({quoted(entry['name'])})"
     for key in required:
         if key not in entry:
             raise ScenarioError(f"{label}: missing key {key!r}")
@@ -186,7 +188,33 @@ def _entry(source: str, section: str, index: int, entry: Any,
             fields[key] = value
         else:
             fields[key] = _coerce(label, key, value, kind)
+        _check_value(label, key, fields[key])
     return fields
+
+
+def _check_value(label: str, key: str, value: Any) -> None:
+    """Refuse, naming the key, a number out of the range the cloud can hold or a name (or
+    any text within) holding a control or format character."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int) and value > LARGEST_INTEGER:
+        shown = value if value.bit_length() <= 64 else f"a {value.bit_length()}-bit integer"
+        raise ScenarioError(f"{label}: key {key!r} must be an integer from 0 to "
+                            f"{LARGEST_INTEGER} (Placement's range), got {shown}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ScenarioError(f"{label}: key {key!r} must be a finite number, got {value}")
+    if isinstance(value, str):
+        bad = unsafe_character(value)
+        if bad:
+            raise ScenarioError(f"{label}: key {key!r} holds the control character {bad}: "
+                                f"remove it")
+    elif isinstance(value, Mapping):
+        for inner, item in value.items():
+            _check_value(label, f"{key}.{quoted(str(inner))}", str(inner))
+            _check_value(label, f"{key}.{quoted(str(inner))}", item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _check_value(label, key, item)
 
 
 def _coerce(label: str, key: str, value: Any, kind: type) -> Any:
@@ -197,7 +225,11 @@ def _coerce(label: str, key: str, value: Any, kind: type) -> Any:
     if value is None and kind in (str, dict) and key not in ("name", "host", "policy"):
         return None if key in ("disabled_reason", "bmc", "usage") else kind()
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            raise ScenarioError(f"{label}: key {key!r} must be a finite number, got a "
+                                f"{value.bit_length()}-bit integer") from None
     if kind is str and key in ("power",) and isinstance(value, bool):
         return "on" if value else "off"   # YAML 1.1 reads a bare on/off as a boolean
     if kind is dict and isinstance(value, dict):

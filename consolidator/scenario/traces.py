@@ -31,6 +31,7 @@ from consolidator.core.errors import (
     ModelError,
     TraceFileError,
     UsageError,
+    not_utf8_text,
 )
 from consolidator.core.replay.datacentre import DataCentre, HostModel
 from consolidator.core.replay.trace import Trace, with_cloudsim_types
@@ -49,10 +50,20 @@ def bundled_days() -> list[str]:
     return sorted(p.name[:-len(".tar.xz")] for p in bundled_folder().glob("*.tar.xz"))
 
 
-def unreadable(path: str | Path, exc: OSError) -> ConsolidatorError:
-    """A file that could not be read: missing (exit 2) or another reason (exit 1)."""
+def unreadable(path: str | Path, exc: OSError | UnicodeDecodeError) -> ConsolidatorError:
+    """A file that could not be read: missing (exit 2), not UTF-8 or another reason (1)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return TraceFileError(not_utf8_text(path, exc))
     kind = MissingFileError if isinstance(exc, FileNotFoundError) else TraceFileError
     return kind(f"{path}: {exc.strerror or exc}")
+
+
+def read_text(path: str | Path) -> str:
+    """A trace's or host-model file's UTF-8 text; unreadable()'s error in one line."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise unreadable(path, exc) from None
 
 
 def load_planetlab(source: str | Path, *, vms: int | None = None) -> Trace:
@@ -69,7 +80,9 @@ def load_planetlab(source: str | Path, *, vms: int | None = None) -> Trace:
     texts: dict[str, str] = {}
     for name in names[:vms]:
         try:
-            texts[name] = (root / name).read_text()
+            texts[name] = (root / name).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise unreadable(root / name, exc) from None
         except OSError as exc:
             raise TraceFileError(f"{root / name}: not a PlanetLab file ({exc})") from None
     return _planetlab_rows(str(source), texts, vms)
@@ -108,10 +121,7 @@ def _planetlab_rows(where: str, texts: dict[str, str], vms: int | None) -> Trace
 def load_trace_file(path: str | Path) -> Trace:
     """A trace file in CSV or JSON (by its suffix)."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise unreadable(path, exc) from None
+    text = read_text(p)
     try:
         if not text.strip():
             raise ValueError("the file is empty")
@@ -186,10 +196,9 @@ def _csv_rows(text: str) -> tuple[float, list[_Row]]:
 
 def load_host_models(path: str | Path) -> DataCentre:
     """A data centre from a host-model file."""
+    text = read_text(path)
     try:
-        doc: Any = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise unreadable(path, exc) from None
+        doc: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise TraceFileError(f"{path}: not YAML or JSON ({exc})") from None
     try:

@@ -13,7 +13,12 @@ from sqlalchemy import Connection, Engine, create_engine, event, inspect, select
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from consolidator.core.errors import NotFoundError, NotMigratedError, StoreError
+from consolidator.core.errors import (
+    DatabaseUrlError,
+    NotFoundError,
+    NotMigratedError,
+    StoreError,
+)
 
 if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig
@@ -50,12 +55,12 @@ def make_engine(url: str | None, *, create: bool = True) -> Engine:
     kwargs: dict = {"future": True}
     if url.startswith("sqlite"):
         path = url.split("///", 1)[1] if "///" in url else ""
+        if path and path != ":memory:" and given and not Path(path).parent.is_dir():
+            raise DatabaseUrlError(f"database {url}: the directory {Path(path).parent} does "
+                                   f"not exist: create it, or fix --db-url / [database] url")
         if path and path != ":memory:" and not create and not Path(path).exists():
             raise NotMigratedError(f"database {url} does not exist: "
                                    f"run 'consolidator db upgrade'")
-        if path and path != ":memory:" and given and not Path(path).parent.is_dir():
-            raise StoreError(f"database {url}: the directory {Path(path).parent} does not "
-                             f"exist: create it, or fix --db-url / [database] url")
         if path and path != ":memory:":
             try:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -74,9 +79,9 @@ def make_engine(url: str | None, *, create: bool = True) -> Engine:
     try:
         engine = create_engine(url, **kwargs)
     except ImportError as exc:
-        raise StoreError(_missing_driver(url, exc)) from None
+        raise DatabaseUrlError(_missing_driver(url, exc)) from None
     except (ArgumentError, ValueError) as exc:
-        raise StoreError(f"invalid database URL {redact(url)!r}: {exc}") from None
+        raise DatabaseUrlError(f"invalid database URL {redact(url)!r}: {exc}") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     elif engine.dialect.name in MYSQL_DIALECTS:

@@ -250,21 +250,21 @@ def test_a_snapshot_right_after_a_power_off_does_not_stall(tmp_path: Path) -> No
     """Issue 17, defect 3: from 2.88 os-hypervisors/detail asks every compute for its uptime
     over RPC; a compute just powered off but not yet marked down makes it fail (500
     MessagingTimeout, after the RPC timeout in production). The inventory reads the detail at
-    2.87 at most, so a snapshot then takes no longer than a normal one."""
-    import time
-
+    2.87 at most, so a snapshot then makes the same requests as a normal one: none fails,
+    none is retried, none waits for an RPC timeout. (What that costs in time on this machine:
+    tools/bench/snapshot_after_power_off.py; issue 45 made this test count, not time.)"""
     with fake(service_down_delay_s=60.0) as cloud:
-        started = time.monotonic()
         normal = read_inventory(cloud.connect())
-        normal_s = time.monotonic() - started
+        normal_calls = [(r["method"], r["path"]) for r in cloud.requests("/compute/*")]
         cloud.set_power("node-6", False)
         assert next(s for s in cloud.connect().compute.services()
                     if s.host == "node-6").state == "up"     # Nova has not noticed yet
-        started = time.monotonic()
+        before = len(cloud.requests("/compute/*"))
         after = read_inventory(cloud.connect())
-        after_s = time.monotonic() - started
-        failed = [r for r in cloud.requests("/compute/v2.1/os-hypervisors/detail", "GET")
-                  if r["status"] >= 500]
-        assert failed == []
+        after_calls = cloud.requests("/compute/*")[before:]
+        detail = cloud.requests("/compute/v2.1/os-hypervisors/detail", "GET")
+    assert [r for r in after_calls if r["status"] >= 500] == []
+    assert sorted((r["method"], r["path"]) for r in after_calls) == sorted(normal_calls)
+    assert detail and all(tuple(map(int, r["microversion"].split("."))) <= (2, 87)
+                          for r in detail)
     assert len(after.cluster.hosts) == len(normal.cluster.hosts)
-    assert after_s <= 2 * normal_s + 0.5

@@ -251,18 +251,25 @@ def test_power_off_forces_after_the_configured_grace(driver: str) -> None:
         if kind in ("off", "ForceOff"):  # the host ignores the graceful shutdown
             state["now"] = "off"
 
-    power.power_state = lambda: state["now"]  # type: ignore[method-assign]
+    reads: list[str] = []
+
+    def read() -> str:
+        reads.append(asked[-1] if asked else "")     # what was last asked when it was read
+        return state["now"]
+
+    power.power_state = read  # type: ignore[method-assign]
     setattr(power, "_request" if driver == "ipmi" else "_reset", request)
+    graceful = "softoff" if driver == "ipmi" else "GracefulShutdown"
     start = time.monotonic()
     assert power.power_off(timeout=10) == "off"
-    elapsed = time.monotonic() - start
-    assert asked == (["softoff", "off"] if driver == "ipmi"
-                     else ["GracefulShutdown", "ForceOff"])
-    assert 0.25 <= elapsed < 2, elapsed
-    state["now"], asked[:] = "on", []
-    start = time.monotonic()
+    # a lower bound on the time, which no slow machine breaks: it waited the grace out
+    assert time.monotonic() - start >= 0.25
+    assert asked == [graceful, "off" if driver == "ipmi" else "ForceOff"]
+    state["now"], asked[:], reads[:] = "on", [], []
     assert power.power_off(timeout=10, grace=0) == "off"  # the caller's grace wins
-    assert time.monotonic() - start < 0.25
+    # no wait for the grace: one read after the graceful request, then the forced one
+    # (issue 45: this compared the time with 0.25 s, which a loaded machine exceeds)
+    assert reads.count(graceful) == 1, reads
 
 
 def _flaky(failures: list[PowerError]) -> Any:

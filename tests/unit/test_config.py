@@ -75,7 +75,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_reference_matches_the_schema() -> None:
-    from consolidator.app.config import reference_rst
+    from consolidator.app.config_reference import reference_rst
     assert (ROOT / "docs" / "configuration.rst").read_text() == reference_rst(), \
         "run python tools/gen_config_reference.py"
 
