@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import subprocess
 import sys
@@ -85,15 +86,12 @@ def test_power_off_then_on_with_polling(emulator: str) -> None:
     driver = driver_for(_config(emulator))
     driver.poll_interval = 0.5  # type: ignore[attr-defined]
     assert driver.power_state() == "on"
-    start = time.monotonic()
+    # each change is confirmed by polling within its timeout (the driver raises past it)
     assert driver.power_off(graceful=True, grace=CHANGE_TIMEOUT_S,
                             timeout=CHANGE_TIMEOUT_S) == "off"
-    off_s = time.monotonic() - start
     assert driver.power_state() == "off"
-    start = time.monotonic()
     assert driver.power_on(timeout=CHANGE_TIMEOUT_S) == "on"
-    on_s = time.monotonic() - start
-    assert off_s < 15 and on_s < 15, (off_s, on_s)
+    assert driver.power_state() == "on"
 
 
 def test_explicit_system_id(emulator: str) -> None:
@@ -101,21 +99,25 @@ def test_explicit_system_id(emulator: str) -> None:
     assert driver.power_state() == "on"
 
 
-def test_wrong_password(emulator: str) -> None:
+def test_wrong_password(emulator: str, caplog: pytest.LogCaptureFixture) -> None:
     driver = driver_for(_config(emulator, password="wrong-password"))
-    start = time.monotonic()
+    caplog.set_level(logging.INFO, logger="consolidator.power")
     with pytest.raises(PowerError, match="authentication refused") as err:
         driver.power_state()
-    assert time.monotonic() - start < 5
+    # refused at once: a wrong password is never retried (what "fails fast" means here,
+    # whatever the machine's speed)
+    assert "retrying" not in caplog.text and "tried" not in str(err.value)
     assert "wrong-password" not in str(err.value)
 
 
 def test_closed_port_fails_fast() -> None:
-    driver = driver_for(_config(f"http://127.0.0.1:{_free_port()}"))
-    start = time.monotonic()
-    with pytest.raises(PowerError, match="does not answer"):
+    config = _config(f"http://127.0.0.1:{_free_port()}")
+    driver = driver_for(config)
+    with pytest.raises(PowerError, match="does not answer") as err:
         driver.power_state()
-    assert time.monotonic() - start < 5
+    # bounded by the configured tries, not by a wait (the refused connection is not hung on)
+    tries = config.read_attempts
+    assert (f"tried {tries} times" in str(err.value)) == (tries > 1), str(err.value)
 
 
 def test_the_system_identity_is_read_and_checked_before_a_power_action(emulator: str

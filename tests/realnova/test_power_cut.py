@@ -3,23 +3,19 @@
 From 2.88, Nova's GET /os-hypervisors/detail asks every nova-compute for its uptime over
 RPC; a powered-off one that is not yet reported down makes the whole list fail with 500
 after the RPC timeout (10 s here), however often it is retried. The snapshot must still
-work, show what Nova shows then (the host still up), and take no longer than a normal one.
+work and show what Nova shows then (the host still up): it reads os-hypervisors/detail at
+2.87 at most, which the real Nova answers from its database without asking the computes.
+What the read costs in time is a benchmark's (tools/bench/snapshot_after_power_off.py), not
+this test's: no assertion here depends on the machine's speed (issue 45).
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from consolidator.openstack.inventory import read_inventory
+from consolidator.openstack.inventory import HYPERVISORS_MICROVERSION, read_inventory
 from tests.realnova.operator import operator_for
 from tests.realnova.served import NovaView, served_nova
-
-#: A read counts as "no longer than a normal one" within this factor (issue 17)...
-FACTOR = 2.0
-#: ...of the normal read, or of this floor where a normal read is quicker (timer noise on a
-#: loaded machine); a stalled read waits for the RPC timeout, 10 s, far above either.
-FLOOR_S = 0.5
 
 
 def scenario() -> dict:
@@ -31,24 +27,19 @@ def scenario() -> dict:
     return {"hosts": hosts, "instances": instances}
 
 
-def timed_read(nova: NovaView) -> tuple[float, object]:
-    """How long the inventory's one read of the cloud takes, and what it read."""
-    conn = nova.served.connect()
-    started = time.monotonic()
-    inventory = read_inventory(conn)
-    return time.monotonic() - started, inventory
-
-
 def test_snapshot_just_after_a_power_cut(tmp_path: Path) -> None:
     # Nova notices the cut only after 120 s without a heartbeat.
     with served_nova(scenario(), tmp_path, service_down_time=120) as served:
         op, nova = operator_for(served, tmp_path), NovaView(served)
-        normal = min(timed_read(nova)[0] for _ in range(2))
         served._call("POST", "/power/p2", {"on": False})
         assert nova.power()["p2"] == "off"
         assert nova.services()["p2"].state == "up"
-        after, inventory = timed_read(nova)
-        assert after <= FACTOR * max(normal, FLOOR_S), (after, normal)
+        # the read the inventory makes answers at once, from Nova's database (a 2.88+ read
+        # would ask p2's compute over RPC and fail with 500 after the RPC timeout)
+        detail = nova.conn.compute.get("/os-hypervisors/detail",
+                                       microversion="{}.{}".format(*HYPERVISORS_MICROVERSION))
+        assert detail.status_code == 200, detail.text
+        inventory = read_inventory(nova.served.connect())
         cluster = inventory.cluster  # type: ignore[attr-defined]
         assert {h.name: h.state for h in cluster.hosts} == {"p1": "up", "p2": "up"}
         assert {i.name for i in cluster.instances} == {"vm1", "vm2"}
