@@ -8,7 +8,7 @@
 #     db upgrade, snapshot, plan, then listings in each -f format (table, json, yaml, value,
 #     csv), each output parsed;
 #   - a PostgreSQL URL without the [postgresql] extra, and a MariaDB/MySQL URL without the
-#     [mysql] extra: one line naming the extra, exit 1.
+#     [mysql] extra: one line naming the extra, exit 2.
 # Every check runs even after one fails; the last line says how many failed.
 #
 # Usage: tools/check_wheel.sh [WHEEL]     (default: build one from this tree)
@@ -135,13 +135,13 @@ done
 
 # --- a PostgreSQL URL without the extra ------------------------------------------------
 phase "no [postgresql] extra"
-check "a postgresql URL names the [postgresql] extra in one line, exit 1" bash -c '
+check "a postgresql URL names the [postgresql] extra in one line, exit 2" bash -c '
     consolidator --db-url postgresql://u@127.0.0.1:9/x db upgrade 2>err >/dev/null
-    rc=$?; [ "$rc" = 1 ] && [ "$(wc -l <err)" = 1 ] && grep -q "consolidator\[postgresql\]" err'
+    rc=$?; [ "$rc" = 2 ] && [ "$(wc -l <err)" = 1 ] && grep -q "consolidator\[postgresql\]" err'
 phase "no [mysql] extra"
-check "a mysql URL names the [mysql] extra in one line, exit 1" bash -c '
+check "a mysql URL names the [mysql] extra in one line, exit 2" bash -c '
     consolidator --db-url mysql://u@127.0.0.1:9/x db upgrade 2>err >/dev/null
-    rc=$?; [ "$rc" = 1 ] && [ "$(wc -l <err)" = 1 ] && grep -q "consolidator\[mysql\]" err'
+    rc=$?; [ "$rc" = 2 ] && [ "$(wc -l <err)" = 1 ] && grep -q "consolidator\[mysql\]" err'
 
 phase "done"
 if [ "${#failed[@]}" -gt 0 ]; then

@@ -45,8 +45,8 @@ def _form_problem(form: str, value: Any) -> str | None:
         parts = str(value).lower().replace(",", "x").split("x")
         whole = all(p.strip().isdigit() and int(p) > 0 for p in parts)
         return None if len(parts) == 3 and whole else "not three positive integers"
-    if "," in form:
-        kinds = form.split(",")
+    kinds = form.split(",")
+    if len(kinds) > 1 and all(k in ("int", "float") for k in kinds):   # 'float,float,float'
         parts = list(value) if isinstance(value, (list, tuple)) else str(value).split(",")
         if len(parts) != len(kinds) or not all(_parses(int if k == "int" else float, p)
                                                for k, p in zip(kinds, parts, strict=True)):

@@ -112,5 +112,5 @@ def test_every_command_has_help() -> None:
 def test_mistyped_sqlite_url_leaves_nothing_behind(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'typo' / 'sub' / 'x.db'}"
     result = run("snapshots", "list", db_url=url)
-    assert result.code == 1 and "run 'consolidator db upgrade'" in result.err
+    assert result.code == 2 and "does not exist" in result.err
     assert not (tmp_path / "typo").exists()

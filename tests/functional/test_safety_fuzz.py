@@ -72,7 +72,9 @@ def test_hosts_a_failed_plan_left_on_are_recorded_in_service_again(tmp_path: Pat
         hosts = world.facts().hosts
         left = {h for h in ("c3", "c4") if hosts[h]["power"] == "on"}
         assert left == {"c3", "c4"}
-        recorded = world.store.host_states()          # type: ignore[union-attr]
-        assert {h: recorded.get(("fake", h)) for h in left} == {
+        # keyed by (the cloud's identity, host): one cloud here, so by host alone
+        recorded = {host: state for (_cloud, host), state in
+                    world.store.host_states().items()}  # type: ignore[union-attr]
+        assert {h: recorded.get(h) for h in left} == {
             h: "in service" for h in left}
         assert world.check_settled() == []

@@ -86,7 +86,7 @@ def test_report_for_a_cloud_without_snapshots_is_an_error(tmp_path: Path) -> Non
 def test_a_sqlite_path_in_a_missing_directory_is_an_error(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-dir"
     result = run("db", "upgrade", db_url=f"sqlite:///{missing / 'c.db'}")
-    assert result.code == 1 and "does not exist" in result.err
+    assert result.code == 2 and "does not exist" in result.err
     assert len(result.err.strip().splitlines()) == 1
     assert not missing.exists()
 

@@ -55,10 +55,13 @@ def driver(nova: NovaView, **changes: float) -> None:
 
 def first_migration_copying(nova: NovaView, engine: Any, plan_id: str) -> str:
     """Wait until the plan's first migration runs in Nova; returns its instance's id."""
-    nova.wait(lambda: any(e.state == journal.RUNNING
+    nova.wait(lambda: any(e.state == journal.RUNNING and e.action == "migrate"
                           for e in journal.entries(engine, plan_id=plan_id)),
               "the first migration to start")
-    first = next(e.target for e in journal.entries(engine, plan_id=plan_id))
+    # the plan's first migration (an `apply --yes` of an unapproved plan journals that
+    # decision first)
+    first = next(e.target for e in journal.entries(engine, plan_id=plan_id)
+                 if e.action == "migrate")
     # The journal says running before the POST: wait until Nova has scheduled the first
     # migration (its claim is in Placement) and the fake driver is copying.
     nova.wait(lambda: [m.status for m in nova.migrations(first)][:1] == ["running"],
