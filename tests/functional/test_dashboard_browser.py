@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -105,7 +106,7 @@ def test_an_operator_approves_and_an_admin_watches_the_apply(tmp_path: Path) -> 
             seen = set()
 
             def finished() -> bool:
-                state = driver.find_element(By.ID, "job-state").text
+                state = job_state(driver)
                 seen.add(state)
                 return state in ("succeeded", "failed", "expired")
 
@@ -131,6 +132,14 @@ def test_an_operator_approves_and_an_admin_watches_the_apply(tmp_path: Path) -> 
         assert "s-off" in states["c4"], states
 
 
+def job_state(driver: Any) -> str:
+    """The job page's state, read as it is redrawn live ("" while its element is replaced)."""
+    try:
+        return driver.find_element(By.ID, "job-state").text
+    except StaleElementReferenceException:
+        return ""
+
+
 def test_an_operator_picks_a_point_of_the_front_from_the_keyboard(tmp_path: Path) -> None:
     with api_stack(tmp_path) as stack, chromium() as driver, stack.daemon():
         sign_in(driver, stack, "operator")
@@ -154,8 +163,7 @@ def test_an_operator_picks_a_point_of_the_front_from_the_keyboard(tmp_path: Path
         screenshot(driver, "dashboard-front", tmp_path)
         most = int(re.search(r"for (\d+) migrations?", picked[0].text).group(1))
         driver.find_element(By.ID, "plan-point").send_keys(Keys.ENTER)
-        wait_until(lambda: driver.find_element(By.ID, "job-state").text == "succeeded",
-                   "the plan job")
+        wait_until(lambda: job_state(driver) == "succeeded", "the plan job")
         driver.find_element(By.PARTIAL_LINK_TEXT, "Plan ").click()
         figures = {d.find_element(By.TAG_NAME, "dt").text: d.find_element(By.TAG_NAME, "dd").text
                    for d in driver.find_elements(By.CSS_SELECTOR, ".figures div")}
