@@ -31,6 +31,9 @@ from typing import Any
 import requests
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.functional.waits import wait_until  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 CLOUD = "bench"
 
@@ -39,15 +42,9 @@ def consolidator(*args: str) -> list[str]:
     return [sys.executable, "-m", "consolidator", *args]
 
 
-def wait_for(predicate: Any, what: str, timeout: float = 1800.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise SystemExit(f"gave up waiting for {what}")
-        time.sleep(0.2)
+def wait_for(predicate: Any, what: str) -> Any:
+    """The tests' wait, with a benchmark's patience (a whole 200-migration apply)."""
+    return wait_until(predicate, what, timeout=1800.0, interval=0.2)
 
 
 class Bed:
