@@ -53,7 +53,7 @@ def make_app(ctx: AppContext, *, service_auth: dict[str, Any] | None = None) -> 
     api = RequestIds(auth_token.AuthProtocol(flask_app.wsgi_app, middleware_conf))
     from consolidator.api.dashboard.serve import with_dashboard
 
-    return with_dashboard(ctx, api, service_auth)     # the dashboard under /dashboard
+    return with_dashboard(ctx, api, enforcer, service_auth)     # under /dashboard
 
 
 class RequestIds:

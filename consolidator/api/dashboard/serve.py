@@ -10,7 +10,6 @@ from consolidator.api.dashboard.app import make_dashboard, mount
 from consolidator.api.dashboard.cookie import Session
 from consolidator.api.dashboard.signin import Keystone
 from consolidator.api.dashboard.upstream import Wsgi
-from consolidator.api.policy import make_conf, make_enforcer
 from consolidator.app.context import AppContext
 from consolidator.app.keystone_auth import token_validation_conf
 from consolidator.app.settings import api_settings
@@ -25,14 +24,12 @@ def credentials(session: Session) -> Any:
                           roles=list(session.roles))
 
 
-def with_dashboard(ctx: AppContext, api: Wsgi,
+def with_dashboard(ctx: AppContext, api: Wsgi, enforcer: Any,
                    service_auth: dict[str, Any] | None = None) -> Wsgi:
-    """The API application with the dashboard under /dashboard (service_auth: as given to
-    make_app, when the service credentials do not come from clouds.yaml)."""
+    """The API application with the dashboard under /dashboard: enforcer is the API's own
+    policy enforcer (its rules, policy file and [oslo_policy] options), service_auth as given
+    to make_app, when the service credentials do not come from clouds.yaml."""
     settings = api_settings(ctx.config)
-    enforcer = make_enforcer(make_conf(policy_file=settings.policy_file,
-                                       enforce_scope=settings.enforce_scope,
-                                       enforce_new_defaults=settings.enforce_new_defaults))
     auth = token_validation_conf(ctx, settings, service_auth)
     keystone = Keystone(auth_url=auth["www_authenticate_uri"],
                         project=auth.get("project_name", ""),
