@@ -41,6 +41,7 @@ from consolidator.app.cycle import (
 )
 from consolidator.app.leadership import (
     Leadership,
+    daemon_lease_names,
     executor_cloud,
     executor_holder,
 )
@@ -91,7 +92,7 @@ class Daemon:
         self.windows = parse_windows(self.settings.padding)
         self.clock = clock or (lambda: datetime.now().astimezone())
         self.metrics = metrics
-        self.leadership = Leadership(ctx, f"daemon:{self.cloud_name or 'default'}",
+        self.leadership = Leadership(ctx, daemon_lease_names(ctx, self.cloud_name),
                                      self.settings.lease_ttl)
         self.holder, self.lease = self.leadership.holder, self.leadership.name
         self.stop = threading.Event()

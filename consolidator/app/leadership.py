@@ -14,34 +14,61 @@ from consolidator.store.leases import (
 
 
 class Leadership:
-    """This process's claim on a named lease."""
+    """This process's claim on a lease held under several names at once (one cloud's names:
+    its identity first, then its clouds.yaml name), all or none."""
 
-    def __init__(self, ctx: AppContext, name: str, ttl: float) -> None:
-        self.ctx, self.name, self.ttl = ctx, name, ttl
+    def __init__(self, ctx: AppContext, names: str | list[str], ttl: float) -> None:
+        self.names = [names] if isinstance(names, str) else list(dict.fromkeys(names))
+        self.ctx, self.name, self.ttl = ctx, self.names[0], ttl
         self.holder = make_holder()
 
     def hold(self) -> bool:
-        """Take or renew the lease (expiry by the database's clock); True while this process
-        holds it. A database error is raised (StoreError): the caller counts it as lost."""
-        return acquire(self.ctx.engine(), self.name, self.holder, self.ttl) is not None
+        """Take or renew every name of the lease (expiry by the database's clock); True while
+        this process holds them all. When another holder has one, the ones taken now are
+        given back. A database error is raised (StoreError): the caller counts it as lost."""
+        engine = self.ctx.engine()
+        taken: list[str] = []
+        for name in self.names:
+            if acquire(engine, name, self.holder, self.ttl) is None:
+                for mine in taken:
+                    release(engine, mine, self.holder)
+                return False
+            taken.append(name)
+        return True
 
     def release(self) -> None:
-        """Give the lease up."""
-        release(self.ctx.engine(), self.name, self.holder)
+        """Give the lease up, under every name."""
+        for name in self.names:
+            release(self.ctx.engine(), name, self.holder)
+
+
+def daemon_lease_names(ctx: AppContext, cloud: str | None) -> list[str]:
+    """The names of the cloud's daemon (leadership) lease: ``daemon:<identity>``, which
+    every clouds.yaml name of the cloud shares, then ``daemon:<name>`` (which an older
+    release's daemon holds)."""
+    name = cloud or "default"
+    return list(dict.fromkeys([f"daemon:{_identity(ctx, cloud) or name}",
+                               f"daemon:{name}"]))
+
+
+def _identity(ctx: AppContext, cloud: str | None) -> str | None:
+    """The cloud's identity, read from its clouds.yaml entry without a request; None when
+    the entry cannot be read (then only its name can be leased)."""
+    from consolidator.core.errors import ConsolidatorError
+    from consolidator.openstack.connection import cloud_identity
+
+    try:
+        return cloud_identity(ctx.connect(cloud))
+    except ConsolidatorError:
+        return None
 
 
 def executor_lease_names(ctx: AppContext, cloud: str) -> list[str]:
     """The names of the cloud's executor lease: under its identity (which every clouds.yaml
     name of the cloud shares, read from the entry without a request) and under its name."""
-    from consolidator.core.errors import ConsolidatorError
     from consolidator.execution.lease_keeper import executor_leases
-    from consolidator.openstack.connection import cloud_identity
 
-    try:
-        key = cloud_identity(ctx.connect(cloud))
-    except ConsolidatorError:      # no such entry: only its name can be looked up
-        key = None
-    return executor_leases(cloud, key)
+    return executor_leases(cloud, _identity(ctx, cloud))
 
 
 def _executor_lease(ctx: AppContext, cloud: str) -> Lease | None:

@@ -111,3 +111,28 @@ def test_states_recorded_under_a_name_by_an_older_release_are_still_read(op: Ope
         rows = {(r.cloud, r.host): r.state for r in conn.execute(select(host_states_table))}
     assert ("fake", "c4") not in rows, rows
     assert [s for (_c, h), s in rows.items() if h == "c4"] == [hg.IN_SERVICE], rows
+
+
+def test_two_names_for_the_cloud_elect_one_daemon(op: Operator,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon's leadership lease was 'daemon:<name>': a daemon under 'fake' and one
+    under 'fake2' both led the same cloud. Under its identity, only one leads; the other
+    leads once the first resigns."""
+    from consolidator.app.context import AppContext
+    from consolidator.daemon import Daemon
+
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(op.served.clouds_yaml))
+    monkeypatch.setenv("CONSOLIDATOR_BMC_FILE", str(op.served.bmc_yaml))
+    first, second = (Daemon(AppContext(config_file=str(op.config), db_url=op.db_url,
+                                       cloud=name)) for name in ("fake", "fake2"))
+    assert first.lead()
+    assert not second.lead()
+    assert first.lead()                 # renewing stays possible
+    engine = make_engine(op.db_url)
+    with engine.connect() as conn:
+        held = {row.name: row.holder for row in conn.execute(select(leases))}
+    assert not any(holder == second.holder for holder in held.values()), held
+    first.resign()
+    assert second.lead()
+    assert not first.lead()
+    second.resign()
