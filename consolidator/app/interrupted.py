@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from consolidator.app.cloud_key import cloud_key_of
 from consolidator.app.context import AppContext
 from consolidator.core.journal_entry import DECISIONS
 from consolidator.core.overtaken import OperatorAction, PlanMark, why_not_resume
@@ -18,17 +19,20 @@ RECENT_PLANS = 500
 def triage_running(ctx: AppContext, cloud: str | None, *, auto_apply: bool
                    ) -> list[tuple[str, str | None]]:
     """Each plan of the cloud left running, oldest first, with why the daemon must not
-    resume it (None: resume it)."""
+    resume it (None: resume it). An operator's action under any clouds.yaml name of the
+    cloud counts."""
     rows = list_plans(ctx.engine(), cloud=cloud or None, status=None, limit=RECENT_PLANS)
     running = [r for r in reversed(rows) if r.status == "running"]
     if not running:
         return []
-    operator = [(e.cloud, OperatorAction(e.action, e.target, e.created_at))
-                for e in journal.entries(ctx.engine(), cloud=cloud or None)
+    key = cloud_key_of(ctx, cloud) if cloud else None
+    operator = [(e.cloud, e.cloud_key, OperatorAction(e.action, e.target, e.created_at))
+                for e in journal.entries(ctx.engine(), cloud=cloud or None, key=key)
                 if e.plan_id is None and e.state != journal.SKIPPED
                 and e.action not in DECISIONS]
     return [(r.id, why_not_resume(_mark(r), [_mark(o) for o in rows if o.cloud == r.cloud],
-                                  [a for c, a in operator if c == r.cloud],
+                                  [a for c, k, a in operator
+                                   if c == r.cloud or (key is not None and k == key)],
                                   auto_apply=auto_apply))
             for r in running]
 
@@ -42,7 +46,8 @@ def overtaken(ctx: AppContext, plan_id: str) -> str | None:
     if mine is None:
         return None
     operator = [OperatorAction(e.action, e.target, e.created_at)
-                for e in journal.entries(ctx.engine(), cloud=mine.cloud)
+                for e in journal.entries(ctx.engine(), cloud=mine.cloud,
+                                         key=cloud_key_of(ctx, mine.cloud))
                 if e.plan_id is None and e.state != journal.SKIPPED
                 and e.action not in DECISIONS]
     return why_not_resume(_mark(mine), [_mark(o) for o in rows if o.cloud == mine.cloud],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from consolidator.app.cloud_key import cloud_key_of
 from consolidator.app.context import AppContext
 from consolidator.store.leases import (
     Lease,
@@ -47,20 +48,8 @@ def daemon_lease_names(ctx: AppContext, cloud: str | None) -> list[str]:
     every clouds.yaml name of the cloud shares, then ``daemon:<name>`` (which an older
     release's daemon holds)."""
     name = cloud or "default"
-    return list(dict.fromkeys([f"daemon:{_identity(ctx, cloud) or name}",
+    return list(dict.fromkeys([f"daemon:{cloud_key_of(ctx, cloud) or name}",
                                f"daemon:{name}"]))
-
-
-def _identity(ctx: AppContext, cloud: str | None) -> str | None:
-    """The cloud's identity, read from its clouds.yaml entry without a request; None when
-    the entry cannot be read (then only its name can be leased)."""
-    from consolidator.core.errors import ConsolidatorError
-    from consolidator.openstack.connection import cloud_identity
-
-    try:
-        return cloud_identity(ctx.connect(cloud))
-    except ConsolidatorError:
-        return None
 
 
 def executor_lease_names(ctx: AppContext, cloud: str) -> list[str]:
@@ -68,7 +57,7 @@ def executor_lease_names(ctx: AppContext, cloud: str) -> list[str]:
     name of the cloud shares, read from the entry without a request) and under its name."""
     from consolidator.execution.lease_keeper import executor_leases
 
-    return executor_leases(cloud, _identity(ctx, cloud))
+    return executor_leases(cloud, cloud_key_of(ctx, cloud))
 
 
 def _executor_lease(ctx: AppContext, cloud: str) -> Lease | None:

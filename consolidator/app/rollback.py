@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from consolidator.app.cloud_key import cloud_key_of
 from consolidator.app.context import AppContext
 from consolidator.app.dry_run import dry_rollback_context
 from consolidator.app.interrupted import overtaken
@@ -59,10 +60,12 @@ TAKEN_OUT = ("disable", "power_off", "force_down")
 
 
 def taken_out_by_us(ctx: AppContext, cloud: str) -> set[str]:
-    """The hosts consolidator set out to disable or power off in a cloud, from the journal's
-    intent: succeeded or not, so that a kill -9 between the disable and the power-off or
-    during it, or a BMC that refused its login, leaves nothing behind for rollback."""
-    return {e.target for e in journal.entries(ctx.engine(), cloud=cloud)
+    """The hosts consolidator set out to disable or power off in a cloud (under any of its
+    clouds.yaml names), from the journal's intent: succeeded or not, so that a kill -9
+    between the disable and the power-off or during it, or a BMC that refused its login,
+    leaves nothing behind for rollback."""
+    return {e.target for e in journal.entries(ctx.engine(), cloud=cloud,
+                                              key=cloud_key_of(ctx, cloud))
             if e.action in TAKEN_OUT and e.state != journal.SKIPPED}
 
 

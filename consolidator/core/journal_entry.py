@@ -47,6 +47,8 @@ class Entry:
     lease_generation: int | None = None
     #: user@host of the command (or daemon) that wrote the row.
     operator: str | None = None
+    #: The cloud's identity (its Keystone URL and region), shared by its clouds.yaml names.
+    cloud_key: str | None = None
 
     @property
     def hosts(self) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, case, func, select, update
+from sqlalchemy import Connection, Engine, case, func, or_, select, update
 
 from consolidator.core.journal_entry import (
     DURATION_BUCKETS,
@@ -29,6 +29,9 @@ from consolidator.store import totals
 from consolidator.store.db import translate_errors
 from consolidator.store.tables import journal
 
+#: The executor lease's name, before the cloud's identity (execution/lease_keeper.py).
+EXECUTOR = "executor:"
+
 if TYPE_CHECKING:
     from consolidator.store.leases import Guard
 
@@ -38,14 +41,16 @@ __all__ = ["FAILED", "RUNNING", "SKIPPED", "SUCCEEDED", "UNCONFIRMED", "Entry", 
 
 def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, target: str,
           params: dict[str, Any] | None = None, guard: Guard | None = None,
-          check: bool = True, by: str | None = None) -> int:
+          check: bool = True, by: str | None = None, key: str | None = None) -> int:
     """Record an action as running, before it is attempted; return the entry id.
 
     With a guard, the lease is checked in the same transaction, after the insert (which on
     SQLite takes the write lock): if this process no longer holds that lease generation, or it
     expired by the database's clock, LeaseLostError is raised and nothing is written. With
     check False (a rescue, which needs no lease) the guard is only named in the row. by: who
-    asked (a Keystone user through the API); default: this process's user@host.
+    asked (a Keystone user through the API); default: this process's user@host. key: the
+    cloud's identity, which every clouds.yaml name of it shares; default: the one the
+    guard's executor lease is named after.
     """
     now = datetime.now(timezone.utc)
     with translate_errors(engine), engine.begin() as conn:
@@ -54,12 +59,19 @@ def begin(engine: Engine, *, cloud: str, plan_id: str | None, action: str, targe
             state=RUNNING, created_at=now, started_at=now,
             lease_holder=guard.holder if guard else None,
             lease_generation=guard.generation if guard else None,
-            operator=(by or operator())[:255]))
+            operator=(by or operator())[:255], cloud_key=key or _leased_key(guard)))
         if guard is not None and check:
             guard.check(conn)   # raising rolls the insert back
         key = result.inserted_primary_key
         assert key is not None, "an insert returns its primary key"
         return int(key[0])
+
+
+def _leased_key(guard: Guard | None) -> str | None:
+    """The cloud identity an executor lease is named after (``executor:<identity>``)."""
+    if guard is None or not guard.name.startswith(EXECUTOR):
+        return None
+    return guard.name[len(EXECUTOR):]
 
 
 @cache
@@ -122,8 +134,11 @@ def _count_migration(conn: Connection, state: str, started: datetime | None,
 
 def entries(engine: Engine, *, plan_id: str | None = None, cloud: str | None = None,
             state: str | None = None, limit: int | None = None,
-            since: datetime | None = None, actions: tuple[str, ...] = ()) -> list[Entry]:
-    """Journal rows, oldest first (since: created at or after; actions: any of them)."""
+            since: datetime | None = None, actions: tuple[str, ...] = (),
+            key: str | None = None) -> list[Entry]:
+    """Journal rows, oldest first (since: created at or after; actions: any of them). With
+    key (the cloud's identity), a cloud's rows are those under its name or its identity:
+    every clouds.yaml name of one cloud reads the same rows."""
     query = select(journal).order_by(journal.c.id)
     if plan_id:
         query = query.where(journal.c.plan_id == plan_id)
@@ -131,7 +146,9 @@ def entries(engine: Engine, *, plan_id: str | None = None, cloud: str | None = N
         query = query.where(journal.c.created_at >= since)
     if actions:
         query = query.where(journal.c.action.in_(actions))
-    if cloud:
+    if cloud and key:
+        query = query.where(or_(journal.c.cloud == cloud, journal.c.cloud_key == key))
+    elif cloud:
         query = query.where(journal.c.cloud == cloud)
     if state:
         query = query.where(journal.c.state == state)

@@ -197,6 +197,7 @@ journal = Table(
     Column("lease_holder", String(255)),       # who wrote it, under which lease generation
     Column("lease_generation", Integer),       # (rows written before a destructive call)
     Column("operator", String(255)),           # user@host of the command that wrote it
+    Column("cloud_key", String(255), index=True),   # the cloud's identity (revision 0012)
 )
 
 leases = Table(

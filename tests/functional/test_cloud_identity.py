@@ -136,3 +136,21 @@ def test_two_names_for_the_cloud_elect_one_daemon(op: Operator,
     assert second.lead()
     assert not first.lead()
     second.resign()
+
+
+def test_a_second_name_for_the_cloud_rolls_back_what_the_first_did(op: Operator) -> None:
+    """Which hosts consolidator took out of service is read from the journal: rows written
+    under 'fake' were not seen by a rollback under 'fake2', which then left the hosts that
+    'fake' powered off disabled and off (not ours under that name). Journal rows carry the
+    cloud's identity, and every name of the cloud reads them."""
+    before = op.where()
+    plan = op.plan()
+    assert plan["power_off"], plan
+    applied = op("apply", plan["id"], "--yes")
+    assert applied.code == 0, applied.err
+    assert all(op.where()[f"power:{h}"] == "off" for h in plan["power_off"])
+    back = as_fake2(op, "rollback", plan["snapshot_id"], "--yes")
+    assert back.code == 0, back.out + back.err
+    assert op.where() == before
+    hosts = op.served.state()["hosts"]
+    assert all(hosts[h]["status"] == "enabled" for h in plan["power_off"]), hosts

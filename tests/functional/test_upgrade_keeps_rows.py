@@ -87,7 +87,9 @@ def test_upgrading_an_old_database_keeps_every_row(empty_db_url: str) -> None:
         with engine.begin() as conn:
             for name, rows in tables.items():
                 conn.execute(old.tables[name].insert(), rows)
-    before = {name: _count(engine, name) for tables in ROWS.values() for name in tables}
+    old = reflected(engine)      # counted through the old schema: the new has more columns
+    before = {name: _count(engine, old.tables[name]) for tables in ROWS.values()
+              for name in tables}
     upgraded = run("db", "upgrade", db_url=empty_db_url)
     assert upgraded.code == 0, upgraded.err
     assert "0009" in upgraded.out and head_revision() in upgraded.out, upgraded.out
@@ -113,6 +115,6 @@ def test_upgrading_an_old_database_keeps_every_row(empty_db_url: str) -> None:
     engine.dispose()
 
 
-def _count(engine: Any, name: str) -> int:
+def _count(engine: Any, table: Any) -> int:
     with engine.connect() as conn:
-        return len(conn.execute(select(metadata.tables[name])).all())
+        return len(conn.execute(select(table)).all())
