@@ -272,6 +272,9 @@ backoff = 0
         """One sample: the cloud and the journal now, against the sample before; the
         violations it shows."""
         with self._watch_lock:
+            # The servers known before the cloud is read: one is noted after it was made and
+            # forgotten before it is deleted, so these must all be in what is read next.
+            known = dataclasses.replace(self.known, servers=set(self.known.servers))
             rows = self._journal()
             at = time.monotonic()
             now = inv.Facts.of(self.cloud.state.summary(), rows)
@@ -280,7 +283,7 @@ backoff = 0
             assert self.store is not None
             found += self.timeline.update_leases(at, self.store.leases(), LEASE_TTL)
             if self._sample is not None:
-                found += inv.moment(self._sample, now, self.known)
+                found += inv.moment(self._sample, now, known)
             self._sample = now
             self.samples += 1
             return self.record(found, at=self._when())
