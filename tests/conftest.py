@@ -46,7 +46,7 @@ def bundled_scenario() -> Path:
     return BUNDLED_SCENARIO
 
 
-def _server_url(env: str, server: str) -> str:
+def server_url(env: str, server: str) -> str:
     """The URL of the test server named by env; a failure in CI without it, else a skip."""
     url = os.environ.get(env)
     if not url:
@@ -57,7 +57,7 @@ def _server_url(env: str, server: str) -> str:
 
 
 def _pg_url() -> str:
-    return _server_url(PG_ENV, "PostgreSQL")
+    return server_url(PG_ENV, "PostgreSQL")
 
 
 def _scratch_database(url: URL, create: str, drop: str) -> Iterator[str]:
@@ -86,7 +86,7 @@ def pg_database() -> Iterator[str]:
 @pytest.fixture
 def mysql_database() -> Iterator[str]:
     """A fresh, empty MariaDB (or MySQL) database for one test; dropped afterwards."""
-    url = make_url(_server_url(MYSQL_ENV, "MariaDB")).set(drivername="mysql+pymysql")
+    url = make_url(server_url(MYSQL_ENV, "MariaDB")).set(drivername="mysql+pymysql")
     yield from _scratch_database(url.set(database=None), "CREATE DATABASE `{name}`",
                                  "DROP DATABASE IF EXISTS `{name}`")
 

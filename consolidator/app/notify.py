@@ -1,8 +1,8 @@
 """Notifications: each event of a plan's life (proposed, approved, started, succeeded,
 failed, cancelled), each live migration (started, succeeded, failed), each power action and
-rescue of a run, and each drained or undrained host, POSTed to [notify] webhook_url
-(telemetry/webhook.py: CloudEvents, or the legacy format) and sent as versioned notifications
-on [notify] transport_url's bus (telemetry/versioned.py, telemetry/bus.py).
+rescue of a run or of 'hosts power', and each drained or undrained host, POSTed to [notify]
+webhook_url (telemetry/webhook.py: CloudEvents, or the legacy format) and sent as versioned
+notifications on [notify] transport_url's bus (telemetry/versioned.py, telemetry/bus.py).
 
 Every event is first journaled (action ``notify``, the event as target); the journal row's id
 is the event's sequence number, so numbers only grow, across processes and restarts, and the
@@ -29,6 +29,7 @@ from consolidator.store import journal, totals
 from consolidator.store.plans import load_plan
 
 if TYPE_CHECKING:
+    from consolidator.core.journal_entry import Entry
     from consolidator.execution.executor import Outcome
     from consolidator.execution.progress import MigrationListener
 
@@ -134,18 +135,39 @@ def last_entry(ctx: AppContext, plan_id: str) -> int:
     return rows[-1].id if rows else 0
 
 
-def after_run(ctx: AppContext, plan_id: str, outcome: Outcome, since: int) -> None:
-    """The events of a run that has ended: its power actions (from its journal rows after
-    `since`), the hosts a drain emptied, then the plan's final state."""
-    if not notifying(ctx):
-        return
-    engine = ctx.engine()
-    for row in journal.entries(engine, plan_id=plan_id):
-        if row.id > since and row.action in POWER_EVENTS and row.state != journal.RUNNING:
+def journal_mark(ctx: AppContext) -> int:
+    """The id of the journal's newest row (0: none, or nothing is notified): where the rows
+    of an action outside a plan start after."""
+    return journal.last_id(ctx.engine()) if notifying(ctx) else 0
+
+
+def power_row_events(ctx: AppContext, rows: list[Entry], plan_id: str | None) -> None:
+    """The event of each ended power action and rescue among journal rows, in their order."""
+    for row in rows:
+        if row.action in POWER_EVENTS and row.state != journal.RUNNING:
             rescue = bool((row.params or {}).get("rescue"))
             notify(ctx, "host.rescued" if rescue else POWER_EVENTS[row.action],
                    plan_id=plan_id, host=row.target, state=row.state, result=row.result,
                    reason=(row.params or {}).get("why") if rescue else None)
+
+
+def rescues_after(ctx: AppContext, since: int, holder: str) -> None:
+    """The host.rescued event of each rescue journaled outside a plan after row `since`
+    under the lease holder `holder` (an operator's 'hosts power off')."""
+    if not notifying(ctx):
+        return
+    rows = journal.entries(ctx.engine(), actions=("power_on",), after=since)
+    power_row_events(ctx, [r for r in rows if r.plan_id is None and r.lease_holder == holder
+                           and (r.params or {}).get("rescue")], None)
+
+
+def after_run(ctx: AppContext, plan_id: str, outcome: Outcome, since: int) -> None:
+    """The events of a run that has ended: its power actions and rescues (from its journal
+    rows after `since`), the hosts a drain emptied, then the plan's final state."""
+    if not notifying(ctx):
+        return
+    engine = ctx.engine()
+    power_row_events(ctx, journal.entries(engine, plan_id=plan_id, after=since), plan_id)
     plan = load_plan(engine, plan_id)
     if plan.status == "succeeded":
         from consolidator.core.maintenance import drain_reason

@@ -6,7 +6,9 @@ executor lease of the cloud is taken and renewed for as long as the action runs,
 plan or rollback runs meanwhile, and every destructive call is preceded by a journal row that
 checks the lease generation. Power-off disables the service with a reason, re-checks the host
 empty to Nova and Placement, and is journaled, verified (post-conditions included) and
-fenced; outside a plan it needs --force, and the checks are never skipped. Power-on is
+fenced; outside a plan it needs --force, and the checks are never skipped. A rescue (the
+power-off undone: work landed, or the BMC entry reached another system) is told as the
+host.rescued event after the power.off one, as a plan's run tells its rescues. Power-on is
 journaled step by step: the BMC on, the forced-down mark cleared, the service enabled again
 if consolidator disabled it.
 """
@@ -17,7 +19,7 @@ from collections.abc import Callable
 
 from consolidator.app.context import AppContext, host_driver
 from consolidator.app.leadership import executor_cloud
-from consolidator.app.notify import notify
+from consolidator.app.notify import journal_mark, notify, rescues_after
 from consolidator.app.settings import executor_settings, rules_from_config
 from consolidator.app.snapshots import read_cloud
 from consolidator.core.errors import ConsolidatorError, UsageError
@@ -127,14 +129,17 @@ def power_off(ctx: AppContext, name: str, *, force: bool,
         raise ConsolidatorError(f"refusing to power off {host.name}: {problem}")
     if not confirm(f"power off {host.name}?"):
         raise UsageError("not confirmed")
+    since = journal_mark(ctx)
     with keeper as guard:
         guarded.guard = guard
         try:
             problem = guarded.power_off(None, host, driver, OPERATOR_REASON)
         except LeaseLostError as exc:
+            rescues_after(ctx, since, guard.holder)
             raise _lost(exc) from None
     notify(ctx, "power.off", host=host.name, state="failed" if problem else "succeeded",
            result=problem or "powered off by an operator (hosts power off --force)")
+    rescues_after(ctx, since, guard.holder)     # a power-off that must not stand: undone
     if problem is not None:
         raise ConsolidatorError(f"refusing to power off {host.name}: {problem}")
     return driver.power_state()

@@ -135,13 +135,15 @@ def _count_migration(conn: Connection, state: str, started: datetime | None,
 def entries(engine: Engine, *, plan_id: str | None = None, cloud: str | None = None,
             state: str | None = None, limit: int | None = None,
             since: datetime | None = None, actions: tuple[str, ...] = (),
-            key: str | None = None) -> list[Entry]:
-    """Journal rows, oldest first (since: created at or after; actions: any of them). With
-    key (the cloud's identity), a cloud's rows are those under its name or its identity:
-    every clouds.yaml name of one cloud reads the same rows."""
+            after: int = 0, key: str | None = None) -> list[Entry]:
+    """Journal rows, oldest first (since: created at or after; actions: any of them; after:
+    with an id above it). With key (the cloud's identity), a cloud's rows are those under its
+    name or its identity: every clouds.yaml name of one cloud reads the same rows."""
     query = select(journal).order_by(journal.c.id)
     if plan_id:
         query = query.where(journal.c.plan_id == plan_id)
+    if after:
+        query = query.where(journal.c.id > after)
     if since is not None:
         query = query.where(journal.c.created_at >= since)
     if actions:

@@ -65,8 +65,8 @@ STATS: dict[str, Any] = {"steps": 0, "examples": 0, "faults": Counter(),
                          "kinds": Counter(), "samples": 0}
 #: stop_on_violation: fail the example at its first violation (the test); False: count and
 #: go on (the bench). seed: mixed into each example's choices. log: a callable for each
-#: line of the world's log. store: 'sqlite' or 'postgresql'; pg_server: a
-#: safety_store.PgServer the worlds' databases live on.
+#: line of the world's log. store: 'sqlite', 'postgresql' or 'mariadb'; pg_server: a
+#: safety_store.Server (PgServer, MariaDbServer) the worlds' databases live on.
 CONFIG: dict[str, Any] = {"stop_on_violation": True, "log": None, "store": "sqlite",
                           "pg_server": None, "seed": 45}
 

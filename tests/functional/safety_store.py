@@ -1,7 +1,8 @@
-"""The safety test's store: a migrated SQLite file, or a fresh database on PostgreSQL (the
-server of CONSOLIDATOR_TEST_PG_URL, or a throw-away one this module starts from Debian's
-binaries), with what the invariants read (the journal, the recorded host states) and the
-faults a store can have (another writer holding it; the server stopped and started).
+"""The safety test's store: a migrated SQLite file, or a fresh database on PostgreSQL or
+MariaDB (the server of CONSOLIDATOR_TEST_PG_URL or CONSOLIDATOR_TEST_MYSQL_URL, or a
+throw-away one this module starts from Debian's binaries), with what the invariants read
+(the journal, the recorded host states) and the faults a store can have (another writer
+holding it; the server stopped and started).
 
 Everything is read with SQLAlchemy core and plain SQL, never with the product's code.
 """
@@ -23,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import NullPool
 
 PG_ENV = "CONSOLIDATOR_TEST_PG_URL"
+MYSQL_ENV = "CONSOLIDATOR_TEST_MYSQL_URL"
 _TEMPLATE: dict[str, Path] = {}
 JOURNAL_COLUMNS = ("id, plan_id, action, target, params, state, created_at, started_at, "
                    "finished_at, result, lease_holder, lease_generation")
@@ -141,9 +143,36 @@ class SqliteStore(Store):
         return "database lock"
 
 
-class PgServer:
-    """A throw-away PostgreSQL server in a temp folder (initdb, pg_ctl), as .ci/run starts
-    one; it can be stopped and started again (the store fault)."""
+class Server:
+    """A throw-away database server in a temp folder that the store fault can stop and
+    start: its URL (no database named), start(), stop(), destroy()."""
+
+    url: str
+    label: str
+
+    def start(self) -> None:
+        """Start it, waiting until it accepts connections."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Stop it: every connection is closed."""
+        raise NotImplementedError
+
+    def destroy(self) -> None:
+        """Stop it (if it runs) and remove its folder."""
+        raise NotImplementedError
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PgServer(Server):
+    """A throw-away PostgreSQL server (initdb, pg_ctl), as .ci/run starts one."""
+
+    label = "PostgreSQL"
 
     def __init__(self) -> None:
         found = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
@@ -152,9 +181,7 @@ class PgServer:
         self.bin = Path(found[-1])
         self.folder = Path(tempfile.mkdtemp(prefix="safety-pg-"))
         self.data = self.folder / "data"
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
+        self.port = _free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self._as_owner(["initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres"])
         self.start()
@@ -188,26 +215,87 @@ class PgServer:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-class PgStore(Store):
-    """A fresh database on a PostgreSQL server, migrated; the server's own (a PgServer) can
-    be stopped and started, one named by URL only held."""
+class MariaDbServer(Server):
+    """A throw-away MariaDB server from Debian's mariadb-server (mariadb-install-db,
+    mariadbd), as .ci/run starts one."""
 
-    kind = "postgresql"
+    label = "MariaDB"
 
-    def __init__(self, server_url: str, server: PgServer | None = None) -> None:
+    def __init__(self) -> None:
+        self.mariadbd = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
+        if not (Path(self.mariadbd).exists() and shutil.which("mariadb-install-db")):
+            raise RuntimeError("no mariadbd or mariadb-install-db: apt-get install "
+                               "mariadb-server")
+        self.folder = Path(tempfile.mkdtemp(prefix="safety-mariadb-"))
+        self.data = self.folder / "data"
+        self.port = _free_port()
+        self.url = f"mysql+pymysql://root@127.0.0.1:{self.port}/"
+        self.proc: subprocess.Popen[bytes] | None = None
+        subprocess.run(["mariadb-install-db", "--user=root", f"--datadir={self.data}",
+                        "--auth-root-authentication-method=normal"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+        self.start()
+        atexit.register(self.destroy)
+
+    def start(self) -> None:
+        """mariadbd on 127.0.0.1, waiting until it accepts connections."""
+        import pymysql
+
+        with (self.folder / "server.log").open("ab") as log:
+            self.proc = subprocess.Popen(
+                [self.mariadbd, "--user=root", f"--datadir={self.data}", f"--port={self.port}",
+                 f"--socket={self.folder / 'server.sock'}", "--bind-address=127.0.0.1",
+                 "--skip-log-bin", "--innodb-flush-log-at-trx-commit=0"],
+                stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"mariadbd ended ({self.proc.returncode}): "
+                                   f"{(self.folder / 'server.log').read_text()[-2000:]}")
+            try:
+                pymysql.connect(host="127.0.0.1", port=self.port, user="root",
+                                connect_timeout=2).close()
+                return
+            except pymysql.err.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        """SIGTERM, waiting for it to end: every connection is closed."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=120)
+
+    def destroy(self) -> None:
+        """Kill it (if it runs) and remove its folder."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=120)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class ServerStore(Store):
+    """A fresh database on a database server, migrated; a Server of its own can be stopped
+    and started, one named by URL only locked."""
+
+    #: The SQL to create and to drop the database {name}.
+    create_sql = ""
+    drop_sql = ""
+
+    def __init__(self, base: URL, label: str, server: Server | None) -> None:
         from consolidator.store.db import make_engine, upgrade
 
-        base = make_url(server_url).set(drivername="postgresql+psycopg")
         self.name = f"safety_{uuid.uuid4().hex[:12]}"
+        self.label = label
         self.admin = create_engine(base, isolation_level="AUTOCOMMIT", poolclass=NullPool)
         with self.admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{self.name}"'))
+            conn.execute(text(self.create_sql.format(name=self.name)))
         url = base.set(database=self.name).render_as_string(hide_password=False)
         engine = make_engine(url)
         upgrade(engine)
         engine.dispose()
         self.server = server
-        self.down_until = 0.0
         super().__init__(url, create_engine(url, poolclass=NullPool,
                                             connect_args={"connect_timeout": 5}))
 
@@ -222,6 +310,10 @@ class PgStore(Store):
                     raise
                 time.sleep(0.2)
 
+    def lock(self, conn: Any) -> None:
+        """Lock every table the product uses, on this connection (held until it ends)."""
+        raise NotImplementedError
+
     def hold(self, seconds: float) -> str:
         """The server stopped for this long, then started (with a server of its own); else
         every table locked for this long."""
@@ -235,36 +327,76 @@ class PgStore(Store):
                 server.start()
 
             self._in_thread(restart)
-            return "PostgreSQL stopped and started"
+            return f"{self.label} stopped and started"
 
         def lock(ready: threading.Event) -> None:
-            with self.reader.connect() as conn, conn.begin():
-                conn.execute(text("LOCK TABLE journal, leases, host_states IN ACCESS "
-                                  "EXCLUSIVE MODE"))
+            with self.reader.connect() as conn:
+                self.lock(conn)
                 ready.set()
                 time.sleep(seconds)
 
         self._in_thread(lock)
-        return "PostgreSQL lock"
+        return f"{self.label} lock"
 
     def close(self) -> None:
         """End the faults, drop the database."""
         super().close()
         try:
             with self.admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)'))
+                conn.execute(text(self.drop_sql.format(name=self.name)))
         finally:
             self.admin.dispose()
 
 
-def make_store(kind: str, folder: Path, server: PgServer | None = None) -> Store:
-    """A store of this kind ('sqlite' or 'postgresql') for one world. PostgreSQL uses the
-    given server, else CONSOLIDATOR_TEST_PG_URL's."""
+class PgStore(ServerStore):
+    """A database on PostgreSQL."""
+
+    kind = "postgresql"
+    create_sql = 'CREATE DATABASE "{name}"'
+    drop_sql = 'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
+
+    def __init__(self, server_url: str, server: Server | None = None) -> None:
+        super().__init__(make_url(server_url).set(drivername="postgresql+psycopg"),
+                         "PostgreSQL", server)
+
+    def lock(self, conn: Any) -> None:
+        """LOCK TABLE ... IN ACCESS EXCLUSIVE MODE, in a transaction the connection's end
+        rolls back."""
+        conn.begin()
+        conn.execute(text("LOCK TABLE journal, leases, host_states IN ACCESS "
+                          "EXCLUSIVE MODE"))
+
+
+class MariaDbStore(ServerStore):
+    """A database on MariaDB (or MySQL)."""
+
+    kind = "mariadb"
+    create_sql = "CREATE DATABASE `{name}`"
+    drop_sql = "DROP DATABASE IF EXISTS `{name}`"
+
+    def __init__(self, server_url: str, server: Server | None = None) -> None:
+        super().__init__(make_url(server_url).set(drivername="mysql+pymysql", database=None),
+                         "MariaDB", server)
+
+    def lock(self, conn: Any) -> None:
+        """LOCK TABLES ... WRITE on every table of the database (UNLOCK TABLES when the
+        connection closes)."""
+        names = [r[0] for r in conn.execute(text(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = :db"),
+            {"db": self.name})]
+        conn.execute(text("LOCK TABLES " + ", ".join(f"`{n}` WRITE" for n in names)))
+
+
+def make_store(kind: str, folder: Path, server: Server | None = None) -> Store:
+    """A store of this kind ('sqlite', 'postgresql' or 'mariadb') for one world. A server's
+    kind uses the given server, else the one its environment variable names
+    (CONSOLIDATOR_TEST_PG_URL, CONSOLIDATOR_TEST_MYSQL_URL)."""
     if kind == "sqlite":
         return SqliteStore(folder / "c.db")
+    store, env = {"postgresql": (PgStore, PG_ENV), "mariadb": (MariaDbStore, MYSQL_ENV)}[kind]
     if server is not None:
-        return PgStore(server.url, server)
-    url = os.environ.get(PG_ENV)
+        return store(server.url, server)
+    url = os.environ.get(env)
     if not url:
-        raise RuntimeError(f"--store postgresql needs {PG_ENV} or a throw-away server")
-    return PgStore(url)
+        raise RuntimeError(f"--store {kind} needs {env} or a throw-away server")
+    return store(url)

@@ -8,12 +8,14 @@ steps by kind, faults injected by kind, actions by kind, violations by invariant
 is 0 of each).
 
     python tools/bench/safety_fuzz.py [--steps 5000] [--steps-per-example 40] [--seed N]
-        [--max-minutes M] [--log FILE] [--jobs J] [--store sqlite|postgresql]
+        [--max-minutes M] [--log FILE] [--jobs J] [--store sqlite|postgresql|mariadb]
 
 --store postgresql keeps each world's database on PostgreSQL: a throw-away server this
 bench starts from /usr/lib/postgresql/*/bin (which the store fault stops and starts), or,
 with --pg-url (default: CONSOLIDATOR_TEST_PG_URL), that server (whose tables the store fault
-locks instead).
+locks instead). --store mariadb does the same on MariaDB: a throw-away mariadbd from
+Debian's mariadb-server, or with --mysql-url (default: CONSOLIDATOR_TEST_MYSQL_URL) that
+server, whose tables the store fault locks (LOCK TABLES ... WRITE).
 
 It stops early, after the round under way, once --max-minutes have passed (the table says
 how many steps it reached), and prints the table so far after every round to stderr.
@@ -44,7 +46,12 @@ from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
 
 from tests.functional import safety_machine  # noqa: E402
 from tests.functional.safety_invariants import INVARIANTS  # noqa: E402
-from tests.functional.safety_store import PG_ENV, PgServer  # noqa: E402
+from tests.functional.safety_store import (  # noqa: E402
+    MYSQL_ENV,
+    PG_ENV,
+    MariaDbServer,
+    PgServer,
+)
 
 
 def table(rows: list[tuple[str, object]]) -> str:
@@ -62,10 +69,12 @@ def main() -> int:
                         help="start no new round after this long (0: no limit)")
     parser.add_argument("--log", help="write every step, command and violation here")
     parser.add_argument("--jobs", type=int, default=1, help="processes side by side")
-    parser.add_argument("--store", choices=("sqlite", "postgresql"), default="sqlite",
-                        help="where the worlds keep their database")
+    parser.add_argument("--store", choices=("sqlite", "postgresql", "mariadb"),
+                        default="sqlite", help="where the worlds keep their database")
     parser.add_argument("--pg-url", default=os.environ.get(PG_ENV, ""),
                         help="a PostgreSQL server to use instead of a throw-away one")
+    parser.add_argument("--mysql-url", default=os.environ.get(MYSQL_ENV, ""),
+                        help="a MariaDB server to use instead of a throw-away one")
     parser.add_argument("--stats-out", help=argparse.SUPPRESS)   # a job's counts, as JSON
     args = parser.parse_args()
     if args.jobs > 1:
@@ -76,11 +85,13 @@ def main() -> int:
                                                           file=log)
     safety_machine.CONFIG["stop_on_violation"] = False
     safety_machine.CONFIG["store"] = args.store
-    if args.store == "postgresql":
-        if args.pg_url:
-            os.environ[PG_ENV] = args.pg_url
+    if args.store != "sqlite":
+        env, url, server = {"postgresql": (PG_ENV, args.pg_url, PgServer),
+                            "mariadb": (MYSQL_ENV, args.mysql_url, MariaDbServer)}[args.store]
+        if url:
+            os.environ[env] = url
         else:
-            safety_machine.CONFIG["pg_server"] = PgServer()
+            safety_machine.CONFIG["pg_server"] = server()
     logging.basicConfig(stream=log or sys.stderr, level=logging.WARNING, force=True)
     stats = safety_machine.STATS
     started = time.monotonic()
@@ -126,7 +137,8 @@ def side_by_side(args: argparse.Namespace) -> int:
         command = [sys.executable, __file__, "--steps", str(share), "--seed",
                    str(args.seed + 1000 * i), "--steps-per-example",
                    str(args.steps_per_example), "--max-minutes", str(args.max_minutes),
-                   "--stats-out", str(out), "--store", args.store, "--pg-url", args.pg_url]
+                   "--stats-out", str(out), "--store", args.store, "--pg-url", args.pg_url,
+                   "--mysql-url", args.mysql_url]
         if args.log:
             command += ["--log", f"{args.log}.{i}"]
         jobs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
