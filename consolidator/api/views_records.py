@@ -58,7 +58,8 @@ def _since(raw: str | None) -> datetime | None:
     try:
         moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
-        raise bad_field("since", f"{raw!r} is not an ISO 8601 time") from None
+        raise bad_field("since", f"{conventions.shorten(raw)!r} is not an ISO 8601 time"
+                        ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
@@ -91,11 +92,13 @@ def show_report() -> Response:
 
     allow("report:get")
     args = query("days")
-    days = args.get("days", "7")
-    if not days.isdigit() or not 1 <= int(days) <= 3660:
-        raise bad_field("days", f"{days!r} is not a whole number of days from 1 to 3660")
+    raw = args.get("days", "7")
+    days = conventions.whole(raw)
+    if days is None or not 1 <= days <= 3660:
+        raise bad_field("days", f"{conventions.shorten(raw)!r} is not a whole number of days "
+                                f"from 1 to 3660")
     end = datetime.now(timezone.utc)
-    found = build_report(context(), service().cloud, end - timedelta(days=int(days)), end)
+    found = build_report(context(), service().cloud, end - timedelta(days=days), end)
     return jsonify({"report": report_json(found)})
 
 
