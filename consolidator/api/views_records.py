@@ -57,10 +57,13 @@ def _since(raw: str | None) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise bad_field("since", f"{conventions.shorten(raw)!r} is not an ISO 8601 time"
-                        ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+        # in UTC, as the store compares it: a time whose UTC falls outside years 1-9999 is
+        # refused here, not by the store
+        return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+                ).astimezone(timezone.utc)
+    except (ValueError, OverflowError):
+        raise bad_field("since", f"{conventions.shorten(raw)!r} is not an ISO 8601 time "
+                                 f"within years 1 to 9999 (UTC)") from None
 
 
 def entry_view(entry: Any) -> dict[str, Any]:
