@@ -102,8 +102,8 @@ class Bed:
         import openstack
 
         entry = yaml.safe_load(self.clouds.read_text())["clouds"][f"{CLOUD}-{persona}"]
-        return openstack.connect(load_yaml_config=False, load_envvars=False,
-                                 **entry).auth_token
+        return str(openstack.connect(load_yaml_config=False, load_envvars=False,
+                                     **entry).auth_token)
 
 
 def reader(url: str, token: str, until: float, applying: threading.Event,
