@@ -41,6 +41,11 @@ def parse(raw: bytes, content_type: str | None, fields: dict[str, Field], *,
         except (ValueError, UnicodeDecodeError) as exc:
             raise ApiError(400, "malformed_json", "Bad Request",
                            f"the body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ApiError(400, "malformed_json", "Bad Request",
+                           "the body nests arrays or objects deeper than this API reads: send "
+                           "the fields of docs/api.rst, none nested more than a few levels"
+                           ) from None
     if not isinstance(document, dict):
         raise ApiError(400, "not_an_object", "Bad Request",
                        f"the body must be a JSON object, not {type(document).__name__}")

@@ -46,17 +46,31 @@ def microversion(header: str | None) -> tuple[int, int]:
         return MIN_VERSION
     if asked.lower() == "latest":
         return MAX_VERSION
-    found = re.fullmatch(r"(\d+)\.(\d+)", asked)
-    if found is None:
+    major, _, minor = asked.partition(".")
+    version = (whole(major), whole(minor))
+    if version[0] is None or version[1] is None:
         raise ApiError(400, "bad_version", "Bad Request",
-                       f"{VERSION_HEADER}: {asked!r} is not a version such as "
+                       f"{VERSION_HEADER}: {shorten(asked)!r} is not a version such as "
                        f"'{SERVICE_TYPE} {text(MAX_VERSION)}' or '{SERVICE_TYPE} latest'")
-    version = (int(found.group(1)), int(found.group(2)))
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise ApiError(406, "version_not_supported", "Not Acceptable",
-                       f"version {asked} is not supported: this API serves {SERVICE_TYPE} "
-                       f"{text(MIN_VERSION)} to {text(MAX_VERSION)}")
-    return version
+                       f"version {shorten(asked)} is not supported: this API serves "
+                       f"{SERVICE_TYPE} {text(MIN_VERSION)} to {text(MAX_VERSION)}")
+    return version[0], version[1]
+
+
+def whole(raw: str) -> int | None:
+    """A whole number written in ASCII digits, else None; one of more than 18 digits is
+    taken as 10**18, beyond every bound of this API (never converted whole)."""
+    if not re.fullmatch(r"[0-9]+", raw):
+        return None
+    digits = raw.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else 10 ** 18
+
+
+def shorten(raw: str, most: int = 40) -> str:
+    """A value the caller sent, cut to at most `most` characters for an error's detail."""
+    return raw if len(raw) <= most else raw[:most] + "..."
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -70,9 +84,10 @@ def limit_of(raw: str | None, most: int) -> int:
     """The page size asked (limit=), within 1..most; the most when none is asked."""
     if raw is None:
         return most
-    if not raw.isdigit() or int(raw) < 1:
-        raise bad_field("limit", f"{raw!r} is not a whole number of at least 1")
-    return min(int(raw), most)
+    asked = whole(raw)
+    if asked is None or asked < 1:
+        raise bad_field("limit", f"{shorten(raw)!r} is not a whole number of at least 1")
+    return min(asked, most)
 
 
 def page(items: Iterable[T], key: Callable[[T], str], *, limit: int, marker: str | None,

@@ -27,10 +27,10 @@ def register(app: Flask) -> None:
 
 def _hosts() -> tuple[Any, list[dict[str, Any]]]:
     info, rows = records.hosts(context(), service().cloud)
+    as_of = conventions.iso(info.taken_at)
     for row in rows:
-        row["recorded_since"] = conventions.iso(row["recorded_since"])
-        row["as_of"] = conventions.iso(info.taken_at)
-        row["snapshot_id"] = info.id
+        row.update(recorded_since=conventions.iso(row["recorded_since"]), as_of=as_of,
+                   snapshot_id=info.id)
     return info, rows
 
 

@@ -57,9 +57,13 @@ def _since(raw: str | None) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise bad_field("since", f"{raw!r} is not an ISO 8601 time") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+        # in UTC, as the store compares it: a time whose UTC falls outside years 1-9999 is
+        # refused here, not by the store
+        return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+                ).astimezone(timezone.utc)
+    except (ValueError, OverflowError):
+        raise bad_field("since", f"{conventions.shorten(raw)!r} is not an ISO 8601 time "
+                                 f"within years 1 to 9999 (UTC)") from None
 
 
 def entry_view(entry: Any) -> dict[str, Any]:
@@ -91,11 +95,13 @@ def show_report() -> Response:
 
     allow("report:get")
     args = query("days")
-    days = args.get("days", "7")
-    if not days.isdigit() or not 1 <= int(days) <= 3660:
-        raise bad_field("days", f"{days!r} is not a whole number of days from 1 to 3660")
+    raw = args.get("days", "7")
+    days = conventions.whole(raw)
+    if days is None or not 1 <= days <= 3660:
+        raise bad_field("days", f"{conventions.shorten(raw)!r} is not a whole number of days "
+                                f"from 1 to 3660")
     end = datetime.now(timezone.utc)
-    found = build_report(context(), service().cloud, end - timedelta(days=int(days)), end)
+    found = build_report(context(), service().cloud, end - timedelta(days=days), end)
     return jsonify({"report": report_json(found)})
 
 

@@ -53,6 +53,9 @@ class AppContext:
     actor: Any = None
     _config: Config | None = field(default=None, repr=False)
     _engine: Engine | None = field(default=None, repr=False)
+    #: The engine's schema was found current: a long-running process (the API, the daemon)
+    #: checks it once, not at every use of the store.
+    _migrated: bool = field(default=False, repr=False)
 
     @classmethod
     def of(cls, *, config: Config, engine: Engine, connect: Callable[[], Any],
@@ -111,8 +114,9 @@ class AppContext:
 
         if self._engine is None:
             self._engine = make_engine(self.database_url, create=not migrated)
-        if migrated:
+        if migrated and not self._migrated:
             check_migrated(self._engine)
+            self._migrated = True
         return self._engine
 
     @property

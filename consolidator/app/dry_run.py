@@ -38,7 +38,7 @@ def dry_context(ctx: AppContext, *, cloud: str, plan_ids: tuple[str, ...] = (),
     for plan_id in plan_ids:     # as 'apply --yes' would
         if load_plan(scratch, plan_id).status == "proposed":
             set_status(scratch, plan_id, "approved", reason="approved for a dry run")
-    return replace(ctx, _config=ctx.config, _engine=scratch, simulate=True)
+    return replace(ctx, _config=ctx.config, _engine=scratch, _migrated=False, simulate=True)
 
 
 def simulated_cloud(ctx: AppContext, conn: object, cluster: Cluster

@@ -4,7 +4,7 @@ rollbacks, the journal and jobs; never the live cloud or a BMC."""
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import Any
 
 from consolidator.app.context import AppContext
@@ -16,21 +16,48 @@ from consolidator.store.snapshots import Snapshot, list_snapshots, load_snapshot
 #: Rows read at most for one listing (then paged by marker).
 MOST_ROWS = 100_000
 _LOCK = threading.Lock()
+#: Held while a snapshot is read from the store (one read at a time).
+_READING = threading.Lock()
 #: Snapshots never change: the newest few, by id, read once per process.
 _SNAPSHOTS: OrderedDict[str, Snapshot] = OrderedDict()
+#: Nor do their hosts as the API shows them (without the recorded states): by snapshot id.
+_HOST_VIEWS: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+#: How many snapshots (and their host views) a process keeps.
+KEPT = 8
 
 
 def snapshot(ctx: AppContext, ref: str) -> Snapshot:
-    """A stored snapshot (kept once read)."""
+    """A stored snapshot (kept once read; readers asking for one not yet read wait for the
+    one of them that reads it, rather than each reading it again)."""
     with _LOCK:
         if ref in _SNAPSHOTS:
             return _SNAPSHOTS[ref]
-    found = load_snapshot(ctx.engine(), ref)
-    with _LOCK:
-        _SNAPSHOTS[found.info.id] = found
-        while len(_SNAPSHOTS) > 8:
-            _SNAPSHOTS.popitem(last=False)
+    with _READING:
+        with _LOCK:
+            if ref in _SNAPSHOTS:
+                return _SNAPSHOTS[ref]
+        found = load_snapshot(ctx.engine(), ref)
+        with _LOCK:
+            _SNAPSHOTS[found.info.id] = found
+            while len(_SNAPSHOTS) > KEPT:
+                _SNAPSHOTS.popitem(last=False)
     return found
+
+
+def snapshot_hosts(ctx: AppContext, ref: str) -> tuple[Snapshot, list[dict[str, Any]]]:
+    """A stored snapshot and its hosts as the API shows them, with their populations and
+    no recorded state (made once per snapshot: treat them as read-only)."""
+    snap = snapshot(ctx, ref)
+    with _LOCK:
+        views = _HOST_VIEWS.get(snap.info.id)
+    if views is None:
+        counts = Counter(instance.host for instance in snap.cluster.instances)
+        views = [host_view(h, counts.get(h.name, 0), None) for h in snap.cluster.hosts]
+        with _LOCK:
+            _HOST_VIEWS[snap.info.id] = views
+            while len(_HOST_VIEWS) > KEPT:
+                _HOST_VIEWS.popitem(last=False)
+    return snap, views
 
 
 def snapshots(ctx: AppContext, cloud: str | None) -> list[Any]:
@@ -50,8 +77,12 @@ def host_view(host: Any, instances: int, recorded: Any) -> dict[str, Any]:
             "state": host.state, "power": host.power,
             "disabled_reason": host.disabled_reason, "aggregates": list(host.aggregates),
             "vcpus": host.vcpus, "memory_mb": host.memory_mb, "disk_gb": host.disk_gb,
-            "instances": instances, "has_bmc": bool(host.bmc),
-            "recorded_state": recorded.state if recorded else None,
+            "instances": instances, "has_bmc": bool(host.bmc), **_recorded(recorded)}
+
+
+def _recorded(recorded: Any) -> dict[str, Any]:
+    """The state consolidator recorded for a host, and since when (None, None: none)."""
+    return {"recorded_state": recorded.state if recorded else None,
             "recorded_since": recorded.since if recorded else None}
 
 
@@ -61,13 +92,9 @@ def hosts(ctx: AppContext, cloud: str) -> tuple[Any, list[dict[str, Any]]]:
     newest = list_snapshots(ctx.engine(), cloud=cloud, limit=1)
     if not newest:
         raise NotFoundError(f"no snapshot of cloud {cloud!r} yet: POST /v1/snapshots")
-    snap = snapshot(ctx, newest[0].id)
-    counts: dict[str, int] = {}
-    for instance in snap.cluster.instances:
-        counts[instance.host] = counts.get(instance.host, 0) + 1
+    snap, views = snapshot_hosts(ctx, newest[0].id)
     states = host_states.all_recorded(ctx.engine(), cloud)
-    return snap.info, [host_view(h, counts.get(h.name, 0), states.get(h.name))
-                       for h in snap.cluster.hosts]
+    return snap.info, [{**view, **_recorded(states.get(view["name"]))} for view in views]
 
 
 def plan_maker(ctx: AppContext, plan_id: str) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from consolidator.core.algorithms.catalog import ALGORITHMS
+from consolidator.core.algorithms.hvp import select_strategies
 from consolidator.core.errors import UsageError
 from consolidator.core.front import AUTO, FAST_ALGORITHMS
 from consolidator.core.rankings.catalog import RANKINGS
@@ -40,7 +41,17 @@ def check_options(algorithm: str, ranking: str | None, options: Mapping[str, Any
 
 def _form_problem(form: str, value: Any) -> str | None:
     """Why a value does not have a form ('int', 'float', 'true|false', 'a|b', 'WxHxD',
-    'float,float,float'), or None."""
+    'float,float,float', 'NAME,...'), or None."""
+    if form.endswith(",..."):       # names: one, or a list of them (JSON, the API)
+        names = [value] if isinstance(value, str) else value
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return "not a name or a list of names"
+        if form in _NAMES_CHECKED:
+            try:
+                _NAMES_CHECKED[form](value)
+            except UsageError as exc:
+                return str(exc)
+        return None
     if form == "WxHxD":
         parts = str(value).lower().replace(",", "x").split("x")
         whole = all(p.strip().isdigit() and int(p) > 0 for p in parts)
@@ -62,6 +73,10 @@ def _form_problem(form: str, value: Any) -> str | None:
     if len(choices) > 1 and all(c.islower() or c.isdigit() or "_" in c for c in choices):
         return None if str(value) in choices else f"not one of {', '.join(choices)}"
     return None
+
+
+#: Lists of names that only their algorithm knows: the form -> its check (UsageError).
+_NAMES_CHECKED = {"ff|bf|pp|NAME,...": lambda value: select_strategies({"strategies": value})}
 
 
 def _parses(kind: type, value: Any) -> bool:

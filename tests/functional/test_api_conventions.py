@@ -57,12 +57,14 @@ def test_the_versions_need_no_token_and_give_the_range(world: ApiWorld) -> None:
 
 @pytest.mark.parametrize("header, status", [
     ("consolidation 1.0", 200), ("consolidation latest", 200), ("compute 2.1", 200),
-    ("consolidation 1.1", 406), ("consolidation 2.0", 406), ("consolidation one", 400)])
+    ("consolidation 1.1", 406), ("consolidation 2.0", 406), ("consolidation one", 400),
+    ("consolidation 1." + "9" * 5000, 406), ("consolidation \u0661.\u0660", 400)])
 def test_microversions(world: ApiWorld, header: str, status: int) -> None:
     answer = world.call("GET", "/v1/hosts", headers={"OpenStack-API-Version": header})
     assert answer.status_code == status, answer.get_data(as_text=True)
     if status == 406:
-        assert "1.0 to 1.0" in answer.get_json()["errors"][0]["detail"]
+        detail = answer.get_json()["errors"][0]["detail"]
+        assert "1.0 to 1.0" in detail and len(detail) < 200
     if status == 200:
         assert answer.headers["OpenStack-API-Version"] == "consolidation 1.0"
 
@@ -120,6 +122,10 @@ def test_a_state_change_needs_the_plans_etag(world: ApiWorld) -> None:
 BAD = [
     ("malformed JSON", "POST", "/v1/plans", b'{"algorithm": ', {}, 400, None),
     ("not an object", "POST", "/v1/plans", b'["firstfit"]', {}, 400, None),
+    ("nested deeper than the parser goes", "POST", "/v1/plans", b"[" * 995 + b"]" * 995, {},
+     400, None),
+    ("a field nested deep", "POST", "/v1/plans",
+     b'{"options": {"a": ' + b"[" * 960 + b"]" * 960 + b"}}", {}, 400, None),
     ("wrong type", "POST", "/v1/plans", {"algorithm": 5}, {}, 400, "algorithm"),
     ("bool for a number", "POST", "/v1/plans", {"max_migrations": True}, {}, 400,
      "max_migrations"),
@@ -129,6 +135,12 @@ BAD = [
     ("unknown field", "POST", "/v1/plans", {"algorithm": "firstfit", "colour": "red"}, {},
      400, "colour"),
     ("unknown algorithm", "POST", "/v1/plans", {"algorithm": "best"}, {}, 400, None),
+    ("an option's list of the wrong type", "POST", "/v1/plans",
+     {"algorithm": "hvp", "options": {"strategies": {"ff": 1}}}, {}, 400, None),
+    ("an option's list nested", "POST", "/v1/plans",
+     {"algorithm": "hvp", "options": {"strategies": [["ff"]]}}, {}, 400, None),
+    ("an unknown heuristic", "POST", "/v1/plans",
+     {"algorithm": "hvp", "options": {"strategies": "zz"}}, {}, 400, None),
     ("unknown snapshot", "POST", "/v1/plans", {"snapshot_id": "nope"}, {}, 400,
      "snapshot_id"),
     ("front with a budget", "POST", "/v1/plans", {"front": True, "max_migrations": 3}, {},
@@ -148,6 +160,13 @@ BAD = [
     ("unknown query", "GET", "/v1/hosts?colour=red", None, {}, 400, "colour"),
     ("bad status", "GET", "/v1/plans?status=done", None, {}, 400, "status"),
     ("bad since", "GET", "/v1/journal?since=yesterday", None, {}, 400, "since"),
+    ("since out of UTC's range", "GET", "/v1/journal?since=0001-01-01T00:00:00%2B01:00", None,
+     {}, 400, "since"),
+    ("since beyond year 9999", "GET", "/v1/journal?since=9999-12-31T23:59:59-01:00", None, {},
+     400, "since"),
+    ("limit in other digits", "GET", "/v1/plans?limit=\u00b2", None, {}, 400, "limit"),
+    ("days in other digits", "GET", "/v1/report?days=\u00b2", None, {}, 400, "days"),
+    ("days beyond any number", "GET", "/v1/report?days=" + "9" * 5000, None, {}, 400, "days"),
 ]
 
 
@@ -165,6 +184,13 @@ def test_bad_input_gets_a_4xx_naming_the_field_and_stores_nothing(
         assert error["detail"].startswith(f"{field}:"), error
         assert error["source"]["pointer"] == f"/{field}"
     assert stored_rows(world) == before
+
+
+def test_a_limit_beyond_any_number_is_the_largest_page(world: ApiWorld) -> None:
+    new_plan(world)
+    answer = world.call("GET", "/v1/plans?limit=" + "9" * 5000)
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    assert answer.get_json()["plans"]
 
 
 def test_no_answer_or_log_holds_a_secret(world: ApiWorld,

@@ -89,6 +89,13 @@ def test_paper_strategy_counts() -> None:
     assert [s.algo for s in select_strategies({"strategies": ["pp"]})] == ["pp"] * 121
 
 
+def test_strategies_as_the_cli_gives_them() -> None:
+    """-o strategies=ff,bf (one string, its names comma-separated, as the form says)."""
+    chosen = select_strategies({"strategies": "ff, bf"})
+    assert {s.algo for s in chosen} == {"ff", "bf"}
+    assert chosen == select_strategies({"strategies": ["ff", "bf"]})
+
+
 def test_four_hosts_exactly_two_emptied_with_fewest_migrations() -> None:
     """14 vCPUs on four 8-vCPU hosts: two hosts suffice, and two single moves do it."""
     doc = {"hosts": [host(f"h{n}", 8, 8) for n in range(4)],

@@ -6,9 +6,10 @@ process, share one SQLite database. A plan of at most 200 migrations is made and
 with the CLI, then applied through the API (``POST /v1/plans/{id}/apply``, a job the
 daemon carries out). The apply runs twice, on a fresh cloud each time: alone, and with
 --readers threads (each with its own Keystone token and HTTP session) reading
-``GET /v1/hosts`` (all 1,000 hosts) and ``GET /v1/plans`` in turn for --seconds. It prints
-the readers' p50 and p99 latency and errors, and the apply's time (the job's started_at to
-finished_at) with and without them.
+``GET /v1/hosts`` (all 1,000 hosts) and ``GET /v1/plans`` in turn for --seconds, and on
+until the apply ends (so that the whole apply runs under their load). It prints the
+readers' p50 and p99 latency and errors, the apply's time (the job's started_at to
+finished_at) with and without them and their ratio, and the load average of each run.
 
     python tools/bench/api_readers.py [--hosts 1000] [--migrations 200] [--readers 50]
                                       [--seconds 60]
@@ -101,17 +102,19 @@ class Bed:
         import openstack
 
         entry = yaml.safe_load(self.clouds.read_text())["clouds"][f"{CLOUD}-{persona}"]
-        return openstack.connect(load_yaml_config=False, load_envvars=False,
-                                 **entry).auth_token
+        return str(openstack.connect(load_yaml_config=False, load_envvars=False,
+                                     **entry).auth_token)
 
 
-def reader(url: str, token: str, until: float, latencies: list[float],
-           errors: list[str]) -> None:
+def reader(url: str, token: str, until: float, applying: threading.Event,
+           latencies: list[tuple[float, float]], errors: list[str]) -> None:
+    """Read /v1/hosts and /v1/plans in turn until `until` and the apply's end; each read's
+    (start, latency)."""
     session = requests.Session()
     session.headers["X-Auth-Token"] = token
     paths = ("/v1/hosts", "/v1/plans")
     n = 0
-    while time.monotonic() < until:
+    while time.monotonic() < until or applying.is_set():
         path = paths[n % 2]
         n += 1
         started = time.monotonic()
@@ -124,7 +127,7 @@ def reader(url: str, token: str, until: float, latencies: list[float],
         except requests.RequestException as exc:
             errors.append(f"{path}: {type(exc).__name__}")
             continue
-        latencies.append(time.monotonic() - started)
+        latencies.append((started, time.monotonic() - started))
 
 
 def one_run(hosts: int, migrations: int, readers: int, seconds: float) -> dict[str, Any]:
@@ -153,10 +156,14 @@ def one_run(hosts: int, migrations: int, readers: int, seconds: float) -> dict[s
             tokens = [bed.token("reader") for _ in range(readers)]
             tag = requests.get(f"{url}/v1/plans/{plan}", headers=admin, timeout=120
                                ).headers["ETag"]
-            latencies: list[float] = []
+            latencies: list[tuple[float, float]] = []
             errors: list[str] = []
-            until = time.monotonic() + seconds
-            threads = [threading.Thread(target=reader, args=(url, t, until, latencies, errors))
+            began = time.monotonic()
+            until = began + seconds
+            applying = threading.Event()
+            applying.set()
+            threads = [threading.Thread(target=reader, args=(url, t, until, applying,
+                                                             latencies, errors))
                        for t in tokens]
             for thread in threads:
                 thread.start()
@@ -168,13 +175,17 @@ def one_run(hosts: int, migrations: int, readers: int, seconds: float) -> dict[s
                                    timeout=120).json()["job"]
                 return now if now["state"] in ("succeeded", "failed", "expired") else None
             done = wait_for(ended, "the apply")
+            applying.clear()
+            load = os.getloadavg()[0]
             for thread in threads:
                 thread.join()
             took = (datetime.fromisoformat(done["finished_at"].replace("Z", "+00:00"))
                     - datetime.fromisoformat(done["started_at"].replace("Z", "+00:00"))
                     ).total_seconds()
             return {"moves": moves, "state": done["state"], "apply_s": took,
-                    "latencies": latencies, "errors": errors}
+                    "latencies": [lat for _, lat in latencies],
+                    "first": [lat for at, lat in latencies if at < until],
+                    "read_s": time.monotonic() - began, "errors": errors, "load": load}
         finally:
             bed.stop()
 
@@ -193,9 +204,9 @@ def main() -> None:
     args = parser.parse_args()
     alone = one_run(args.hosts, args.migrations, 0, 0.0)
     busy = one_run(args.hosts, args.migrations, args.readers, args.seconds)
-    lat = busy["latencies"]
+    lat, first = busy["latencies"], busy["first"]
     print(f"{args.hosts} hosts; plan of {busy['moves']} migrations; {args.readers} readers "
-          f"for {args.seconds:g} s")
+          f"for the whole apply ({busy['read_s']:.0f} s)")
     print(f"{'':28} {'value':>10}")
     print(f"{'reads answered':28} {len(lat):>10}")
     print(f"{'read errors':28} {len(busy['errors']):>10}")
@@ -203,9 +214,14 @@ def main() -> None:
     print(f"{'read latency p99 (ms)':28} {1000 * percentile(lat, 0.99):>10.0f}")
     print(f"{'read latency mean (ms)':28} "
           f"{1000 * (statistics.fmean(lat) if lat else float('nan')):>10.0f}")
+    print(f"{f'reads in the first {args.seconds:g} s':28} {len(first):>10}")
+    print(f"{'  p50 (ms)':28} {1000 * percentile(first, 0.5):>10.0f}")
+    print(f"{'  p99 (ms)':28} {1000 * percentile(first, 0.99):>10.0f}")
     print(f"{'apply alone (s)':28} {alone['apply_s']:>10.1f}  ({alone['state']})")
     print(f"{'apply with readers (s)':28} {busy['apply_s']:>10.1f}  ({busy['state']})")
-    print(f"{'slower by':28} {100 * (busy['apply_s'] / alone['apply_s'] - 1):>9.1f} %")
+    print(f"{'with / alone':28} {busy['apply_s'] / alone['apply_s']:>10.2f}  (goal: <= 1.10)")
+    print(f"{'load average (1 min) alone':28} {alone['load']:>10.1f}")
+    print(f"{'load average with readers':28} {busy['load']:>10.1f}")
     if busy["errors"]:
         print("errors:", ", ".join(sorted(set(busy["errors"]))[:5]))
 

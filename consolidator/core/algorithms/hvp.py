@@ -67,7 +67,8 @@ def select_strategies(options: Mapping[str, Any]) -> list[Strategy]:
     tried = strategies(bool(options.get("light", False)))
     wanted = options.get("strategies")
     if wanted:
-        names = {str(w) for w in ([wanted] if isinstance(wanted, str) else wanted)}
+        listed = wanted.split(",") if isinstance(wanted, str) else wanted
+        names = {str(w).strip() for w in listed}
         tried = [s for s in tried if s.name in names or s.algo in names]
         if not tried:
             raise UsageError(f"hvp: no heuristic matches {sorted(names)}: give 'ff', 'bf', "
