@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from consolidator.api.errors import ApiError, bad_field
+from consolidator.api.errors import ApiError, bad_field, shorten
 
 
 @dataclass(frozen=True)
@@ -76,9 +76,11 @@ def check(name: str, value: Any, spec: Field) -> None:
         raise bad_field(name, f"must be {names[kind]}, not {json.dumps(value)[:40]}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if spec.minimum is not None and value < spec.minimum:
-            raise bad_field(name, f"must be at least {spec.minimum:g}, not {value}")
+            raise bad_field(name, f"must be at least {spec.minimum:g}, "
+                                  f"not {shorten(str(value))}")
         if spec.maximum is not None and value > spec.maximum:
-            raise bad_field(name, f"must be at most {spec.maximum:g}, not {value}")
+            raise bad_field(name, f"must be at most {spec.maximum:g}, "
+                                  f"not {shorten(str(value))}")
     if isinstance(value, str):
         if spec.choices and value not in spec.choices:
             raise bad_field(name, f"{value!r} is not one of {', '.join(spec.choices)}")

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
-from consolidator.api.errors import ApiError, bad_field
+from consolidator.api.errors import ApiError, bad_field, shorten
 
 SERVICE_TYPE = "consolidation"
 #: The microversions this API serves: (major, minor).
@@ -66,11 +66,6 @@ def whole(raw: str) -> int | None:
         return None
     digits = raw.lstrip("0") or "0"
     return int(digits) if len(digits) <= 18 else 10 ** 18
-
-
-def shorten(raw: str, most: int = 40) -> str:
-    """A value the caller sent, cut to at most `most` characters for an error's detail."""
-    return raw if len(raw) <= most else raw[:most] + "..."
 
 
 def iso(moment: datetime | None) -> str | None:

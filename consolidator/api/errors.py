@@ -33,9 +33,14 @@ def bad_field(field: str, detail: str) -> ApiError:
     return ApiError(400, "invalid_field", "Bad Request", f"{field}: {detail}", field=field)
 
 
+def shorten(raw: str, most: int = 40) -> str:
+    """A value the caller sent, cut to at most `most` characters for an error's detail."""
+    return raw if len(raw) <= most else raw[:most] + "..."
+
+
 def not_found(kind: str, ref: str) -> ApiError:
-    """404 for an unknown id or name."""
-    return ApiError(404, "not_found", "Not Found", f"no {kind} {ref!r}")
+    """404 for an unknown id or name (an id of any length is named by its start)."""
+    return ApiError(404, "not_found", "Not Found", f"no {kind} {shorten(ref, 80)!r}")
 
 
 #: Titles of the statuses the outer wrapper may have to describe itself.

@@ -11,7 +11,7 @@ from typing import Any
 from flask import Response, g, jsonify, request
 
 from consolidator.api import conventions
-from consolidator.api.errors import ApiError
+from consolidator.api.errors import ApiError, shorten
 from consolidator.api.policy import authorize
 from consolidator.app.context import AppContext
 from consolidator.app.settings import ApiSettings
@@ -101,7 +101,7 @@ def consolidator_error(exc: ConsolidatorError) -> Response:
     """The use cases' errors: unknown ids 404, four eyes 403, a state that forbids the
     change 409, any other refusal 400."""
     if isinstance(exc, NotFoundError):
-        return api_error(ApiError(404, "not_found", "Not Found", str(exc)))
+        return api_error(ApiError(404, "not_found", "Not Found", shorten(str(exc), 300)))
     if isinstance(exc, FourEyesError):
         return api_error(ApiError(403, "four_eyes", "Forbidden", str(exc)))
     if isinstance(exc, PlanStateError):

@@ -212,3 +212,19 @@ def test_no_answer_or_log_holds_a_secret(world: ApiWorld,
     for secret in (token, db_url, str(world.tmp / "api.db"), SECRET, "cloud-admin-secret",
                    "secret\""):
         assert secret not in said, secret
+
+
+@pytest.mark.parametrize("method,path,body", [
+    ("GET", "/v1/jobs/" + "a" * 5000, None),
+    ("GET", "/v1/plans/" + "b" * 5000, None),
+    ("GET", "/v1/hosts/" + "c" * 5000, None),
+    ("POST", "/v1/plans", {"spare": int("9" * 1900)}),
+])
+def test_an_error_names_a_long_value_by_its_start(world: ApiWorld, method: str, path: str,
+                                                   body: dict | None) -> None:
+    """An unknown id of 5,000 characters, or a number of 1,900 digits, was echoed whole in
+    the error's detail: it is named by its start."""
+    answer = world.call(method, path, body=body)
+    assert answer.status_code in (400, 404), answer.get_data(as_text=True)
+    detail = answer.get_json()["errors"][0]["detail"]
+    assert len(detail) < 400, detail
