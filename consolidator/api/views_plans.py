@@ -62,11 +62,8 @@ def show_snapshot(ref: str) -> Response:
     allow("snapshot:get")
     query()
     snap = records.snapshot(context(), ref)
-    counts: dict[str, int] = {}
-    for instance in snap.cluster.instances:
-        counts[instance.host] = counts.get(instance.host, 0) + 1
-    return jsonify({"snapshot": {**snapshot_header(snap.info), "hosts": [
-        records.host_view(h, counts.get(h.name, 0), None) for h in snap.cluster.hosts]}})
+    return jsonify({"snapshot": {**snapshot_header(snap.info),
+                                 "hosts": records.host_views(snap, {})}})
 
 
 def create_snapshot() -> Response:

@@ -15,14 +15,20 @@ CHROMIUM = "/usr/bin/chromium"
 DRIVER = "/usr/bin/chromedriver"
 MISSING = ("the browser tests need Debian's chromium and chromium-driver: "
            "apt-get install -y chromium chromium-driver")
-#: Unlabelled form controls of the page: each named by its id or tag.
+#: Unlabelled form controls and meters of the page: each named by its id or tag.
 UNLABELLED = """
-const controls = 'input:not([type=hidden]), select, textarea, button';
+const controls = 'input:not([type=hidden]), select, textarea, button, meter';
 return Array.from(document.querySelectorAll(controls))
   .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
                 && !el.getAttribute('aria-labelledby')
                 && !(el.tagName === 'BUTTON' && el.textContent.trim()))
   .map(el => el.id || el.name || el.tagName);
+"""
+
+#: The texts of the host tiles that their tile cuts off (drawn wider than the tile shows).
+CLIPPED = """
+return Array.from(document.querySelectorAll('.tile b, .tile span'))
+  .filter(el => el.scrollWidth > el.clientWidth + 1).map(el => el.textContent);
 """
 
 

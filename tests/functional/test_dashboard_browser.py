@@ -14,7 +14,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from tests.functional.api_stack import Stack, api_stack
-from tests.functional.browser import UNLABELLED, chromium, screenshot
+from tests.functional.browser import CLIPPED, UNLABELLED, chromium, screenshot
 from tests.functional.waits import wait_until
 
 PASSWORDS = {"reader": "reader-secret", "operator": "operator-secret",
@@ -61,6 +61,13 @@ def test_a_reader_sees_hosts_and_a_plan_and_may_not_approve(tmp_path: Path) -> N
         assert sorted(t.find_element(By.TAG_NAME, "b").text for t in tiles) == [
             "c1", "c2", "c3", "c4"]
         assert all("s-in-service" in t.get_attribute("class") for t in tiles)
+        # each host's usage from the newest snapshot: 3 instances of 2 vCPUs and 2 GiB on
+        # 16 vCPUs and 32 GiB, in words and in meters a screen reader names
+        c1 = next(t for t in tiles if t.find_element(By.TAG_NAME, "b").text == "c1")
+        assert c1.text.splitlines()[1:3] == ["in service · 3 inst.", "CPU 38% · RAM 19%"]
+        assert [m.get_attribute("aria-label") for m in c1.find_elements(By.TAG_NAME, "meter")
+                ] == ["c1 CPU: 6 of 16 vCPUs in use (38%)", "c1 memory: 6 of 32 GiB in use (19%)"]
+        assert driver.execute_script(CLIPPED) == []
         assert driver.execute_script(UNLABELLED) == []
         screenshot(driver, "dashboard-hosts", tmp_path)
 

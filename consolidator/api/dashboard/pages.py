@@ -36,29 +36,46 @@ class Tile:
     aggregates: Sequence[str]
     instances: int
     usage: str
-    fill: int | None
+    #: The usage meters: (what a screen reader says, percent of capacity, capped at 100).
+    meters: tuple[tuple[str, int], ...]
     title: str
 
 
-def usage_of(host: dict[str, Any]) -> tuple[str, int | None]:
-    """A host's usage as words, and as a percentage when the API gives what is used."""
-    words = f"{host.get('instances', 0)} inst."
-    used, total = host.get("vcpus_used"), host.get("vcpus")
-    if used is not None and total:
-        return f"{words} · {used}/{total} vCPU", min(100, round(100 * used / total))
-    if total:
-        words += f" · {total} vCPU"
-    return words, None
+def _share(used: float, capacity: float) -> int:
+    return round(100 * used / capacity)
+
+
+def _amount(value: float) -> str:
+    return f"{value:g}" if value == int(value) else f"{value:.1f}"
+
+
+def usage_of(host: dict[str, Any]) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """A host's usage from the newest snapshot: in words (CPU and memory in use as a share
+    of Placement's capacity), and the meters' labels and fills."""
+    shares, meters = [], []
+    for label, key, unit, scale in (("CPU", "vcpus", "vCPUs", 1), ("memory", "memory_mb",
+                                                                     "GiB", 1024)):
+        used, capacity = host.get(f"{key}_used"), host.get(f"{key}_capacity")
+        if used is None or not capacity:
+            continue
+        share = _share(used, capacity)
+        shares.append(f"{'RAM' if label == 'memory' else label} {share}%")
+        meters.append((f"{host['name']} {label}: {_amount(used / scale)} of "
+                       f"{_amount(capacity / scale)} {unit} in use ({share}%)", min(share, 100)))
+    if shares:
+        return " · ".join(shares), tuple(meters)
+    return (f"{host['vcpus']} vCPU" if host.get("vcpus") else ""), ()
 
 
 def tile(host: dict[str, Any]) -> Tile:
     state = state_of(host)
-    usage, fill = usage_of(host)
+    usage, meters = usage_of(host)
     zone = host.get("availability_zone") or "(no zone)"
     aggregates = tuple(host.get("aggregates") or ())
     title = f"zone {zone}" + (f", aggregates {', '.join(aggregates)}" if aggregates else "")
+    title += "".join(f"; {label.split(' ', 1)[1]}" for label, _ in meters)
     return Tile(host["name"], state, STATES[state], zone, aggregates,
-                int(host.get("instances") or 0), usage, fill, title)
+                int(host.get("instances") or 0), usage, meters, title)
 
 
 def tiles_markup(tiles: Iterable[Tile]) -> Markup:
@@ -66,11 +83,12 @@ def tiles_markup(tiles: Iterable[Tile]) -> Markup:
     the template engine's per-value escaping (tools/bench/dashboard_hosts.py)."""
     parts = []
     for t in tiles:
-        meter = (f'<meter min="0" max="100" value="{t.fill}" aria-label="{escape(t.name)} '
-                 f'usage">{t.fill}%</meter>' if t.fill is not None else "")
+        meters = "".join(f'<meter min="0" max="100" value="{fill}" aria-label="'
+                         f'{escape(label)}">{fill}%</meter>' for label, fill in t.meters)
         parts.append(f'<li class="tile s-{t.css}" title="{escape(t.title)}"><b>'
-                     f'{escape(t.name)}</b><span>{t.state}</span><span>{escape(t.usage)}'
-                     f'</span>{meter}</li>')
+                     f'{escape(t.name)}</b><span>{t.state} · {t.instances} inst.</span>'
+                     f'<span>{escape(t.usage)}</span>'
+                     + (f'<span class="meters">{meters}</span>' if meters else "") + "</li>")
     return Markup("".join(parts))
 
 
