@@ -15,9 +15,9 @@ CHROMIUM = "/usr/bin/chromium"
 DRIVER = "/usr/bin/chromedriver"
 MISSING = ("the browser tests need Debian's chromium and chromium-driver: "
            "apt-get install -y chromium chromium-driver")
-#: Unlabelled form controls and meters of the page: each named by its id or tag.
+#: Unlabelled form controls of the page: each named by its id or tag.
 UNLABELLED = """
-const controls = 'input:not([type=hidden]), select, textarea, button, meter';
+const controls = 'input:not([type=hidden]), select, textarea, button';
 return Array.from(document.querySelectorAll(controls))
   .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
                 && !el.getAttribute('aria-labelledby')
