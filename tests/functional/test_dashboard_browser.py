@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -100,7 +100,7 @@ def test_an_operator_approves_and_an_admin_watches_the_apply(tmp_path: Path) -> 
         assert driver.find_elements(By.ID, "apply") == []     # an operator does not apply
         screenshot(driver, "dashboard-plan", tmp_path)
         driver.find_element(By.ID, "approve").send_keys(Keys.ENTER)
-        wait_until(lambda: driver.find_element(By.ID, "plan-status").text == "approved",
+        wait_until(lambda: text_of(driver, "plan-status") == "approved",
                    "the plan to be approved")
         sign_out(driver)
 
@@ -138,12 +138,19 @@ def test_an_operator_approves_and_an_admin_watches_the_apply(tmp_path: Path) -> 
         assert "s-off" in states["c4"], states
 
 
-def job_state(driver: Any) -> str:
-    """The job page's state, read as it is redrawn live ("" while its element is replaced)."""
+def text_of(driver: Any, element_id: str) -> str:
+    """An element's text, read as the page is redrawn or replaced by the next one after a
+    form's post ("" while the element is replaced, or the next page not yet drawn: not yet a
+    state, not an error; a wait on it still fails if it never comes)."""
     try:
-        return driver.find_element(By.ID, "job-state").text
-    except StaleElementReferenceException:
+        return driver.find_element(By.ID, element_id).text
+    except (StaleElementReferenceException, NoSuchElementException):
         return ""
+
+
+def job_state(driver: Any) -> str:
+    """The job page's state, read as it is redrawn live."""
+    return text_of(driver, "job-state")
 
 
 def test_an_operator_picks_a_point_of_the_front_from_the_keyboard(tmp_path: Path) -> None:
