@@ -4,7 +4,7 @@ rollbacks, the journal and jobs; never the live cloud or a BMC."""
 from __future__ import annotations
 
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from typing import Any
 
 from consolidator.app.context import AppContext
@@ -51,8 +51,7 @@ def snapshot_hosts(ctx: AppContext, ref: str) -> tuple[Snapshot, list[dict[str, 
     with _LOCK:
         views = _HOST_VIEWS.get(snap.info.id)
     if views is None:
-        counts = Counter(instance.host for instance in snap.cluster.instances)
-        views = [host_view(h, counts.get(h.name, 0), None) for h in snap.cluster.hosts]
+        views = host_views(snap, {})
         with _LOCK:
             _HOST_VIEWS[snap.info.id] = views
             while len(_HOST_VIEWS) > KEPT:
@@ -70,14 +69,36 @@ def plans(ctx: AppContext, cloud: str | None, status: str | None) -> list[Any]:
     return list_plans(ctx.engine(), cloud=cloud, status=status, limit=MOST_ROWS)
 
 
-def host_view(host: Any, instances: int, recorded: Any) -> dict[str, Any]:
-    """One host as the API shows it: no BMC detail beyond whether it has one."""
+def _number(value: float) -> float | int:
+    """A whole amount as an int (JSON 6, not 6.0)."""
+    return int(value) if float(value).is_integer() else round(float(value), 3)
+
+
+def host_view(host: Any, instances: int, recorded: Any,
+              used: tuple[float, float] = (0.0, 0.0)) -> dict[str, Any]:
+    """One host as the API shows it: no BMC detail beyond whether it has one; the vCPUs
+    and memory its instances claim (used) beside Placement's capacity."""
+    vcpus_capacity, memory_capacity, _ = host.capacity
     return {"name": host.name, "compute_host": host.compute_host or host.name,
             "availability_zone": host.availability_zone, "status": host.status,
             "state": host.state, "power": host.power,
             "disabled_reason": host.disabled_reason, "aggregates": list(host.aggregates),
             "vcpus": host.vcpus, "memory_mb": host.memory_mb, "disk_gb": host.disk_gb,
+            "vcpus_used": _number(used[0]), "vcpus_capacity": _number(vcpus_capacity),
+            "memory_mb_used": _number(used[1]),
+            "memory_mb_capacity": _number(memory_capacity),
             "instances": instances, "has_bmc": bool(host.bmc), **_recorded(recorded)}
+
+
+def host_views(snap: Snapshot, states: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every host of a snapshot as the API shows it, with the state recorded for it."""
+    cluster = snap.cluster
+    if not cluster.hosts:
+        return []
+    counts = cluster.population.tolist()
+    used = cluster.usage[:, :2].tolist()
+    return [host_view(h, counts[i], states.get(h.name), (used[i][0], used[i][1]))
+            for i, h in enumerate(cluster.hosts)]
 
 
 def _recorded(recorded: Any) -> dict[str, Any]:
@@ -93,7 +114,9 @@ def hosts(ctx: AppContext, cloud: str) -> tuple[Any, list[dict[str, Any]]]:
     if not newest:
         raise NotFoundError(f"no snapshot of cloud {cloud!r} yet: POST /v1/snapshots")
     snap, views = snapshot_hosts(ctx, newest[0].id)
-    states = host_states.all_recorded(ctx.engine(), cloud)
+    # recorded under the cloud's identity (the snapshot's endpoint), as the gate keys them;
+    # an older release's rows under the name are read where the identity has none
+    states = host_states.all_recorded(ctx.engine(), snap.info.endpoint or cloud, legacy=cloud)
     return snap.info, [{**view, **_recorded(states.get(view["name"]))} for view in views]
 
 

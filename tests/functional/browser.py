@@ -25,6 +25,12 @@ return Array.from(document.querySelectorAll(controls))
   .map(el => el.id || el.name || el.tagName);
 """
 
+#: The texts of the host tiles that their tile cuts off (drawn wider than the tile shows).
+CLIPPED = """
+return Array.from(document.querySelectorAll('.tile b, .tile span'))
+  .filter(el => el.scrollWidth > el.clientWidth + 1).map(el => el.textContent);
+"""
+
 
 @contextmanager
 def chromium(width: int = 1280, height: int = 900) -> Iterator[Any]:

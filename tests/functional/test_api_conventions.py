@@ -69,6 +69,40 @@ def test_microversions(world: ApiWorld, header: str, status: int) -> None:
         assert answer.headers["OpenStack-API-Version"] == "consolidation 1.0"
 
 
+def test_hosts_show_their_usage_from_the_newest_snapshot(world: ApiWorld) -> None:
+    """Each host's vCPUs and memory in use (its instances' Placement claims) and its
+    Placement capacity, as the newest snapshot recorded them: every instance holds 2 vCPUs
+    and 2048 MB, 10 of them on 4 hosts of 16 vCPUs and 32768 MB."""
+    hosts = world.call("GET", "/v1/hosts").get_json()["hosts"]
+    for h in hosts:
+        assert (h["vcpus_used"], h["memory_mb_used"]) == (2 * h["instances"],
+                                                          2048 * h["instances"]), h
+        assert (h["vcpus_capacity"], h["memory_mb_capacity"]) == (16, 32768), h
+    assert sum(h["vcpus_used"] for h in hosts) == 20
+    one = world.call("GET", f"/v1/hosts/{hosts[0]['name']}").get_json()["host"]
+    assert one["vcpus_used"] == hosts[0]["vcpus_used"]
+    shown = world.call("GET", f"/v1/snapshots/{hosts[0]['snapshot_id']}").get_json()
+    assert [h["vcpus_used"] for h in shown["snapshot"]["hosts"]] == [
+        h["vcpus_used"] for h in hosts]
+
+
+def test_hosts_show_the_state_recorded_under_the_clouds_identity(world: ApiWorld) -> None:
+    """The gate records host states under the cloud's identity (the snapshot's endpoint),
+    not its clouds.yaml name: the API reads them there."""
+    from consolidator.store import host_states
+
+    listed = world.call("GET", "/v1/hosts/c4").get_json()["host"]
+    identity = get_snapshot(world.ctx, listed["snapshot_id"]).info.endpoint
+    assert identity and identity != "fake"
+    engine = world.ctx.engine()
+    host_states.change(engine, identity, "c4", "held by the operator", actor="test")
+    try:
+        shown = world.call("GET", "/v1/hosts/c4").get_json()["host"]
+        assert shown["recorded_state"] == "held by the operator"
+    finally:
+        host_states.change(engine, identity, "c4", "in service", actor="test")
+
+
 @pytest.mark.parametrize("method, path, persona", [
     ("GET", "/v1/plans", "reader"), ("GET", "/v1/plans", None), ("GET", "/v1/nothing", "admin"),
     ("DELETE", "/v1/plans", "admin"), ("GET", "/v1/plans/no-such-plan", "admin")])

@@ -9,12 +9,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from tests.functional.api_stack import Stack, api_stack
-from tests.functional.browser import UNLABELLED, chromium, screenshot
+from tests.functional.browser import CLIPPED, UNLABELLED, chromium, screenshot
 from tests.functional.waits import wait_until
 
 PASSWORDS = {"reader": "reader-secret", "operator": "operator-secret",
@@ -61,6 +61,12 @@ def test_a_reader_sees_hosts_and_a_plan_and_may_not_approve(tmp_path: Path) -> N
         assert sorted(t.find_element(By.TAG_NAME, "b").text for t in tiles) == [
             "c1", "c2", "c3", "c4"]
         assert all("s-in-service" in t.get_attribute("class") for t in tiles)
+        # each host's usage from the newest snapshot: 3 instances of 2 vCPUs and 2 GiB on
+        # 16 vCPUs and 32 GiB, in words (what a screen reader reads) and in the tooltip
+        c1 = next(t for t in tiles if t.find_element(By.TAG_NAME, "b").text == "c1")
+        assert c1.text.splitlines()[1:] == ["in service · 3 inst.", "CPU 38% · RAM 19%"]
+        assert "CPU 6 of 16 vCPUs, memory 6 of 32 GiB in use" in c1.get_attribute("title")
+        assert driver.execute_script(CLIPPED) == []
         assert driver.execute_script(UNLABELLED) == []
         screenshot(driver, "dashboard-hosts", tmp_path)
 
@@ -94,7 +100,7 @@ def test_an_operator_approves_and_an_admin_watches_the_apply(tmp_path: Path) -> 
         assert driver.find_elements(By.ID, "apply") == []     # an operator does not apply
         screenshot(driver, "dashboard-plan", tmp_path)
         driver.find_element(By.ID, "approve").send_keys(Keys.ENTER)
-        wait_until(lambda: driver.find_element(By.ID, "plan-status").text == "approved",
+        wait_until(lambda: text_of(driver, "plan-status") == "approved",
                    "the plan to be approved")
         sign_out(driver)
 
@@ -132,12 +138,19 @@ def test_an_operator_approves_and_an_admin_watches_the_apply(tmp_path: Path) -> 
         assert "s-off" in states["c4"], states
 
 
-def job_state(driver: Any) -> str:
-    """The job page's state, read as it is redrawn live ("" while its element is replaced)."""
+def text_of(driver: Any, element_id: str) -> str:
+    """An element's text, read as the page is redrawn or replaced by the next one after a
+    form's post ("" while the element is replaced, or the next page not yet drawn: not yet a
+    state, not an error; a wait on it still fails if it never comes)."""
     try:
-        return driver.find_element(By.ID, "job-state").text
-    except StaleElementReferenceException:
+        return driver.find_element(By.ID, element_id).text
+    except (StaleElementReferenceException, NoSuchElementException):
         return ""
+
+
+def job_state(driver: Any) -> str:
+    """The job page's state, read as it is redrawn live."""
+    return text_of(driver, "job-state")
 
 
 def test_an_operator_picks_a_point_of_the_front_from_the_keyboard(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -62,3 +63,56 @@ def test_the_openstack_command_and_the_dashboard(real_keystone: RealKeystone,
         forged = session.post(board + f"/plans/{stack.plan_id}/cancel",
                               data={"csrf": csrf, "etag": "*"}, timeout=120)
         assert forged.status_code == 403 and "consolidation:plan:cancel" in forged.text
+
+
+def test_the_openstack_host_commands(real_keystone: RealKeystone, tmp_path: Path) -> None:
+    """`host drain`, `host power off`, `host power on` and `host undrain` through the real
+    `openstack` command, as the admin of the real Keystone: each answers with its job, which a
+    daemon carries out, and the host shows the result. An operator's power-off is refused in
+    one line naming the rule, exit 1."""
+    with api_stack(tmp_path, service_auth=real_keystone.auth_token_options()) as stack:
+        real_keystone.set_api_url(stack.url)
+        admin = openstack(real_keystone.clouds_yaml, "ks-admin", tmp_path)
+
+        def job(*args: str, cloud: str = "ks-admin") -> dict[str, Any]:
+            done = admin("consolidation", *args, "--wait", "-f", "json", cloud=cloud)
+            assert done.code == 0, (args, done.err)
+            found: dict[str, Any] = json.loads(done.out)
+            assert found["state"] == "succeeded", found
+            return found
+
+        def host(name: str) -> dict[str, Any]:
+            done = admin("consolidation", "host", "show", name, "-f", "json")
+            assert done.code == 0, done.err
+            found: dict[str, Any] = json.loads(done.out)
+            return found
+
+        refused = admin("consolidation", "host", "power", "off", "c4", cloud="ks-operator")
+        assert refused.code == 1
+        assert refused.err.strip().splitlines() == [
+            "host power off refused by policy (POST /v1/hosts/c4/power): policy does not "
+            "allow consolidation:host:power to your roles (HTTP 403)"]
+
+        c4 = stack.cloud.state.hosts["c4"]          # what the fake cloud says of c4
+        with stack.daemon():
+            drain_plan = job("host", "drain", "c4")["result"]["plan_id"]
+            approved = admin("consolidation", "plan", "approve", drain_plan, "-f", "value",
+                             "-c", "status", cloud="ks-operator")
+            assert (approved.code, approved.out.strip()) == (0, "approved"), approved.err
+            assert job("plan", "apply", drain_plan)["result"]["migrated"] == 3
+            assert (c4.status, c4.servers) == ("disabled", {})
+            assert host("c4")["recorded_state"] == "drained"
+
+            off = job("host", "power", "off", "c4")
+            assert (off["kind"], off["result"]) == ("power_off", {"host": "c4", "power": "off"})
+            assert off["requester"]["user_name"] == "cloud-admin"
+            assert (c4.power, host("c4")["recorded_state"]) == ("off", "off")
+
+            on = job("host", "power", "on", "c4")
+            assert (on["kind"], on["result"]) == ("power_on", {"host": "c4", "power": "on"})
+            assert c4.power == "on"
+
+            undrained = job("host", "undrain", "c4")
+            assert undrained["kind"] == "undrain" and undrained["result"]["lines"]
+            assert (c4.status, c4.power) == ("enabled", "on")
+            assert host("c4")["recorded_state"] == "in service"

@@ -24,16 +24,34 @@ def test_every_recorded_state_has_its_colour() -> None:
 def test_tiles_are_coloured_by_state_and_filtered() -> None:
     rows = [host("a", recorded_state="draining", aggregates=["gold"]),
             host("b", power="off"), host("c", availability_zone="west"),
-            host("d", recorded_state="held by the operator", vcpus_used=8)]
+            host("d", recorded_state="held by the operator", vcpus_used=8,
+                 vcpus_capacity=16, memory_mb_used=0, memory_mb_capacity=1024)]
     page = pages.hosts_page(rows)
     assert [(z, n) for z, n, _ in page.groups] == [("east", 3), ("west", 1)]
     markup = "".join(str(m) for _, _, m in page.groups)
     assert 'class="tile s-draining"' in markup and 'class="tile s-off"' in markup
-    assert 'class="tile s-held"' in markup and 'value="50"' in markup   # 8 of 16 vCPUs
+    assert 'class="tile s-held"' in markup and "CPU 50% · RAM 0%" in markup
     assert dict((s, n) for s, _, n in page.counts)["in service"] == 1
     gold = pages.hosts_page(rows, aggregate="gold")
     assert (gold.shown, gold.total) == (1, 4)
     assert pages.hosts_page(rows, zone="west").shown == 1
+
+
+def test_a_tile_shows_cpu_and_memory_usage_in_words() -> None:
+    """Usage from the newest snapshot: the share of capacity in use, in words on the tile
+    (what a screen reader reads), and in full in the tooltip; a host the API gives no usage
+    for says only what it has."""
+    busy = pages.tile(host("c1", vcpus_used=12, vcpus_capacity=16, memory_mb_used=8192,
+                           memory_mb_capacity=32768))
+    assert busy.usage == "CPU 75% · RAM 25%"
+    assert ("<b>c1</b><span>in service · 2 inst.</span><span>CPU 75% · RAM 25%</span>"
+            in str(pages.tiles_markup([busy])))
+    assert busy.title.endswith("; CPU 12 of 16 vCPUs, memory 8 of 32 GiB in use")
+    over = pages.tile(host("c2", vcpus_used=40, vcpus_capacity=32, memory_mb_used=0,
+                           memory_mb_capacity=1024))
+    assert over.usage == "CPU 125% · RAM 0%"                  # overcommitted, as it is
+    bare = pages.tile(host("c3"))
+    assert (bare.usage, bare.title) == ("16 vCPU", "zone east")
 
 
 def test_a_host_name_is_escaped_in_its_tile() -> None:

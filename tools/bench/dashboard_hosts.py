@@ -1,7 +1,7 @@
 """Benchmark: the dashboard's hosts page for 10,000 hosts, rendered in headless Chromium.
 
 Issue 47's done-when: the page renders in at most 2 s on a quiet 2-core machine. The hosts
-are generated (states, zones, aggregates and instance counts drawn with a fixed seed) and
+are generated (states, zones, aggregates, instance counts and usage drawn with a fixed seed) and
 served as the API's /v1/hosts pages (1,000 a page, next links) by a stand-in WSGI
 application, so that the benchmark measures the dashboard and the browser, not a snapshot
 of a 10,000-host cloud. The dashboard itself is the real one (consolidator/api/dashboard:
@@ -56,8 +56,11 @@ def generated_hosts(count: int, seed: int = 47) -> list[dict[str, Any]]:
                       "aggregates": [zone, f"rack-{n % 50:02d}"],
                       "vcpus": 64, "memory_mb": 262144, "disk_gb": 2000,
                       "instances": rng.randint(0, 40), "has_bmc": True,
+                      "vcpus_capacity": 256, "memory_mb_capacity": 262144,
                       "recorded_state": rng.choices(states, weights)[0],
                       "recorded_since": None})
+        hosts[-1]["vcpus_used"] = 2 * hosts[-1]["instances"]
+        hosts[-1]["memory_mb_used"] = 4096 * hosts[-1]["instances"]
     return hosts
 
 
