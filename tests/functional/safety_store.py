@@ -257,6 +257,13 @@ class PgStore(Store):
             self.admin.dispose()
 
 
+def fault_name(kind: str, server: PgServer | None = None) -> str:
+    """The name the store fault of a store of this kind counts under (Store.hold's)."""
+    if kind == "sqlite":
+        return "database lock"
+    return "PostgreSQL stopped and started" if server is not None else "PostgreSQL lock"
+
+
 def make_store(kind: str, folder: Path, server: PgServer | None = None) -> Store:
     """A store of this kind ('sqlite' or 'postgresql') for one world. PostgreSQL uses the
     given server, else CONSOLIDATOR_TEST_PG_URL's."""

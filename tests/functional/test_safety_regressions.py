@@ -363,3 +363,25 @@ def test_found_an_operator_enabling_a_drained_host_through_nova_ends_its_drain(
     assert world.rollback(0).code == 0
     settled(world)
     assert world.facts().servers["e0"]["host"] == "c4"
+
+
+def test_found_a_drained_host_whose_power_off_fails_stays_drained(world: World) -> None:
+    """Found by the probes of issue 45 (seed 7, reduced by hand): c4's BMC refuses the
+    power-off of 'hosts drain c4 --power-off'. The drain keeps c4 disabled (its reason
+    stays), yet its state was recorded 'in service' and the summary said "enabled again";
+    invariant recorded_state_mismatch. A drain whose power-off failed still holds the host
+    (idle_disabled_host: disabled, on and empty, as the operator's drain wants it)."""
+    world.bmc_refuse("c4")
+    result = world.drain("c4", power_off=True)
+    assert result.code == 1
+    assert "enabled again" not in result.out
+    step(world)
+    rec = world.facts().hosts["c4"]
+    assert (rec["power"], rec["status"], rec["servers"]) == ("on", "disabled", 0)
+    assert rec["disabled_reason"].startswith("consolidator: drained by plan")
+    assert "c4" in world.known.drained
+    world.settle_as_operator()
+    _none(world.check_settled())
+    world.undrain("c4")
+    settled(world)
+    assert world.facts().hosts["c4"]["status"] == "enabled"
