@@ -451,8 +451,12 @@ class GuardedPower:
                                f"{exc}: nothing was sent to its BMC")
                 raise
             except ConsolidatorError as exc:
-                journal.finish(self.engine, entry, journal.FAILED, str(exc))
-                return str(exc)
+                failed = str(exc)
+                journal.finish(self.engine, entry, journal.FAILED, failed)
+                if read_power(driver) == "off":     # not 'powering on' for ever (issue 45)
+                    self._despite_the_store("its state", lambda: self._record(
+                        host, hg.OFF, f"its power-on failed ({failed}); the BMC reads off"))
+                return failed
         if entry is not None or service.get("forced_down"):
             problem = self._come_up(plan_id, host, bool(service.get("forced_down")))
             if entry is not None:

@@ -141,6 +141,22 @@ class HostSteps:
             else:
                 outcome.not_on[host] = f"{not_on}: {reason}"
         self._back_in_service(plan, outcome)
+        self._drains_ended(plan, outcome)
+
+    def _drains_ended(self, plan: StoredPlan, outcome: Outcome) -> None:
+        """A drain's host the run disabled but could not empty (a migration or a pre-check
+        failed) is still held by its drain once the plan has ended: it is recorded
+        'drained', not 'draining' for ever (issue 45). An interrupted run leaves it to
+        'apply --resume'."""
+        run = self.run
+        if outcome.interrupted or run.stop.is_set():
+            return
+        for name in plan.draft.drain:
+            rec = run.gate.recorded(name)
+            if rec is not None and rec.state == hg.DRAINING:
+                why = run.blocked.get(name) or outcome.left_on.get(name) or "not emptied"
+                run.gate.record(name, hg.DRAINED,
+                                f"held by the drain {plan.id}, not emptied: {why}")
 
     def _back_in_service(self, plan: StoredPlan, outcome: Outcome) -> None:
         """A host the plan meant to empty and left on, still enabled, is in service again:

@@ -385,3 +385,57 @@ def test_found_a_drained_host_whose_power_off_fails_stays_drained(world: World) 
     world.undrain("c4")
     settled(world)
     assert world.facts().hosts["c4"]["status"] == "enabled"
+
+
+@pytest.mark.parametrize("power_off", [False, True])
+def test_found_a_drain_that_could_not_empty_its_host_ends_drained(world: World,
+                                                                   power_off: bool) -> None:
+    """Found by the probes of issue 45, reduced by hand: the migration of e0 off c4 fails,
+    so 'hosts drain c4' fails with c4 disabled for the drain and e0 still on it. The plan
+    has ended (a failed plan is not resumed), yet c4 stayed recorded 'draining', a step
+    under way, for ever; invariant recorded_state_mismatch. The drain still holds c4 (only
+    undrain brings it back): it is recorded 'drained'."""
+    world.migration_fault("fails", "e0")
+    assert world.drain("c4", power_off=power_off).code == 1
+    step(world)
+    rec = world.facts().hosts["c4"]
+    assert (rec["power"], rec["status"], rec["servers"]) == ("on", "disabled", 1)
+    world.settle_as_operator()
+    _none(world.check_settled())
+    recorded = {host: state for (_cloud, host), state in world.store.host_states().items()}
+    assert recorded["c4"] == "drained"
+
+
+def test_found_a_power_on_its_bmc_refuses_leaves_the_host_recorded_off(world: World) -> None:
+    """Found by the probes of issue 45 (seed 11, job 0): a plan powered c3 off; its BMC then
+    refuses the rollback's power-on (HTTP 500). c3 stayed recorded 'powering on' while its
+    BMC reads off, for ever; invariant recorded_state_mismatch. A power-on that failed with
+    the BMC reading off leaves the host 'off'."""
+    plan = world.plan()
+    assert plan is not None
+    assert world.apply(plan).code == 0
+    assert world.facts().hosts["c3"]["power"] == "off"
+    step(world)
+    world.bmc_refuse("c3")
+    assert world.rollback(0).code != 0
+    step(world)
+    assert world.facts().hosts["c3"]["power"] == "off"
+    world.settle_as_operator()
+    _none(world.check_settled())
+    recorded = {host: state for (_cloud, host), state in world.store.host_states().items()}
+    assert recorded["c3"] == "off"
+
+
+def test_found_an_operators_hold_through_nova_is_theirs_to_record(world: World) -> None:
+    """Found by the probes of issue 45 (seed 11, job 1): consolidator recorded c2 'in
+    service'; the operator then held c2 through Nova (os-services, their own reason), out of
+    consolidator's sight. recorded_state_mismatch blamed consolidator for the record, but
+    the change is the operator's (and the gate reads the live service for a hold): the
+    invariant leaves a settled record alone where the operator set the status themselves."""
+    assert world.hosts_power("on", "c2").code == 0
+    step(world)
+    assert world.operator_service("c2", enable=False) == 200
+    world.settle_as_operator()
+    _none(world.check_settled())
+    rec = world.facts().hosts["c2"]
+    assert (rec["status"], rec["disabled_reason"]) == ("disabled", World.HOLD_REASON)
