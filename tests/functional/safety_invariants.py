@@ -420,10 +420,14 @@ SETTLED_STATES: dict[str, tuple[str | None, str | None]] = {
     (None, "disabled"), "drained": (None, "disabled")}
 
 
-def recorded_state_mismatch(now: Facts, recorded: dict[tuple[str, str], str]
-                            ) -> list[Violation]:
+def recorded_state_mismatch(now: Facts, recorded: dict[tuple[str, str], str],
+                            known: Known | None = None) -> list[Violation]:
     """Once settled: each host state consolidator recorded (per cloud name it was recorded
-    under) is what the cloud shows."""
+    under) is what the cloud shows. A settled state whose service status differs only as the
+    operator set it through Nova themselves (held, or enabled: outside consolidator, which
+    reads the live service for that) is theirs, not a record consolidator left wrong."""
+    operator_set = {h: status for h, (status, _) in known.operator_status.items()} \
+        if known is not None else {}
     out = []
     for (cloud, host), state in sorted(recorded.items()):
         rec = now.hosts.get(host)
@@ -436,6 +440,8 @@ def recorded_state_mismatch(now: Facts, recorded: dict[tuple[str, str], str]
                                  f"{host} is recorded '{state}' under {cloud!r} once settled "
                                  f"(the cloud shows {shows})"))
         elif (want[0] not in (None, rec["power"])) or (want[1] not in (None, rec["status"])):
+            if want[0] in (None, rec["power"]) and operator_set.get(host) == rec["status"]:
+                continue
             out.append(Violation("recorded_state_mismatch",
                                  f"{host} is recorded '{state}' under {cloud!r}; the cloud "
                                  f"shows {shows}"))
@@ -457,7 +463,7 @@ def idle_disabled_host(now: Facts, known: Known) -> list[Violation]:
 def check_settled(now: Facts, known: Known, recorded: dict[tuple[str, str], str]
                   ) -> list[Violation]:
     """The invariants of a world the operator settled (nothing runs, the daemon is quiet)."""
-    return (instance_stuck(now) + recorded_state_mismatch(now, recorded)
+    return (instance_stuck(now) + recorded_state_mismatch(now, recorded, known)
             + idle_disabled_host(now, known))
 
 
