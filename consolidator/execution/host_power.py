@@ -476,6 +476,7 @@ class GuardedPower:
         refused = self._refused(hg.ENABLE, host)
         if refused is not None:
             self._note(plan_id, "enable", host, journal.SKIPPED, f"left disabled: {refused}")
+            self._record_kept(host)       # drained or held, not 'powering on' for ever
             return None if only_ours else f"powered on, left disabled: {refused}"
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="enable",
                               target=host.name, params={}, guard=self.guard)

@@ -679,7 +679,8 @@ backoff = 0
             urllib.request.urlopen(req, timeout=10).close()
         except urllib.error.HTTPError:
             return False
-        self.known.servers.add(name)
+        with self._watch_lock:          # not between a sample's read and its check
+            self.known.servers.add(name)
         self.by_others(name)
         self.say(f"user creates {name} on {host}")
         return True
@@ -717,7 +718,8 @@ backoff = 0
         note = (", its shutdown under way" if late else "") + (note if status != 202 else "")
         self.say(f"admin boots {name} on {host} (forced{note}) -> {status}")
         if status == 202:
-            self.known.servers.add(name)
+            with self._watch_lock:      # not between a sample's read and its check
+                self.known.servers.add(name)
             self.by_others(name)
         else:
             self.known.forced_late.pop(name, None)

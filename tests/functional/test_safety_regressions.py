@@ -439,3 +439,69 @@ def test_found_an_operators_hold_through_nova_is_theirs_to_record(world: World) 
     _none(world.check_settled())
     rec = world.facts().hosts["c2"]
     assert (rec["status"], rec["disabled_reason"]) == ("disabled", World.HOLD_REASON)
+
+
+def test_found_an_apply_paused_past_its_lease_records_no_state(world: World) -> None:
+    """Found by the probes of issue 45 (seed 11, job 0): an apply was paused (SIGSTOP)
+    during its BMC pre-flight, past its lease; meanwhile another apply powered c4 off. Woken
+    up, the stale apply recorded c4 'emptying' (the pre-flight's record took no lease check)
+    over 'off', and nothing ever ended it; invariant recorded_state_mismatch. A process that
+    lost the lease records no host state."""
+    plan = world.plan()
+    assert plan is not None
+    world.bmc_delay("c4", 8.0)       # the pre-flight's reads of c4's BMC answer late
+    proc = world.apply_in_background(plan)
+    assert world.store is not None
+    wait_for("the plan running", lambda: world.store.rows(      # type: ignore[union-attr]
+        "SELECT status FROM plans WHERE id = :id", id=plan)[0][0] == "running")
+    proc.send_signal(signal.SIGSTOP)
+    world.stopped.append(proc)
+    world.paused_at = time.monotonic()
+    time.sleep(LEASE_TTL + 0.5)
+    world.clear_faults()
+    assert not journal_has(world, "migrate", "e0")     # paused before its migrations
+    other = world.plan()
+    assert other is not None
+    assert world.apply(other).code == 0
+    assert world.facts().hosts["c4"]["power"] == "off"
+    step(world)
+    world.resume_paused()
+    world.settle_as_operator()
+    _none(world.check_settled())
+
+
+def test_found_hosts_power_on_of_a_drained_host_records_it_drained(world: World) -> None:
+    """Found by the probes of issue 45 (seed 23): the operator powers on a host their drain
+    powered off; it comes up and stays disabled (undrain's job), but stayed recorded
+    'powering on' for ever; invariant recorded_state_mismatch. It is recorded 'drained'."""
+    assert world.drain("c3", power_off=True).code == 0
+    step(world)
+    assert world.hosts_power("on", "c3").code == 0
+    step(world)
+    rec = world.facts().hosts["c3"]
+    assert (rec["power"], rec["status"]) == ("on", "disabled")
+    world.settle_as_operator()
+    _none(world.check_settled())
+    recorded = {host: state for (_cloud, host), state in world.store.host_states().items()}
+    assert recorded["c3"] == "drained"
+
+
+def test_found_an_older_plan_applied_after_a_newer_one_records_no_off_host_emptying(
+        world: World) -> None:
+    """Found by the probes of issue 45 (seed 1023): an apply of plan A waited (paused)
+    while a newer plan B emptied and powered off c3 and c4; A then ran, and its pre-flight
+    recorded c3 and c4 'emptying' over 'off', for ever; invariant recorded_state_mismatch.
+    Here A was approved before B was made (so B does not supersede it). A host whose BMC
+    reads off is not being emptied: it stays 'off'."""
+    older = world.plan()
+    assert older is not None
+    assert world.approve(older).code == 0
+    newer = world.plan()
+    assert newer is not None
+    assert world.apply(newer).code == 0
+    assert {world.facts().hosts[h]["power"] for h in ("c3", "c4")} == {"off"}
+    step(world)
+    world.apply(older)
+    step(world)
+    world.settle_as_operator()
+    _none(world.check_settled())
