@@ -26,8 +26,8 @@ table so far after every round to stderr.
 
 --jobs J runs J processes side by side (a step mostly waits on the subprocesses and servers
 it starts), process i from seed N + 1000 i with its share of the steps and of --min-faults
-(so that their sum meets it), each its own cloud, database and log (FILE.i); the table adds
-theirs up.
+(so that their sum meets it), each its own cloud, database and log (FILE.i; its own tables
+in FILE.i.err); the table adds theirs up, and the sum so far goes to stderr as it changes.
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
 from tests.functional import safety_machine  # noqa: E402
 from tests.functional.safety_invariants import INVARIANTS  # noqa: E402
 from tests.functional.safety_store import PG_ENV, PgServer  # noqa: E402
+
+#: Seconds between the checks of the jobs' counts (--jobs: the sum so far, to stderr).
+SUM_EVERY_S = 30.0
 
 
 def table(rows: list[tuple[str, object]]) -> str:
@@ -121,10 +124,18 @@ def main() -> int:
               f"examples, {sum(stats['violations'].values())} violations", file=sys.stderr,
               flush=True)
         print(report(stats, time.monotonic() - started), file=sys.stderr, flush=True)
+        write_stats(args.stats_out, stats, time.monotonic() - started)
     print(report(stats, time.monotonic() - started))
-    if args.stats_out:
-        Path(args.stats_out).write_text(json.dumps(stats))
+    write_stats(args.stats_out, stats, time.monotonic() - started)
     return 0
+
+
+def write_stats(path: str | None, stats: dict, elapsed: float) -> None:
+    """A job's counts so far, as JSON (replaced whole: a reader never sees half of it)."""
+    if path:
+        tmp = Path(f"{path}.tmp")
+        tmp.write_text(json.dumps(dict(stats, seconds=elapsed)))
+        tmp.replace(path)
 
 
 def side_by_side(args: argparse.Namespace) -> int:
@@ -141,20 +152,46 @@ def side_by_side(args: argparse.Namespace) -> int:
                    str(args.steps_per_example), "--max-minutes", str(args.max_minutes),
                    "--min-faults", str(fault_share),
                    "--stats-out", str(out), "--store", args.store, "--pg-url", args.pg_url]
+        err = None
         if args.log:
             command += ["--log", f"{args.log}.{i}"]
-        jobs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
+            err = open(f"{args.log}.{i}.err", "a")  # noqa: SIM115 - the job's own tables
+        jobs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err))
+        if err is not None:
+            err.close()
+    seen: list[float] = []
+    while any(job.poll() is None for job in jobs):     # the sum so far, as it changes
+        time.sleep(SUM_EVERY_S)
+        stamps = [out.stat().st_mtime if out.exists() else 0.0 for out in outs]
+        if stamps != seen and any(stamps):
+            seen = stamps
+            print(f"{time.strftime('%H:%M:%S')} so far, "
+                  f"{sum(job.poll() is None for job in jobs)} of {args.jobs} jobs running",
+                  file=sys.stderr)
+            print(report(summed(args, outs), time.monotonic() - started), file=sys.stderr,
+                  flush=True)
     codes = [job.wait() for job in jobs]
+    total = summed(args, outs)
+    for i, out in enumerate(outs):
+        if not out.exists():
+            print(f"job {i} (seed {args.seed + 1000 * i}) wrote no counts (exit {codes[i]})",
+                  file=sys.stderr)
+        out.unlink(missing_ok=True)
+    print(f"{args.jobs} jobs side by side, seeds "
+          f"{', '.join(str(args.seed + 1000 * i) for i in range(args.jobs))}")
+    print(report(total, time.monotonic() - started))
+    return 0 if all(code == 0 for code in codes) else 1
+
+
+def summed(args: argparse.Namespace, outs: list[Path]) -> dict:
+    """The jobs' counts (as they last wrote them), added up."""
     total: dict = {"steps": 0, "examples": 0, "faults": Counter(), "violations": Counter(),
                    "actions": Counter(), "first": {}, "kinds": Counter(), "samples": 0,
                    "min_faults": args.min_faults, "fault_kinds": []}
     for i, out in enumerate(outs):
         if not out.exists():
-            print(f"job {i} (seed {args.seed + 1000 * i}) wrote no counts (exit {codes[i]})",
-                  file=sys.stderr)
             continue
         part = json.loads(out.read_text())
-        out.unlink()
         for key in ("steps", "examples", "samples"):
             total[key] += part[key]
         for key in ("faults", "violations", "actions", "kinds"):
@@ -162,10 +199,7 @@ def side_by_side(args: argparse.Namespace) -> int:
         total["fault_kinds"] = sorted(set(total["fault_kinds"]) | set(part["fault_kinds"]))
         for name, first in part["first"].items():
             total["first"].setdefault(name, f"(seed {args.seed + 1000 * i}) {first}")
-    print(f"{args.jobs} jobs side by side, seeds "
-          f"{', '.join(str(args.seed + 1000 * i) for i in range(args.jobs))}")
-    print(report(total, time.monotonic() - started))
-    return 0 if all(code == 0 for code in codes) else 1
+    return total
 
 
 def short_of(stats: dict) -> list[str]:
