@@ -239,6 +239,8 @@ class Seen:
     began_by: float
     ended_after: float | None = None
     ended_by: float | None = None
+    #: A migrate row: its migration was seen under way in the cloud.
+    in_cloud: bool = False
 
 
 class Timeline:
@@ -252,8 +254,13 @@ class Timeline:
         self.renewed: dict[tuple[str, str, str], float] = {}
         self.lease_pairs: set[tuple[str, ...]] = set()
 
-    def update(self, at: float, rows: list[Row]) -> None:
-        """The journal rows read at `at` (the previous read was at self.last)."""
+    def update(self, at: float, rows: list[Row], migrating: frozenset[str] = frozenset()
+               ) -> None:
+        """The journal rows read at `at` (the previous read was at self.last), and the
+        servers whose live migration the cloud shows under way then. A migrate row's act
+        ends when its migration does in the cloud: a holder paused while it waited for one
+        that ended long ago, woken up, closes its row late, and that late write is
+        bookkeeping, not an act (the check of the lease guards its next act)."""
         for row in rows:
             if row.action not in TWO_ACTORS_ACTIONS or not row.lease_holder \
                     or row.state == "skipped":
@@ -262,6 +269,11 @@ class Timeline:
             if seen is None:
                 seen = self.seen[row.id] = Seen(row, self.last, at)
             seen.row = row
+            if row.action == "migrate" and seen.ended_by is None:
+                if row.target in migrating:
+                    seen.in_cloud = True
+                elif seen.in_cloud:          # its migration has ended in the cloud
+                    seen.ended_after, seen.ended_by = self.last, at
             if row.state != "running" and seen.ended_by is None:
                 seen.ended_after, seen.ended_by = self.last, at
         self.last = at

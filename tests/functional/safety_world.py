@@ -279,8 +279,11 @@ backoff = 0
         with self._watch_lock:
             rows = self._journal()
             at = time.monotonic()
-            now = inv.Facts.of(self.cloud.state.summary(), rows)
-            self.timeline.update(at, rows)
+            now_state = self.cloud.state.summary()
+            now = inv.Facts.of(now_state, rows)
+            self.timeline.update(at, rows, frozenset(
+                m["server_id"] for m in now_state["migrations"]
+                if m["status"] in ("queued", "preparing", "running", "post-migrating")))
             found = self.timeline.two_actors()
             assert self.store is not None
             found += self.timeline.update_leases(at, self.store.leases(), LEASE_TTL)
