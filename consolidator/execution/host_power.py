@@ -56,6 +56,8 @@ MISWIRED = "bmc_miswired"
 HEARTBEAT_WAIT_S = 60.0
 #: Seconds between BMC reads while waiting out a graceful shutdown that was not forced.
 WITHHELD_POLL_S = 0.2
+#: What keeps a drained host disabled (_hold_to_keep's word for it).
+A_DRAIN = "a drain"
 
 
 @dataclass
@@ -315,9 +317,11 @@ class GuardedPower:
                        f"{'; its nova-compute still reports' if still else ''}")
         if read == "on" or (read != "off" and still):
             self._record(host, hg.IN_SERVICE, f"its power-off failed ({exc}); it is still on")
-            self.reenable(plan_id, host, f"its power-off failed ({exc}); it is still on")
-            return (f"{exc}; it was left on and enabled again: check its BMC with "
-                    f"'consolidator bmc-check', then plan again")
+            if self.reenable(plan_id, host, f"its power-off failed ({exc}); it is still on"):
+                return (f"{exc}; it was left on and enabled again: check its BMC with "
+                        f"'consolidator bmc-check', then plan again")
+            return (f"{exc}; it was left on and disabled (see the journal): check its BMC "
+                    f"with 'consolidator bmc-check'")
         return (f"{exc}; its power reads {read} and it stays disabled: check its BMC with "
                 f"'consolidator bmc-check', then 'consolidator hosts power on {host.name}' "
                 f"or roll back")
@@ -361,11 +365,20 @@ class GuardedPower:
             facts = hg.HostFacts(host=host, status=service.get("status", "?"),
                                  disabled_reason=service.get("disabled_reason"))
         if hg.drain_of(facts) is not None:
-            return facts.disabled_reason, "a drain"
+            return facts.disabled_reason, A_DRAIN
         held = hg.operator_hold(facts)
         if held is not None:
             return facts.disabled_reason, f"the operator's hold ({held})"
         return None
+
+    def _record_kept(self, host: Host) -> None:
+        """A host left disabled because its drain or the operator's hold keeps it so is
+        recorded drained or held, not 'in service' (a power-off that failed records that
+        first, to end its pending shutdown)."""
+        kept = self._hold_to_keep(host)
+        if kept is not None:
+            self._record(host, hg.DRAINED if kept[1] == A_DRAIN else hg.HELD,
+                         f"left disabled: kept by {kept[1]}")
 
     def _still_disabled(self, host: Host, reason: str | None) -> str | None:
         service = self.nova.services().get(host.compute_host) or {}
@@ -392,6 +405,7 @@ class GuardedPower:
         refused = self._refused(hg.ENABLE, host)
         if refused is not None:
             self._note(plan_id, "enable", host, journal.SKIPPED, f"left disabled: {refused}")
+            self._record_kept(host)
             return False
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="enable",
                               target=host.name, params={"why": why}, guard=self.guard)
@@ -437,8 +451,12 @@ class GuardedPower:
                                f"{exc}: nothing was sent to its BMC")
                 raise
             except ConsolidatorError as exc:
-                journal.finish(self.engine, entry, journal.FAILED, str(exc))
-                return str(exc)
+                failed = str(exc)
+                journal.finish(self.engine, entry, journal.FAILED, failed)
+                if read_power(driver) == "off":     # not 'powering on' for ever (issue 45)
+                    self._despite_the_store("its state", lambda: self._record(
+                        host, hg.OFF, f"its power-on failed ({failed}); the BMC reads off"))
+                return failed
         if entry is not None or service.get("forced_down"):
             problem = self._come_up(plan_id, host, bool(service.get("forced_down")))
             if entry is not None:
@@ -458,6 +476,7 @@ class GuardedPower:
         refused = self._refused(hg.ENABLE, host)
         if refused is not None:
             self._note(plan_id, "enable", host, journal.SKIPPED, f"left disabled: {refused}")
+            self._record_kept(host)       # drained or held, not 'powering on' for ever
             return None if only_ours else f"powered on, left disabled: {refused}"
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="enable",
                               target=host.name, params={}, guard=self.guard)

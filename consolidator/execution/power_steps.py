@@ -76,7 +76,7 @@ class HostSteps:
             facts = run.gate.facts(host, read_bmc=False)
             held = hg.operator_hold(facts)
             if held is not None:
-                run.gate.record(name, hg.HELD, f"disabled by the operator: {held}")
+                self.record(name, hg.HELD, f"disabled by the operator: {held}")
                 self.note(plan, "disable", name, journal.SKIPPED,
                           f"already disabled by the operator ({held}): its reason is kept")
                 continue
@@ -90,7 +90,7 @@ class HostSteps:
             if why is not None:
                 run.block(name, f"not disabled for the drain: {why}")
             else:
-                run.gate.record(name, hg.DRAINING, f"disabled for the drain {plan.id}")
+                self.record(name, hg.DRAINING, f"disabled for the drain {plan.id}")
 
     # -- power-off ---------------------------------------------------------------------
 
@@ -107,16 +107,19 @@ class HostSteps:
             self.note(plan, "bmc_preflight", name, journal.FAILED,
                       f"not emptied: its BMC failed the pre-flight: {why}")
         for host in targets:
-            if host.name not in failed and host.name not in plan.draft.drain:
-                run.gate.record(host.name, hg.EMPTYING, f"emptied by plan {plan.id}")
+            if host.name in failed or host.name in plan.draft.drain or self._reads_off(host.name):
+                continue        # an off host is not being emptied: it stays 'off' (issue 45)
+            if not self.record(host.name, hg.EMPTYING, f"emptied by plan {plan.id}"):
+                return
 
     def power_off(self, plan: StoredPlan, outcome: Outcome) -> None:
         """Power off the emptied hosts; a host the plan could not power off is reported as
         left on only if its BMC says so (else as left off or unknown)."""
         run = self.run
         for name in plan.draft.drain:
-            if name not in plan.draft.power_off and name not in run.blocked:
-                run.gate.record(name, hg.DRAINED, f"emptied by the drain {plan.id}")
+            if name not in plan.draft.power_off and name not in run.blocked and \
+                    not run.stop.is_set():
+                self.record(name, hg.DRAINED, f"emptied by the drain {plan.id}")
         not_low = self._demand_not_low() if plan.draft.power_off else None
         for host in plan.draft.power_off:
             if run.stop.is_set():
@@ -141,6 +144,23 @@ class HostSteps:
             else:
                 outcome.not_on[host] = f"{not_on}: {reason}"
         self._back_in_service(plan, outcome)
+        self._drains_ended(plan, outcome)
+
+    def _drains_ended(self, plan: StoredPlan, outcome: Outcome) -> None:
+        """A drain's host the run disabled but could not empty (a migration or a pre-check
+        failed) is still held by its drain once the plan has ended: it is recorded
+        'drained', not 'draining' for ever (issue 45). An interrupted run leaves it to
+        'apply --resume'."""
+        run = self.run
+        if outcome.interrupted or run.stop.is_set():
+            return
+        for name in plan.draft.drain:
+            rec = run.gate.recorded(name)
+            if rec is not None and rec.state == hg.DRAINING:
+                why = run.blocked.get(name) or outcome.left_on.get(name) or "not emptied"
+                if not self.record(name, hg.DRAINED,
+                                   f"held by the drain {plan.id}, not emptied: {why}"):
+                    return
 
     def _back_in_service(self, plan: StoredPlan, outcome: Outcome) -> None:
         """A host the plan meant to empty and left on, still enabled, is in service again:
@@ -156,10 +176,17 @@ class HostSteps:
         except ConsolidatorError:      # the state stays as it is; nothing is acted on
             return
         for name in left:
-            if (services.get(run.hosts[name].compute_host) or {}).get("status") == "enabled":
-                run.gate.record(name, hg.IN_SERVICE,
-                                f"left on and enabled by plan {plan.id}: "
-                                f"{outcome.left_on[name]}")
+            if (services.get(run.hosts[name].compute_host) or {}).get("status") == "enabled" \
+                    and not self.record(name, hg.IN_SERVICE,
+                                        f"left on and enabled by plan {plan.id}: "
+                                        f"{outcome.left_on[name]}"):
+                return
+
+    def _reads_off(self, name: str) -> bool:
+        """Whether the host's BMC reads off (an older plan applied after a newer one powered
+        it off, say)."""
+        driver = self.run.power(name)
+        return driver is not None and read_power(driver) == "off"
 
     def _not_on(self, name: str) -> str | None:
         """After a power-off that did not end cleanly: why the host may not be on (its BMC
@@ -208,6 +235,18 @@ class HostSteps:
             return why
         except LeaseLostError as exc:
             return run.lost_at(exc)
+
+    def record(self, name: str, state: str, why: str) -> bool:
+        """Record a host's state with the lease checked in the same transaction: a run that
+        lost the lease (paused past it, say) records nothing over the new holder's states
+        (issue 45). False, the run counted as having lost it, when it is no longer ours."""
+        run = self.run
+        try:
+            run.gate.record(name, state, why, guard=run.guard)
+        except LeaseLostError as exc:
+            run.lost_at(exc)
+            return False
+        return True
 
     def note(self, plan: StoredPlan, action: str, target: str, state: str,
              result: str) -> str:

@@ -239,6 +239,8 @@ class Seen:
     began_by: float
     ended_after: float | None = None
     ended_by: float | None = None
+    #: A migrate row: its migration was seen under way in the cloud.
+    in_cloud: bool = False
 
 
 class Timeline:
@@ -252,8 +254,13 @@ class Timeline:
         self.renewed: dict[tuple[str, str, str], float] = {}
         self.lease_pairs: set[tuple[str, ...]] = set()
 
-    def update(self, at: float, rows: list[Row]) -> None:
-        """The journal rows read at `at` (the previous read was at self.last)."""
+    def update(self, at: float, rows: list[Row], migrating: frozenset[str] = frozenset()
+               ) -> None:
+        """The journal rows read at `at` (the previous read was at self.last), and the
+        servers whose live migration the cloud shows under way then. A migrate row's act
+        ends when its migration does in the cloud: a holder paused while it waited for one
+        that ended long ago, woken up, closes its row late, and that late write is
+        bookkeeping, not an act (the check of the lease guards its next act)."""
         for row in rows:
             if row.action not in TWO_ACTORS_ACTIONS or not row.lease_holder \
                     or row.state == "skipped":
@@ -262,6 +269,11 @@ class Timeline:
             if seen is None:
                 seen = self.seen[row.id] = Seen(row, self.last, at)
             seen.row = row
+            if row.action == "migrate" and seen.ended_by is None:
+                if row.target in migrating:
+                    seen.in_cloud = True
+                elif seen.in_cloud:          # its migration has ended in the cloud
+                    seen.ended_after, seen.ended_by = self.last, at
             if row.state != "running" and seen.ended_by is None:
                 seen.ended_after, seen.ended_by = self.last, at
         self.last = at
@@ -420,10 +432,14 @@ SETTLED_STATES: dict[str, tuple[str | None, str | None]] = {
     (None, "disabled"), "drained": (None, "disabled")}
 
 
-def recorded_state_mismatch(now: Facts, recorded: dict[tuple[str, str], str]
-                            ) -> list[Violation]:
+def recorded_state_mismatch(now: Facts, recorded: dict[tuple[str, str], str],
+                            known: Known | None = None) -> list[Violation]:
     """Once settled: each host state consolidator recorded (per cloud name it was recorded
-    under) is what the cloud shows."""
+    under) is what the cloud shows. A settled state whose service status differs only as the
+    operator set it through Nova themselves (held, or enabled: outside consolidator, which
+    reads the live service for that) is theirs, not a record consolidator left wrong."""
+    operator_set = {h: status for h, (status, _) in known.operator_status.items()} \
+        if known is not None else {}
     out = []
     for (cloud, host), state in sorted(recorded.items()):
         rec = now.hosts.get(host)
@@ -436,6 +452,8 @@ def recorded_state_mismatch(now: Facts, recorded: dict[tuple[str, str], str]
                                  f"{host} is recorded '{state}' under {cloud!r} once settled "
                                  f"(the cloud shows {shows})"))
         elif (want[0] not in (None, rec["power"])) or (want[1] not in (None, rec["status"])):
+            if want[0] in (None, rec["power"]) and operator_set.get(host) == rec["status"]:
+                continue
             out.append(Violation("recorded_state_mismatch",
                                  f"{host} is recorded '{state}' under {cloud!r}; the cloud "
                                  f"shows {shows}"))
@@ -457,7 +475,7 @@ def idle_disabled_host(now: Facts, known: Known) -> list[Violation]:
 def check_settled(now: Facts, known: Known, recorded: dict[tuple[str, str], str]
                   ) -> list[Violation]:
     """The invariants of a world the operator settled (nothing runs, the daemon is quiet)."""
-    return (instance_stuck(now) + recorded_state_mismatch(now, recorded)
+    return (instance_stuck(now) + recorded_state_mismatch(now, recorded, known)
             + idle_disabled_host(now, known))
 
 

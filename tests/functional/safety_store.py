@@ -387,6 +387,14 @@ class MariaDbStore(ServerStore):
         conn.execute(text("LOCK TABLES " + ", ".join(f"`{n}` WRITE" for n in names)))
 
 
+def fault_name(kind: str, server: Server | None = None) -> str:
+    """The name the store fault of a store of this kind counts under (Store.hold's)."""
+    if kind == "sqlite":
+        return "database lock"
+    label = {"postgresql": "PostgreSQL", "mariadb": "MariaDB"}[kind]
+    return f"{label} stopped and started" if server is not None else f"{label} lock"
+
+
 def make_store(kind: str, folder: Path, server: Server | None = None) -> Store:
     """A store of this kind ('sqlite', 'postgresql' or 'mariadb') for one world. A server's
     kind uses the given server, else the one its environment variable names

@@ -58,6 +58,8 @@ SAMPLE_S = 0.05
 #: answer is a timeout.
 API_TIMEOUT_S = 4.0
 CLOCK = Path(__file__).with_name("safety_clock.py")
+#: The disabled reason of the operator's drain (consolidator writes it for 'hosts drain' only).
+DRAIN_REASON = re.compile(r"consolidator: drained by plan (\S+)")
 #: Where each scenario server starts, and its memory (its migration takes memory / bandwidth).
 START = {"a0": "c1", "a1": "c1", "a2": "c1", "b0": "c2", "b1": "c2", "p0": "c2",
          "d0": "c3", "d1": "c3", "e0": "c4", "f0": "c5", "g0": "c6"}
@@ -132,6 +134,9 @@ class World:
         #: or a user moved or created since (a rollback to it leaves those alone).
         self.snapshots: list[tuple[str, dict[str, str], set[str]]] = []
         self.plans: list[str] = []
+        #: Hosts the operator ran 'hosts drain' on (in this process or as a subprocess), not
+        #: yet known to be held by it: see note_drains().
+        self.drain_asked: set[str] = set()
         self.created = 0
         self.paused_at = 0.0
         self.overloaded = False
@@ -277,8 +282,11 @@ backoff = 0
             known = dataclasses.replace(self.known, servers=set(self.known.servers))
             rows = self._journal()
             at = time.monotonic()
-            now = inv.Facts.of(self.cloud.state.summary(), rows)
-            self.timeline.update(at, rows)
+            now_state = self.cloud.state.summary()
+            now = inv.Facts.of(now_state, rows)
+            self.timeline.update(at, rows, frozenset(
+                m["server_id"] for m in now_state["migrations"]
+                if m["status"] in ("queued", "preparing", "running", "post-migrating")))
             found = self.timeline.two_actors()
             assert self.store is not None
             found += self.timeline.update_leases(at, self.store.leases(), LEASE_TTL)
@@ -503,19 +511,52 @@ backoff = 0
                 ctx.engine().dispose()
 
     def drain(self, host: str, *, power_off: bool) -> Result:
-        """hosts drain HOST [--power-off] --yes; a drain that finished protects the host."""
+        """hosts drain HOST [--power-off] --yes; a drain that finished protects the host, and
+        so does one that failed after it disabled the host (see note_drains())."""
         self.known.operator_acts.add(host)
+        self.drain_asked.add(host)
         result = self.cli("hosts", "drain", host, *(["--power-off"] if power_off else []),
                           "--yes")
         if result.code == 0:
             self.known.drained.add(host)
+            self.drain_asked.discard(host)
+        self.note_drains()
         return result
+
+    def drain_in_background(self, host: str) -> subprocess.Popen[bytes]:
+        """hosts drain HOST --power-off --yes as a subprocess (for the signals)."""
+        self.known.operator_acts.add(host)
+        self.drain_asked.add(host)
+        return self.spawn("hosts", "drain", host, "--power-off", "--yes")
+
+    def note_drains(self, now: inv.Facts | None = None) -> None:
+        """The hosts an operator's drain holds: once the cloud shows a host the operator
+        drained disabled with the drain's reason, and the drain's plan has ended, the host
+        is drained, whether the drain succeeded or not (its power-off failed, it was killed
+        and resumed...): the operator's drain holds it until undrain, disabled, on and
+        empty if it was not powered off. (Until its plan ends, a drain still under way may
+        power it off: that is the operator's own act.)"""
+        if not self.drain_asked:
+            return
+        assert self.store is not None
+        hosts = (now or self.facts()).hosts
+        for host in sorted(self.drain_asked):
+            found = DRAIN_REASON.match(hosts[host].get("disabled_reason") or "")
+            if hosts[host]["status"] != "disabled" or found is None:
+                continue
+            status = self.store.rows("SELECT status FROM plans WHERE id = :id",
+                                     id=found.group(1))
+            if status and status[0][0] not in ("proposed", "approved", "running",
+                                               "interrupted"):
+                self.known.drained.add(host)
+                self.drain_asked.discard(host)
 
     def undrain(self, host: str) -> Result:
         """hosts undrain HOST (the operator's own wish: the host is no longer drained)."""
         was = host in self.known.drained
         self.known.operator_acts.add(host)
         self.known.drained.discard(host)
+        self.drain_asked.discard(host)
         result = self.cli("hosts", "undrain", host)
         if result.code != 0 and was and self.facts().hosts[host]["status"] == "disabled":
             self.known.drained.add(host)
@@ -599,6 +640,7 @@ backoff = 0
             if enable:      # the operator ends a hold, or a drain, through Nova too
                 self.known.held.discard(host)
                 self.known.drained.discard(host)
+                self.drain_asked.discard(host)
                 self.known.operator_reason.pop(host, None)
             else:
                 self.known.held.add(host)
@@ -643,7 +685,8 @@ backoff = 0
             urllib.request.urlopen(req, timeout=10).close()
         except urllib.error.HTTPError:
             return False
-        self.known.servers.add(name)
+        with self._watch_lock:          # not between a sample's read and its check
+            self.known.servers.add(name)
         self.by_others(name)
         self.say(f"user creates {name} on {host}")
         return True
@@ -681,7 +724,8 @@ backoff = 0
         note = (", its shutdown under way" if late else "") + (note if status != 202 else "")
         self.say(f"admin boots {name} on {host} (forced{note}) -> {status}")
         if status == 202:
-            self.known.servers.add(name)
+            with self._watch_lock:      # not between a sample's read and its check
+                self.known.servers.add(name)
             self.by_others(name)
         else:
             self.known.forced_late.pop(name, None)
@@ -909,6 +953,7 @@ backoff = 0
         with self._watch_lock:
             self.sample()
             now = self.facts()
+            self.note_drains(now)
             found = self.record(inv.check_settled(now, self.known, self.store.host_states()),
                                 at=f"settled after {self.step}")
         for host in sorted({h for h in HOSTS for v in found
@@ -948,6 +993,7 @@ backoff = 0
             self.record(inv.check_step(self.last, now, known, settled=settled),
                         at=f"end of {self.step}")
             self.last = now
+            self.note_drains(now)
             self.known.asked_on = set()
             self.known.operator_acts = set()
             self.known.placed_by_others = {

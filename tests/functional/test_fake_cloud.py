@@ -304,6 +304,24 @@ def test_live_migration_goes_migrating_then_active_on_the_destination() -> None:
         assert cloud.server_host("web-1") == "tiny"
 
 
+def test_the_migrations_of_a_deleted_server_are_still_listed() -> None:
+    """Found by the randomized safety test (seed 7): once a server that had migrated was
+    deleted, every GET /os-migrations (by host too) answered HTTP 500 (KeyError), so each
+    later drain and apply failed on the fake cloud alone. Nova keeps the record."""
+    with make_cloud(migration_bandwidth_mb_s=8192.0) as cloud:
+        conn = cloud.connect()
+        server = by_name(conn)["web-1"]
+        conn.compute.live_migrate_server(server, host="tiny", block_migration="auto")
+        wait_for(lambda: conn.compute.get_server(server.id).status == "ACTIVE")
+        assert requests.delete(f"{cloud.base_url}/_fake/servers/web-1",
+                               timeout=10).status_code == 204
+        (record,) = _migrations(conn, server)
+        assert (record.status, record.source_compute, record.dest_compute) == (
+            "completed", "c1", "tiny")
+        by_host = list(conn.compute.migrations(host="tiny"))
+        assert [m.id for m in by_host] == [record.id]
+
+
 @pytest.mark.parametrize(("name", "dest"), [("db-1", "tiny"), ("web-1", "c2")],
                          ids=["full-host", "anti-affinity"])
 def test_a_migration_the_scheduler_refuses_ends_in_error(conn: Any, name: str,

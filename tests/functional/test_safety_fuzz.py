@@ -22,6 +22,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import run_state_machine_as_test
 
 from tests.conftest import MYSQL_ENV, server_url
+from tests.functional.safety_invariants import Row, Timeline
 from tests.functional.safety_machine import CONFIG, SafetyMachine
 from tests.functional.safety_world import World
 
@@ -107,3 +108,27 @@ def test_a_server_booted_while_the_watcher_samples_is_not_lost(tmp_path: Path) -
         store.leases = leases                 # type: ignore[method-assign]
         assert world.sample() == []
         assert "f1" in world.facts().servers
+
+
+def _row(id_: int, action: str, target: str, holder: str, state: str) -> Row:
+    return Row(id_, "p", action, target, {}, state, "", None, None, None, holder, 1)
+
+
+@pytest.mark.parametrize("migration_ends", [0.3, 2.5])
+def test_two_actors_times_a_migration_by_the_cloud(migration_ends: float) -> None:
+    """Found by the long run of issue 45 (seed 5545): holder A's apply was paused while it
+    waited for a migration that Nova had long finished; holder B took the lease and acted;
+    A, woken up, closed its row 'succeeded', and two_actors blamed two actors at once. A
+    migrate row's act ends when its migration ends in the cloud (a migration still under
+    way while B acts is still two actors)."""
+    timeline = Timeline()
+    a = _row(1, "migrate", "server-1", "A", "running")
+    for at in (0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 2.6, 3.0):
+        rows = [a if at < 2.6 else _row(1, "migrate", "server-1", "A", "succeeded")]
+        if at >= 1.0:
+            rows.append(_row(2, "power_off", "c3", "B",
+                             "running" if at < 2.0 else "succeeded"))
+        timeline.update(at, rows, frozenset({"server-1"}) if at < migration_ends
+                        else frozenset())
+    found = timeline.two_actors()
+    assert bool(found) == (migration_ends > 1.0), found

@@ -363,3 +363,145 @@ def test_found_an_operator_enabling_a_drained_host_through_nova_ends_its_drain(
     assert world.rollback(0).code == 0
     settled(world)
     assert world.facts().servers["e0"]["host"] == "c4"
+
+
+def test_found_a_drained_host_whose_power_off_fails_stays_drained(world: World) -> None:
+    """Found by the probes of issue 45 (seed 7, reduced by hand): c4's BMC refuses the
+    power-off of 'hosts drain c4 --power-off'. The drain keeps c4 disabled (its reason
+    stays), yet its state was recorded 'in service' and the summary said "enabled again";
+    invariant recorded_state_mismatch. A drain whose power-off failed still holds the host
+    (idle_disabled_host: disabled, on and empty, as the operator's drain wants it)."""
+    world.bmc_refuse("c4")
+    result = world.drain("c4", power_off=True)
+    assert result.code == 1
+    assert "enabled again" not in result.out
+    step(world)
+    rec = world.facts().hosts["c4"]
+    assert (rec["power"], rec["status"], rec["servers"]) == ("on", "disabled", 0)
+    assert rec["disabled_reason"].startswith("consolidator: drained by plan")
+    assert "c4" in world.known.drained
+    world.settle_as_operator()
+    _none(world.check_settled())
+    world.undrain("c4")
+    settled(world)
+    assert world.facts().hosts["c4"]["status"] == "enabled"
+
+
+@pytest.mark.parametrize("power_off", [False, True])
+def test_found_a_drain_that_could_not_empty_its_host_ends_drained(world: World,
+                                                                   power_off: bool) -> None:
+    """Found by the probes of issue 45, reduced by hand: the migration of e0 off c4 fails,
+    so 'hosts drain c4' fails with c4 disabled for the drain and e0 still on it. The plan
+    has ended (a failed plan is not resumed), yet c4 stayed recorded 'draining', a step
+    under way, for ever; invariant recorded_state_mismatch. The drain still holds c4 (only
+    undrain brings it back): it is recorded 'drained'."""
+    world.migration_fault("fails", "e0")
+    assert world.drain("c4", power_off=power_off).code == 1
+    step(world)
+    rec = world.facts().hosts["c4"]
+    assert (rec["power"], rec["status"], rec["servers"]) == ("on", "disabled", 1)
+    world.settle_as_operator()
+    _none(world.check_settled())
+    recorded = {host: state for (_cloud, host), state in world.store.host_states().items()}
+    assert recorded["c4"] == "drained"
+
+
+def test_found_a_power_on_its_bmc_refuses_leaves_the_host_recorded_off(world: World) -> None:
+    """Found by the probes of issue 45 (seed 11, job 0): a plan powered c3 off; its BMC then
+    refuses the rollback's power-on (HTTP 500). c3 stayed recorded 'powering on' while its
+    BMC reads off, for ever; invariant recorded_state_mismatch. A power-on that failed with
+    the BMC reading off leaves the host 'off'."""
+    plan = world.plan()
+    assert plan is not None
+    assert world.apply(plan).code == 0
+    assert world.facts().hosts["c3"]["power"] == "off"
+    step(world)
+    world.bmc_refuse("c3")
+    assert world.rollback(0).code != 0
+    step(world)
+    assert world.facts().hosts["c3"]["power"] == "off"
+    world.settle_as_operator()
+    _none(world.check_settled())
+    recorded = {host: state for (_cloud, host), state in world.store.host_states().items()}
+    assert recorded["c3"] == "off"
+
+
+def test_found_an_operators_hold_through_nova_is_theirs_to_record(world: World) -> None:
+    """Found by the probes of issue 45 (seed 11, job 1): consolidator recorded c2 'in
+    service'; the operator then held c2 through Nova (os-services, their own reason), out of
+    consolidator's sight. recorded_state_mismatch blamed consolidator for the record, but
+    the change is the operator's (and the gate reads the live service for a hold): the
+    invariant leaves a settled record alone where the operator set the status themselves."""
+    assert world.hosts_power("on", "c2").code == 0
+    step(world)
+    assert world.operator_service("c2", enable=False) == 200
+    world.settle_as_operator()
+    _none(world.check_settled())
+    rec = world.facts().hosts["c2"]
+    assert (rec["status"], rec["disabled_reason"]) == ("disabled", World.HOLD_REASON)
+
+
+def test_found_an_apply_paused_past_its_lease_records_no_state(world: World) -> None:
+    """Found by the probes of issue 45 (seed 11, job 0): an apply was paused (SIGSTOP)
+    during its BMC pre-flight, past its lease; meanwhile another apply powered c4 off. Woken
+    up, the stale apply recorded c4 'emptying' (the pre-flight's record took no lease check)
+    over 'off', and nothing ever ended it; invariant recorded_state_mismatch. A process that
+    lost the lease records no host state."""
+    plan = world.plan()
+    assert plan is not None
+    world.bmc_delay("c4", 8.0)       # the pre-flight's reads of c4's BMC answer late
+    proc = world.apply_in_background(plan)
+    assert world.store is not None
+    wait_for("the plan running", lambda: world.store.rows(      # type: ignore[union-attr]
+        "SELECT status FROM plans WHERE id = :id", id=plan)[0][0] == "running")
+    proc.send_signal(signal.SIGSTOP)
+    world.stopped.append(proc)
+    world.paused_at = time.monotonic()
+    time.sleep(LEASE_TTL + 0.5)
+    world.clear_faults()
+    assert not journal_has(world, "migrate", "e0")     # paused before its migrations
+    other = world.plan()
+    assert other is not None
+    assert world.apply(other).code == 0
+    assert world.facts().hosts["c4"]["power"] == "off"
+    step(world)
+    world.resume_paused()
+    world.settle_as_operator()
+    _none(world.check_settled())
+
+
+def test_found_hosts_power_on_of_a_drained_host_records_it_drained(world: World) -> None:
+    """Found by the probes of issue 45 (seed 23): the operator powers on a host their drain
+    powered off; it comes up and stays disabled (undrain's job), but stayed recorded
+    'powering on' for ever; invariant recorded_state_mismatch. It is recorded 'drained'."""
+    assert world.drain("c3", power_off=True).code == 0
+    step(world)
+    assert world.hosts_power("on", "c3").code == 0
+    step(world)
+    rec = world.facts().hosts["c3"]
+    assert (rec["power"], rec["status"]) == ("on", "disabled")
+    world.settle_as_operator()
+    _none(world.check_settled())
+    recorded = {host: state for (_cloud, host), state in world.store.host_states().items()}
+    assert recorded["c3"] == "drained"
+
+
+def test_found_an_older_plan_applied_after_a_newer_one_records_no_off_host_emptying(
+        world: World) -> None:
+    """Found by the probes of issue 45 (seed 1023): an apply of plan A waited (paused)
+    while a newer plan B emptied and powered off c3 and c4; A then ran, and its pre-flight
+    recorded c3 and c4 'emptying' over 'off', for ever; invariant recorded_state_mismatch.
+    Here A was approved before B was made (so B does not supersede it). A host whose BMC
+    reads off is not being emptied: it stays 'off'."""
+    older = world.plan()
+    assert older is not None
+    assert world.approve(older).code == 0
+    newer = world.plan()
+    assert newer is not None
+    assert world.apply(newer).code == 0
+    assert {world.facts().hosts[h]["power"] for h in ("c3", "c4")} == {"off"}
+    step(world)
+    world.apply(older)
+    step(world)
+    world.settle_as_operator()
+    _none(world.check_settled())

@@ -8,7 +8,12 @@ steps by kind, faults injected by kind, actions by kind, violations by invariant
 is 0 of each).
 
     python tools/bench/safety_fuzz.py [--steps 5000] [--steps-per-example 40] [--seed N]
-        [--max-minutes M] [--log FILE] [--jobs J] [--store sqlite|postgresql|mariadb]
+        [--min-faults N] [--max-minutes M] [--log FILE] [--jobs J]
+        [--store sqlite|postgresql|mariadb]
+
+--min-faults N keeps running rounds past --steps until every fault kind (the machine's
+FAULT_KINDS and the store's own) has been injected at least N times; the table lists every
+kind, 0 included, and says whether the target was met.
 
 --store postgresql keeps each world's database on PostgreSQL: a throw-away server this
 bench starts from /usr/lib/postgresql/*/bin (which the store fault stops and starts), or,
@@ -18,11 +23,13 @@ Debian's mariadb-server, or with --mysql-url (default: CONSOLIDATOR_TEST_MYSQL_U
 server, whose tables the store fault locks (LOCK TABLES ... WRITE).
 
 It stops early, after the round under way, once --max-minutes have passed (the table says
-how many steps it reached), and prints the table so far after every round to stderr.
+how many steps it reached, and which fault kinds are short of --min-faults), and prints the
+table so far after every round to stderr.
 
 --jobs J runs J processes side by side (a step mostly waits on the subprocesses and servers
-it starts), process i from seed N + 1000 i with its share of the steps, each its own cloud,
-database and log (FILE.i); the table adds theirs up.
+it starts), process i from seed N + 1000 i with its share of the steps and of --min-faults
+(so that their sum meets it), each its own cloud, database and log (FILE.i; its own tables
+in FILE.i.err); the table adds theirs up, and the sum so far goes to stderr as it changes.
 """
 
 from __future__ import annotations
@@ -53,6 +60,9 @@ from tests.functional.safety_store import (  # noqa: E402
     PgServer,
 )
 
+#: Seconds between the checks of the jobs' counts (--jobs: the sum so far, to stderr).
+SUM_EVERY_S = 30.0
+
 
 def table(rows: list[tuple[str, object]]) -> str:
     """Two aligned columns."""
@@ -65,6 +75,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=5000, help="run at least this many steps")
     parser.add_argument("--steps-per-example", type=int, default=40)
     parser.add_argument("--seed", type=int, default=33)
+    parser.add_argument("--min-faults", type=int, default=0,
+                        help="run past --steps until each fault kind was injected this often")
     parser.add_argument("--max-minutes", type=float, default=0.0,
                         help="start no new round after this long (0: no limit)")
     parser.add_argument("--log", help="write every step, command and violation here")
@@ -94,11 +106,14 @@ def main() -> int:
             safety_machine.CONFIG["pg_server"] = server()
     logging.basicConfig(stream=log or sys.stderr, level=logging.WARNING, force=True)
     stats = safety_machine.STATS
+    stats["min_faults"] = args.min_faults
+    stats["fault_kinds"] = list(safety_machine.fault_kinds())
     started = time.monotonic()
     round_ = 0
-    while stats["steps"] < args.steps:
+    while stats["steps"] < args.steps or short_of(stats):
         if args.max_minutes and time.monotonic() - started > 60 * args.max_minutes:
-            print("time budget spent: stopping before the step target", file=sys.stderr)
+            print("time budget spent: stopping before the step or fault target",
+                  file=sys.stderr)
             break
         left = args.steps - stats["steps"]
         examples = max(1, min(5, left // args.steps_per_example))
@@ -120,10 +135,18 @@ def main() -> int:
               f"examples, {sum(stats['violations'].values())} violations", file=sys.stderr,
               flush=True)
         print(report(stats, time.monotonic() - started), file=sys.stderr, flush=True)
+        write_stats(args.stats_out, stats, time.monotonic() - started)
     print(report(stats, time.monotonic() - started))
-    if args.stats_out:
-        Path(args.stats_out).write_text(json.dumps(stats))
+    write_stats(args.stats_out, stats, time.monotonic() - started)
     return 0
+
+
+def write_stats(path: str | None, stats: dict, elapsed: float) -> None:
+    """A job's counts so far, as JSON (replaced whole: a reader never sees half of it)."""
+    if path:
+        tmp = Path(f"{path}.tmp")
+        tmp.write_text(json.dumps(dict(stats, seconds=elapsed)))
+        tmp.replace(path)
 
 
 def side_by_side(args: argparse.Namespace) -> int:
@@ -131,37 +154,70 @@ def side_by_side(args: argparse.Namespace) -> int:
     and print the table of their sum."""
     started = time.monotonic()
     share = -(-args.steps // args.jobs)
+    fault_share = -(-args.min_faults // args.jobs)
     outs = [Path(f"/tmp/safety-fuzz-job-{os.getpid()}-{i}.json") for i in range(args.jobs)]
     jobs = []
     for i, out in enumerate(outs):
         command = [sys.executable, __file__, "--steps", str(share), "--seed",
                    str(args.seed + 1000 * i), "--steps-per-example",
                    str(args.steps_per_example), "--max-minutes", str(args.max_minutes),
+                   "--min-faults", str(fault_share),
                    "--stats-out", str(out), "--store", args.store, "--pg-url", args.pg_url,
                    "--mysql-url", args.mysql_url]
+        err = None
         if args.log:
             command += ["--log", f"{args.log}.{i}"]
-        jobs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
+            err = open(f"{args.log}.{i}.err", "a")  # noqa: SIM115 - the job's own tables
+        jobs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err))
+        if err is not None:
+            err.close()
+    seen: list[float] = []
+    while any(job.poll() is None for job in jobs):     # the sum so far, as it changes
+        time.sleep(SUM_EVERY_S)
+        stamps = [out.stat().st_mtime if out.exists() else 0.0 for out in outs]
+        if stamps != seen and any(stamps):
+            seen = stamps
+            print(f"{time.strftime('%H:%M:%S')} so far, "
+                  f"{sum(job.poll() is None for job in jobs)} of {args.jobs} jobs running",
+                  file=sys.stderr)
+            print(report(summed(args, outs), time.monotonic() - started), file=sys.stderr,
+                  flush=True)
     codes = [job.wait() for job in jobs]
-    total: dict = {"steps": 0, "examples": 0, "faults": Counter(), "violations": Counter(),
-                   "actions": Counter(), "first": {}, "kinds": Counter(), "samples": 0}
+    total = summed(args, outs)
     for i, out in enumerate(outs):
         if not out.exists():
             print(f"job {i} (seed {args.seed + 1000 * i}) wrote no counts (exit {codes[i]})",
                   file=sys.stderr)
-            continue
-        part = json.loads(out.read_text())
-        out.unlink()
-        for key in ("steps", "examples", "samples"):
-            total[key] += part[key]
-        for key in ("faults", "violations", "actions", "kinds"):
-            total[key].update(part[key])
-        for name, first in part["first"].items():
-            total["first"].setdefault(name, f"(seed {args.seed + 1000 * i}) {first}")
+        out.unlink(missing_ok=True)
     print(f"{args.jobs} jobs side by side, seeds "
           f"{', '.join(str(args.seed + 1000 * i) for i in range(args.jobs))}")
     print(report(total, time.monotonic() - started))
     return 0 if all(code == 0 for code in codes) else 1
+
+
+def summed(args: argparse.Namespace, outs: list[Path]) -> dict:
+    """The jobs' counts (as they last wrote them), added up."""
+    total: dict = {"steps": 0, "examples": 0, "faults": Counter(), "violations": Counter(),
+                   "actions": Counter(), "first": {}, "kinds": Counter(), "samples": 0,
+                   "min_faults": args.min_faults, "fault_kinds": []}
+    for i, out in enumerate(outs):
+        if not out.exists():
+            continue
+        part = json.loads(out.read_text())
+        for key in ("steps", "examples", "samples"):
+            total[key] += part[key]
+        for key in ("faults", "violations", "actions", "kinds"):
+            total[key].update(part[key])
+        total["fault_kinds"] = sorted(set(total["fault_kinds"]) | set(part["fault_kinds"]))
+        for name, first in part["first"].items():
+            total["first"].setdefault(name, f"(seed {args.seed + 1000 * i}) {first}")
+    return total
+
+
+def short_of(stats: dict) -> list[str]:
+    """The fault kinds injected fewer than stats['min_faults'] times."""
+    return [kind for kind in stats.get("fault_kinds", [])
+            if stats["faults"].get(kind, 0) < stats.get("min_faults", 0)]
 
 
 def report(stats: dict, elapsed: float) -> str:
@@ -174,8 +230,14 @@ def report(stats: dict, elapsed: float) -> str:
         ("watcher samples", stats.get("samples", 0)),
         ("steps by kind", "")]
     rows += [(f"  {kind}", n) for kind, n in sorted(stats.get("kinds", {}).items())]
-    rows += [("faults injected", sum(stats["faults"].values()))]
-    rows += [(f"  {kind}", n) for kind, n in sorted(stats["faults"].items())]
+    faults = Counter({kind: 0 for kind in stats.get("fault_kinds", [])})
+    faults.update(stats["faults"])
+    rows += [("faults injected", sum(faults.values()))]
+    rows += [(f"  {kind}", n) for kind, n in sorted(faults.items())]
+    if stats.get("min_faults"):
+        short = short_of(stats)
+        rows += [("fault target", f"each kind at least {stats['min_faults']} times: " + (
+            f"short: {', '.join(short)}" if short else "met"))]
     rows += [("actions", sum(stats["actions"].values()))]
     rows += [(f"  {kind}", n) for kind, n in sorted(stats["actions"].items())]
     rows += [("invariant violations", sum(stats["violations"].values()))]

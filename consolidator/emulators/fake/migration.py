@@ -62,7 +62,7 @@ def live_migrate(state: CloudState, server_id: str, host: str | None, *, force: 
             server_id=server.id, source=source.name, dest=dest.name if dest else None,
             status="queued", created_at=stamp, updated_at=stamp,
             project_id=server.project_id, user_id=server.user_id,
-            fault=effect, forced=force, duration=duration)
+            fault=effect, forced=force, duration=duration, memory_mb=int(server.flavor.ram))
         state.migrations.append(mig)
         server.status, server.task_state, server.updated = "MIGRATING", "migrating", stamp
         state.notify("requested", mig)

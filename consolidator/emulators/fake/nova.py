@@ -332,11 +332,11 @@ class Nova:
     def migration_view(self, req: Request, mig: migration.MigrationRecord,
                        now: float | None = None) -> dict[str, Any]:
         """A migration as GET /servers/{id}/migrations shows it: the memory copied grows
-        with the simulated time it has run (`now`), as libvirt's job counters do."""
-        server = self.state.servers[mig.server_id]
+        with the simulated time it has run (`now`), as libvirt's job counters do. The record
+        outlives a deleted server (its memory is the record's own)."""
         source = self.state.hosts[mig.source]
         dest = self.state.hosts[mig.dest] if mig.dest else None
-        total = server.flavor.ram * 1024 * 1024
+        total = mig.memory_mb * 1024 * 1024
         done = migration.memory_copied(mig, total, now)
         view: dict[str, Any] = {
             "id": mig.id, "server_uuid": mig.server_id, "status": mig.status,

@@ -161,6 +161,8 @@ class MigrationRecord:
     error: str | None = None
     #: Simulated time the migration started running (its memory copy advances from then).
     started: float | None = None
+    #: The guest's memory (MiB): the record outlives a deleted server, as Nova's does.
+    memory_mb: int = 0
 
     @property
     def in_progress(self) -> bool:
