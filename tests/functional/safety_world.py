@@ -137,6 +137,9 @@ class World:
         #: Hosts the operator ran 'hosts drain' on (in this process or as a subprocess), not
         #: yet known to be held by it: see note_drains().
         self.drain_asked: set[str] = set()
+        #: The operator's drains running as subprocesses, and their host: until one ends,
+        #: what it does to its host (disable, power off) is the operator's own act.
+        self.drains_running: dict[subprocess.Popen[bytes], str] = {}
         self.created = 0
         self.paused_at = 0.0
         self.overloaded = False
@@ -524,7 +527,9 @@ backoff = 0
         """hosts drain HOST --power-off --yes as a subprocess (for the signals)."""
         self.known.operator_acts.add(host)
         self.drain_asked.add(host)
-        return self.spawn("hosts", "drain", host, "--power-off", "--yes")
+        proc = self.spawn("hosts", "drain", host, "--power-off", "--yes")
+        self.drains_running[proc] = host
+        return proc
 
     def note_drains(self, now: inv.Facts | None = None) -> None:
         """The hosts an operator's drain holds: once the cloud shows a host the operator
@@ -992,7 +997,10 @@ backoff = 0
             self.last = now
             self.note_drains(now)
             self.known.asked_on = set()
-            self.known.operator_acts = set()
+            # an operator's drain still running (paused, say) acts for them in later steps
+            self.drains_running = {p: h for p, h in self.drains_running.items()
+                                   if p.poll() is None}
+            self.known.operator_acts = set(self.drains_running.values())
             self.known.placed_by_others = {
                 n: h for n, h in self.known.placed_by_others.items()
                 if now.servers.get(n, {}).get("host") != h}

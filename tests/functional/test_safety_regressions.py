@@ -505,3 +505,22 @@ def test_found_an_older_plan_applied_after_a_newer_one_records_no_off_host_empty
     step(world)
     world.settle_as_operator()
     _none(world.check_settled())
+
+
+def test_found_an_operators_paused_drain_powers_off_for_them_later(world: World) -> None:
+    """Found by the long run of issue 45 (seed 4545, step 36): the operator's 'hosts drain
+    c1 --power-off' was paused as it started; their second drain of c1 (without power-off)
+    finished; woken up, the first drained c1 again and powered it off. protected_host_disabled
+    blamed consolidator for powering off a drained host, but it was the operator's own
+    command, late: a drain of theirs still running acts for them until it ends."""
+    proc = world.drain_in_background("c1")
+    proc.send_signal(signal.SIGSTOP)
+    world.stopped.append(proc)
+    world.paused_at = time.monotonic()
+    step(world)
+    assert world.drain("c1", power_off=False).code == 0
+    step(world)
+    world.resume_paused()
+    settled(world)
+    world.settle_as_operator()
+    _none(world.check_settled())
