@@ -130,6 +130,8 @@ class World:
         self.actions: Counter[str] = Counter()
         self.violations: list[inv.Violation] = []
         self._seen: set[str] = set()
+        #: How many of self.violations observe() and check_settled() have handed out.
+        self._reported = 0
         #: Each recorded snapshot: its id, where each server was, and the servers the admin
         #: or a user moved or created since (a rollback to it leaves those alone).
         self.snapshots: list[tuple[str, dict[str, str], set[str]]] = []
@@ -964,7 +966,7 @@ backoff = 0
                 f"{r[0]}: {r[1]} -> {r[2]} by {r[3]} ({r[4]})" for r in self.store.rows(
                     "SELECT cloud, before, after, actor, why FROM host_state_changes WHERE "
                     "host = :host ORDER BY id", host=host)))
-        return found
+        return self.fresh()
 
     def record(self, found: list[inv.Violation], at: str = "") -> list[inv.Violation]:
         """Keep the violations not seen before (by what they are, not when); return them."""
@@ -983,7 +985,6 @@ backoff = 0
     def observe(self, *, settle: bool = False) -> list[inv.Violation]:
         """Check every invariant against the state before the step; the new violations
         (the watcher's of the step included)."""
-        first = len(self.violations)
         settled = self.settle() if settle else not (self.running() or self.facts().migrating)
         with self._watch_lock:
             if self._watcher is not None:
@@ -1008,7 +1009,15 @@ backoff = 0
                 n: h for n, h in self.known.forced_late.items()
                 if n in now.servers and (now.hosts[h]["power"] == "off"
                                          or self._shutting_down(h))}
-        return self.violations[first:]
+        return self.fresh()
+
+    def fresh(self) -> list[inv.Violation]:
+        """The violations recorded since the last call (the watcher's during a step, a
+        rollback's, the checks'), each handed out once."""
+        with self._watch_lock:
+            out = self.violations[self._reported:]
+            self._reported = len(self.violations)
+        return out
 
 
 def reported_left(result: Result, target: dict[str, str]) -> set[str]:
