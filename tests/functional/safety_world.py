@@ -130,6 +130,8 @@ class World:
         self.actions: Counter[str] = Counter()
         self.violations: list[inv.Violation] = []
         self._seen: set[str] = set()
+        #: How many of self.violations observe() and check_settled() have handed out.
+        self._reported = 0
         #: Each recorded snapshot: its id, where each server was, and the servers the admin
         #: or a user moved or created since (a rollback to it leaves those alone).
         self.snapshots: list[tuple[str, dict[str, str], set[str]]] = []
@@ -137,6 +139,9 @@ class World:
         #: Hosts the operator ran 'hosts drain' on (in this process or as a subprocess), not
         #: yet known to be held by it: see note_drains().
         self.drain_asked: set[str] = set()
+        #: The operator's drains running as subprocesses, and their host: until one ends,
+        #: what it does to its host (disable, power off) is the operator's own act.
+        self.drains_running: dict[subprocess.Popen[bytes], str] = {}
         self.created = 0
         self.paused_at = 0.0
         self.overloaded = False
@@ -527,7 +532,9 @@ backoff = 0
         """hosts drain HOST --power-off --yes as a subprocess (for the signals)."""
         self.known.operator_acts.add(host)
         self.drain_asked.add(host)
-        return self.spawn("hosts", "drain", host, "--power-off", "--yes")
+        proc = self.spawn("hosts", "drain", host, "--power-off", "--yes")
+        self.drains_running[proc] = host
+        return proc
 
     def note_drains(self, now: inv.Facts | None = None) -> None:
         """The hosts an operator's drain holds: once the cloud shows a host the operator
@@ -962,7 +969,7 @@ backoff = 0
                 f"{r[0]}: {r[1]} -> {r[2]} by {r[3]} ({r[4]})" for r in self.store.rows(
                     "SELECT cloud, before, after, actor, why FROM host_state_changes WHERE "
                     "host = :host ORDER BY id", host=host)))
-        return found
+        return self.fresh()
 
     def record(self, found: list[inv.Violation], at: str = "") -> list[inv.Violation]:
         """Keep the violations not seen before (by what they are, not when); return them."""
@@ -981,7 +988,6 @@ backoff = 0
     def observe(self, *, settle: bool = False) -> list[inv.Violation]:
         """Check every invariant against the state before the step; the new violations
         (the watcher's of the step included)."""
-        first = len(self.violations)
         settled = self.settle() if settle else not (self.running() or self.facts().migrating)
         with self._watch_lock:
             if self._watcher is not None:
@@ -995,7 +1001,10 @@ backoff = 0
             self.last = now
             self.note_drains(now)
             self.known.asked_on = set()
-            self.known.operator_acts = set()
+            # an operator's drain still running (paused, say) acts for them in later steps
+            self.drains_running = {p: h for p, h in self.drains_running.items()
+                                   if p.poll() is None}
+            self.known.operator_acts = set(self.drains_running.values())
             self.known.placed_by_others = {
                 n: h for n, h in self.known.placed_by_others.items()
                 if now.servers.get(n, {}).get("host") != h}
@@ -1003,7 +1012,15 @@ backoff = 0
                 n: h for n, h in self.known.forced_late.items()
                 if n in now.servers and (now.hosts[h]["power"] == "off"
                                          or self._shutting_down(h))}
-        return self.violations[first:]
+        return self.fresh()
+
+    def fresh(self) -> list[inv.Violation]:
+        """The violations recorded since the last call (the watcher's during a step, a
+        rollback's, the checks'), each handed out once."""
+        with self._watch_lock:
+            out = self.violations[self._reported:]
+            self._reported = len(self.violations)
+        return out
 
 
 def reported_left(result: Result, target: dict[str, str]) -> set[str]:

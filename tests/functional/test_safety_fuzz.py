@@ -22,7 +22,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import run_state_machine_as_test
 
 from tests.conftest import MYSQL_ENV, server_url
-from tests.functional.safety_invariants import Row, Timeline
+from tests.functional.safety_invariants import Row, Timeline, Violation
 from tests.functional.safety_machine import CONFIG, SafetyMachine
 from tests.functional.safety_world import World
 
@@ -132,3 +132,16 @@ def test_two_actors_times_a_migration_by_the_cloud(migration_ends: float) -> Non
                         else frozenset())
     found = timeline.two_actors()
     assert bool(found) == (migration_ends > 1.0), found
+
+
+def test_a_violation_seen_during_a_step_is_counted(tmp_path: Path) -> None:
+    """Found while reading the long runs of issue 45: observe() handed out only what it
+    recorded itself, so a violation the watcher saw while a step ran (or a rollback's)
+    was logged but neither counted by the bench nor failed this test. Each recorded
+    violation is now handed out once, by the next observe() or check_settled()."""
+    with World(tmp_path / "world") as world:
+        seen = Violation("two_actors", "seen by the watcher mid-step")
+        world.record([seen], at="step 1, 0.2 s in")
+        assert [v.key for v in world.observe()] == [seen.key]
+        assert world.observe() == []
+        assert world.check_settled() == []
