@@ -28,6 +28,7 @@ from consolidator.app.context import AppContext
 from consolidator.app.database import prune_if_configured
 from consolidator.app.interrupted import mark_interrupted, triage_running
 from consolidator.app.leadership import LeaseHeldError, refuse_while_executor_runs
+from consolidator.app.pending_shutdowns import confirm_shutdowns
 from consolidator.app.planning import PlanRequest, make_plan
 from consolidator.app.power_readings import watts_off
 from consolidator.app.relief import ReliefRun
@@ -105,6 +106,7 @@ def run_cycle(ctx: AppContext, settings: DaemonSettings, windows: list[Window],
     result = CycleResult(spare_target=spare_target(windows, now, settings.spare))
     snap = ports.snapshot()
     result.snapshot_id = snap.info.id
+    confirm_shutdowns(ctx, snap.info.endpoint or snap.info.cloud, legacy=snap.info.cloud)
     if ports.observe_power is not None:
         ports.observe_power({r.host: r.watts for r in snap.readings})
     ports.check()

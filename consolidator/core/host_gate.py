@@ -74,6 +74,8 @@ UNDRAIN = "undrain"
 OPERATOR = "hosts power"
 #: Powering a host back on because work landed on it: never refused.
 RESCUE = "rescue"
+#: The daemon's cycle recording what a BMC reads (it takes no step).
+CYCLE = "daemon cycle"
 #: The daemon's own actors: they also keep to the [planner] scope.
 DAEMON_ACTORS = frozenset({RELIEF, WATCH, RAMP})
 #: Actors that run a stored plan.

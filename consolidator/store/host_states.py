@@ -83,9 +83,11 @@ def all_recorded(engine: Engine, cloud: str, *, legacy: str | None = None
 
 def change(engine: Engine, cloud: str, host: str, state: str, *, actor: str,
            plan_id: str | None = None, why: str | None = None,
-           guard: Guard | None = None, legacy: str | None = None) -> bool:
+           guard: Guard | None = None, legacy: str | None = None,
+           only_from: str | None = None) -> bool:
     """Record the host's new state and journal the change (nothing when it is already in
-    that state); whether it changed. With a guard, the lease generation is checked in the
+    that state, or, with only_from, when the state it replaces is another); whether it
+    changed. With a guard, the lease generation is checked in the
     same transaction, after the writes: LeaseLostError, and nothing recorded, if it is no
     longer ours (the fence right before a BMC request). A state an older release recorded
     under the legacy name is moved under the key (the cloud's identity) by the change."""
@@ -102,7 +104,7 @@ def change(engine: Engine, cloud: str, host: str, state: str, *, actor: str,
                 plan_id=found.plan_id, actor=found.actor, why=found.why))
         row = found
         before = row.state if row is not None else None
-        if before == state:
+        if before == state or (only_from is not None and before != only_from):
             if guard is not None:
                 guard.check(conn)
             return False

@@ -526,16 +526,14 @@ def test_found_an_operators_paused_drain_powers_off_for_them_later(world: World)
     _none(world.check_settled())
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 45, found by the long run at 19:25): "
-                   "nothing confirms a pending shutdown once its BMC answers again; fix, "
-                   "then remove this mark")
 def test_found_a_shutdown_whose_bmc_vanished_is_confirmed_off_once_it_answers(
         world: World) -> None:
     """Found by the long run of issue 45 (--store postgresql, job seed 5546, steps 30-40),
     reduced by hand: c3's BMC accepts the plan's power-off, then stops answering; the apply
     ends with c3 'powering off' (rightly: it may be going down). Once the BMC answers again
-    it reads off, yet no actor (daemon --once included) records it 'off': it stays
-    'powering off' for ever; invariant recorded_state_mismatch."""
+    it reads off, yet no actor (daemon --once included) recorded it 'off': it stayed
+    'powering off' for ever; invariant recorded_state_mismatch. Each daemon cycle now asks
+    the BMC of a host recorded 'powering off' (app/pending_shutdowns.py)."""
     plan = world.plan()
     assert plan is not None
     world.bmc_vanish("c3")
