@@ -567,6 +567,11 @@ backoff = 0
         result = self.cli("hosts", "undrain", host)
         if result.code != 0 and was and self.facts().hosts[host]["status"] == "disabled":
             self.known.drained.add(host)
+        if result.code == 0 and self.facts().hosts[host]["status"] == "enabled":
+            # the operator's undrain put the host back in service: their own earlier
+            # 'hosts power off --force' no longer holds it (found by the PostgreSQL long
+            # run, seed 5546: a daemon cycle that then emptied it was counted a violation)
+            self.known.powered_off.discard(host)
         return result
 
     def hosts_power(self, action: str, host: str) -> Result:

@@ -542,3 +542,24 @@ def test_found_a_shutdown_whose_bmc_vanished_is_confirmed_off_once_it_answers(
     world.settle_as_operator()          # the fault ends: the BMC answers, and reads off
     assert world.facts().hosts["c3"]["power"] == "off"
     _none(world.check_settled())
+
+
+def test_found_an_operators_undrain_ends_their_power_off_hold(world: World) -> None:
+    """Found by the long run of issue 45 (--store postgresql, job seed 5546, steps 19-31):
+    the operator drained c1, powered it off with 'hosts power off --force' (their hold),
+    then put it back in service with 'hosts undrain c1' (powered on and enabled); a later
+    daemon cycle emptied c1 and powered it off, and the world still counted c1 as the
+    operator's hold (protected_host_disabled). The operator's own undrain ends their hold:
+    the host is the daemon's to pack again. (Here on c4.)"""
+    assert world.drain("c4", power_off=False).code == 0     # drained and empty
+    step(world)
+    assert world.hosts_power("off", "c4").code == 0
+    step(world)
+    assert world.undrain("c4").code == 0
+    step(world)
+    assert world.facts().hosts["c4"]["power"] == "on"
+    world.daemon_once()
+    assert world.facts().hosts["c4"]["power"] == "off"       # packed again, as it may be
+    settled(world)
+    world.settle_as_operator()
+    _none(world.check_settled())
