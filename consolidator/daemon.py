@@ -40,8 +40,8 @@ from consolidator.app.cycle import (
     run_cycle,
 )
 from consolidator.app.leadership import (
+    DaemonLeaseNames,
     Leadership,
-    daemon_lease_names,
     executor_cloud,
     executor_holder,
 )
@@ -92,8 +92,8 @@ class Daemon:
         self.windows = parse_windows(self.settings.padding)
         self.clock = clock or (lambda: datetime.now().astimezone())
         self.metrics = metrics
-        self.leadership = Leadership(ctx, daemon_lease_names(ctx, self.cloud_name),
-                                     self.settings.lease_ttl)
+        names = DaemonLeaseNames(ctx, self.cloud_name)
+        self.leadership = Leadership(ctx, names, self.settings.lease_ttl, label=names.label)
         self.holder, self.lease = self.leadership.holder, self.leadership.name
         self.stop = threading.Event()
         self.busy = threading.Lock()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from consolidator.app.cloud_key import cloud_key_of
 from consolidator.app.context import AppContext
 from consolidator.store.leases import (
@@ -16,12 +18,22 @@ from consolidator.store.leases import (
 
 class Leadership:
     """This process's claim on a lease held under several names at once (one cloud's names:
-    its identity first, then its clouds.yaml name), all or none."""
+    its identity first, then its clouds.yaml name), all or none. The names may be given by a
+    callable, asked at each hold (so that a daemon is made without reading its cloud)."""
 
-    def __init__(self, ctx: AppContext, names: str | list[str], ttl: float) -> None:
-        self.names = [names] if isinstance(names, str) else list(dict.fromkeys(names))
-        self.ctx, self.name, self.ttl = ctx, self.names[0], ttl
+    def __init__(self, ctx: AppContext, names: str | list[str] | Callable[[], list[str]],
+                 ttl: float, *, label: str | None = None) -> None:
+        if callable(names):
+            self._names = names
+        else:
+            fixed = [names] if isinstance(names, str) else list(dict.fromkeys(names))
+            self._names = lambda: fixed
+            label = label or fixed[0]
+        self.ctx, self.ttl = ctx, ttl
+        #: The lease's name to show (its first name, or the label given).
+        self.name = label or ""
         self.holder = make_holder()
+        self._used: dict[str, None] = {}     # every name this process took, in order
 
     def hold(self) -> bool:
         """Take or renew every name of the lease (expiry by the database's clock); True while
@@ -29,27 +41,39 @@ class Leadership:
         given back. A database error is raised (StoreError): the caller counts it as lost."""
         engine = self.ctx.engine()
         taken: list[str] = []
-        for name in self.names:
+        for name in self._names():
             if acquire(engine, name, self.holder, self.ttl) is None:
                 for mine in taken:
                     release(engine, mine, self.holder)
                 return False
             taken.append(name)
+            self._used[name] = None
         return True
 
     def release(self) -> None:
-        """Give the lease up, under every name."""
-        for name in self.names:
+        """Give the lease up, under every name it was taken under."""
+        for name in self._used:
             release(self.ctx.engine(), name, self.holder)
 
 
-def daemon_lease_names(ctx: AppContext, cloud: str | None) -> list[str]:
+class DaemonLeaseNames:
     """The names of the cloud's daemon (leadership) lease: ``daemon:<identity>``, which
     every clouds.yaml name of the cloud shares, then ``daemon:<name>`` (which an older
-    release's daemon holds)."""
-    name = cloud or "default"
-    return list(dict.fromkeys([f"daemon:{cloud_key_of(ctx, cloud) or name}",
-                               f"daemon:{name}"]))
+    release's daemon holds). The identity is looked up at the first hold, not when the
+    daemon is made (making a connection may wait on the cloud), and kept once found."""
+
+    def __init__(self, ctx: AppContext, cloud: str | None) -> None:
+        self.ctx, self.cloud = ctx, cloud
+        self.key: str | None = None
+        #: The name-only lease's name (what the daemon shows before its first hold).
+        self.label = f"daemon:{cloud or 'default'}"
+
+    def __call__(self) -> list[str]:
+        """The names, the identity's first (only the name's while it cannot be read)."""
+        if self.key is None:
+            self.key = cloud_key_of(self.ctx, self.cloud)
+        return list(dict.fromkeys([f"daemon:{self.key}" if self.key else self.label,
+                                   self.label]))
 
 
 def executor_lease_names(ctx: AppContext, cloud: str) -> list[str]:
