@@ -12,6 +12,7 @@ def cloud_key_of(ctx: AppContext, cloud: str | None) -> str | None:
     from consolidator.openstack.connection import cloud_identity
 
     try:
-        return cloud_identity(ctx.connect(cloud))
+        conn = ctx.connect(cloud)
     except ConsolidatorError:
         return None
+    return cloud_identity(conn) if conn is not None else None

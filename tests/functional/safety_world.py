@@ -136,6 +136,7 @@ class World:
         #: or a user moved or created since (a rollback to it leaves those alone).
         self.snapshots: list[tuple[str, dict[str, str], set[str]]] = []
         self.plans: list[str] = []
+        self.last_plan: Result | None = None     # what the last plan command answered
         #: Hosts the operator ran 'hosts drain' on (in this process or as a subprocess), not
         #: yet known to be held by it: see note_drains().
         self.drain_asked: set[str] = set()
@@ -424,6 +425,7 @@ backoff = 0
     def plan(self, *extra: str) -> str | None:
         """Make a plan from a fresh snapshot; its id, or None when refused."""
         result = self.cli("plan", *extra, "--format", "id")
+        self.last_plan = result
         if result.code != 0 or not result.out.strip():
             return None
         plan_id = result.out.strip().splitlines()[-1].strip()

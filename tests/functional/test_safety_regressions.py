@@ -454,6 +454,10 @@ def test_found_an_apply_paused_past_its_lease_records_no_state(world: World) -> 
     assert world.store is not None
     wait_for("the plan running", lambda: world.store.rows(      # type: ignore[union-attr]
         "SELECT status FROM plans WHERE id = :id", id=plan)[0][0] == "running")
+    # Paused while it waits on c4's BMC, not inside a write to the store: a process stopped
+    # with SQLite's write lock would stop every other command too.
+    wait_for("the pre-flight waiting on c4's BMC", lambda: not any(
+        r["type"] == "slow" and r["count"] == 4 for r in world.cloud.faults.rules()))
     proc.send_signal(signal.SIGSTOP)
     world.stopped.append(proc)
     world.paused_at = time.monotonic()
@@ -461,7 +465,7 @@ def test_found_an_apply_paused_past_its_lease_records_no_state(world: World) -> 
     world.clear_faults()
     assert not journal_has(world, "migrate", "e0")     # paused before its migrations
     other = world.plan()
-    assert other is not None
+    assert other is not None, f"the second plan was refused: {world.last_plan}"
     assert world.apply(other).code == 0
     assert world.facts().hosts["c4"]["power"] == "off"
     step(world)
