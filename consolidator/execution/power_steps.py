@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from consolidator.core import host_gate as hg
 from consolidator.core.demand import not_low_for_long
@@ -22,6 +22,7 @@ from consolidator.store.leases import LeaseLostError
 from consolidator.store.snapshots import demand_samples
 
 if TYPE_CHECKING:
+    from consolidator.core.model import Host
     from consolidator.power.driver import PowerDriver
 
 
@@ -106,11 +107,35 @@ class HostSteps:
             run.block(name, f"not emptied: its BMC failed the pre-flight: {why}")
             self.note(plan, "bmc_preflight", name, journal.FAILED,
                       f"not emptied: its BMC failed the pre-flight: {why}")
+        held = self._held([h for h in targets if h.name not in failed])
         for host in targets:
-            if host.name in failed or host.name in plan.draft.drain or self._reads_off(host.name):
-                continue        # an off host is not being emptied: it stays 'off' (issue 45)
+            if host.name in failed or host.name in plan.draft.drain or \
+                    host.name in held or self._reads_off(host.name):
+                continue        # an off or held host keeps its record (issue 45)
             if not self.record(host.name, hg.EMPTYING, f"emptied by plan {plan.id}"):
                 return
+
+    def _held(self, hosts: list[Host]) -> set[str]:
+        """The hosts a drain or the operator holds now (by their live service, else as
+        recorded): the drain's or the operator's record stays, not 'emptying' (issue 45)."""
+        run = self.run
+        if not hosts:
+            return set()
+        try:
+            services: dict[str, Any] | None = run.nova.services()
+        except ConsolidatorError:
+            services = None
+        held = set()
+        for host in hosts:
+            if services is None:
+                rec = run.gate.recorded(host.name)
+                if rec is not None and rec.state in (hg.DRAINING, hg.DRAINED, hg.HELD):
+                    held.add(host.name)
+                continue
+            facts = run.gate.facts(host, services=services, read_bmc=False)
+            if hg.drain_of(facts) is not None or hg.operator_hold(facts) is not None:
+                held.add(host.name)
+        return held
 
     def power_off(self, plan: StoredPlan, outcome: Outcome) -> None:
         """Power off the emptied hosts; a host the plan could not power off is reported as

@@ -7,13 +7,13 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, func, or_, select, update
 
 from consolidator.core.errors import NotFoundError
 from consolidator.core.plan import Move, PlanDraft, StoredPlan, check_transition
 from consolidator.store import totals
 from consolidator.store.db import resolve_id, translate_errors
-from consolidator.store.tables import plan_migrations, plan_power_actions, plans
+from consolidator.store.tables import plan_migrations, plan_power_actions, plans, snapshots
 
 
 def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
@@ -35,7 +35,7 @@ def save_plan(engine: Engine, draft: PlanDraft, *, cloud: str, snapshot_id: str,
         details["created_by"] = created_by
     with translate_errors(engine), engine.begin() as conn:
         if supersede:
-            conn.execute(update(plans).where(plans.c.cloud == cloud,
+            conn.execute(update(plans).where(_of_the_cloud(conn, cloud, snapshot_id),
                                              plans.c.status == "proposed",
                                              plans.c.snapshot_id != snapshot_id)
                          .values(status="superseded", updated_at=now,
@@ -162,9 +162,23 @@ def set_status(engine: Engine, plan_id: str, status: str, reason: str | None = N
                      .values(status=status, reason=reason, updated_at=now))
         count_run(conn, algorithm, current, status)
         if status == "approved" and supersede:    # chosen: the other candidates are done
-            cloud = conn.execute(select(plans.c.cloud).where(plans.c.id == plan_id)).scalar()
-            conn.execute(update(plans).where(plans.c.cloud == cloud, plans.c.id != plan_id,
+            mine = conn.execute(select(plans.c.cloud, plans.c.snapshot_id)
+                                .where(plans.c.id == plan_id)).one()
+            conn.execute(update(plans).where(_of_the_cloud(conn, mine.cloud, mine.snapshot_id),
+                                             plans.c.id != plan_id,
                                              plans.c.status == "proposed")
                          .values(status="superseded", updated_at=now,
                                  reason=f"superseded: plan {plan_id} was approved"))
     return current
+
+
+def _of_the_cloud(conn: Connection, cloud: str, snapshot_id: str) -> ColumnElement[bool]:
+    """The plans of a cloud under any of its clouds.yaml names: of the name, or of a
+    snapshot read from the same identity as snapshot_id's (issue 45: a drain under one name
+    supersedes the plans made under another). A scenario's snapshot has no identity."""
+    endpoint = conn.execute(select(snapshots.c.endpoint)
+                            .where(snapshots.c.id == snapshot_id)).scalar()
+    if endpoint is None:
+        return plans.c.cloud == cloud
+    return or_(plans.c.cloud == cloud, plans.c.snapshot_id.in_(
+        select(snapshots.c.id).where(snapshots.c.endpoint == endpoint)))

@@ -511,6 +511,76 @@ def test_found_an_older_plan_applied_after_a_newer_one_records_no_off_host_empty
     _none(world.check_settled())
 
 
+def test_found_a_plan_made_before_a_drain_leaves_the_drained_host_recorded_drained(
+        world: World) -> None:
+    """Found by the long run of issue 45 (PostgreSQL, seed 9202, job 1, steps 3-37): a plan
+    made before the operator's 'hosts drain c4' was approved and applied after it. Its
+    pre-flight recorded the drained c4 'emptying'; c4's power-off did not happen, so c4
+    stayed on, disabled by the drain and recorded 'emptying' for ever; invariant
+    recorded_state_mismatch. A host a drain or the operator holds keeps its record."""
+    plan = world.plan()
+    assert plan is not None
+    assert world.approve(plan).code == 0     # approved: the drain does not supersede it
+    assert world.drain("c4", power_off=False).code == 0
+    step(world)
+    world.bmc_refuse("c4")          # c4's power-off fails: the plan leaves it on
+    world.apply(plan)
+    step(world)
+    world.settle_as_operator()
+    _none(world.check_settled())
+
+
+def test_found_a_drain_under_one_name_supersedes_the_plans_made_under_another(
+        world: World) -> None:
+    """Found by the same long run: the plan was made under 'fake2', the drain under 'fake';
+    the drain superseded the proposed plans of 'fake' only, so the plan made before it could
+    still be approved and applied. Plans are superseded by the cloud's identity."""
+    world.alias = "fake2"
+    plan = world.plan()
+    assert plan is not None
+    world.alias = "fake"
+    assert world.drain("c4", power_off=False).code == 0
+    world.alias = "fake2"
+    refused = world.approve(plan)
+    assert refused.code == 2 and "superseded" in refused.err, refused
+    world.alias = "fake"
+    newer = world.plan()
+    assert newer is not None
+    world.alias = "fake2"
+    other = world.plan()
+    assert other is not None
+    assert world.approve(other).code == 0     # approving one supersedes the other name's
+    world.alias = "fake"
+    assert world.approve(newer).code == 2
+
+
+def test_found_a_drain_during_a_killed_applys_migration_onto_its_host_is_their_race(
+        world: World) -> None:
+    """Found by the long run of issue 45 (SQLite, seed 9101, job 1, steps 5-21): an apply
+    was killed (kill -9) while its migrations ran; the operator then drained one of their
+    destinations, and the migrations, started while it was enabled, landed on it during the
+    drain. The end-of-step check blamed consolidator (protected_host_touched: 'c1 (drained)
+    was given d0, e0'): work counts as given to a host protected since before the step. The
+    drained host is held, on, with what landed on it, and nothing is lost."""
+    plan = world.plan()
+    assert plan is not None
+    for name in sorted(world.facts().servers):
+        world.cloud.add_fault({"type": "migration_slow", "instance": name, "seconds": 6.0,
+                               "count": 1})
+    proc = world.apply_in_background(plan)
+    wait_for("a migration under way", lambda: any(
+        world.migrating_to(h) for h in world.facts().hosts), timeout=120)
+    dest = next(h for h in sorted(world.facts().hosts) if world.migrating_to(h))
+    proc.kill()
+    proc.wait()
+    time.sleep(LEASE_TTL + 0.5)                   # the killed apply's lease expires
+    step(world)
+    world.drain(dest, power_off=False)
+    step(world)
+    world.settle_as_operator()
+    _none(world.check_settled())
+
+
 def test_found_an_operators_paused_drain_powers_off_for_them_later(world: World) -> None:
     """Found by the long run of issue 45 (seed 4545, step 36): the operator's 'hosts drain
     c1 --power-off' was paused as it started; their second drain of c1 (without power-off)
