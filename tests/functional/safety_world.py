@@ -147,6 +147,8 @@ class World:
         self.paused_at = 0.0
         self.overloaded = False
         self.last: inv.Facts | None = None
+        #: The hosts protected when the step under way began (see protected_host_touched).
+        self.protected_before: set[str] | None = None
         #: The clouds.yaml name the next commands use, and their clock's shift in seconds
         #: (a shifted command runs as a subprocess).
         self.alias = "fake"
@@ -219,6 +221,7 @@ backoff = 0
 """)
         self.snapshot()
         self.last = self.facts()
+        self.protected_before = set(self.known.protected())
         self.cloud.state.observers.append(self._migration_seen)
         self._watching.set()
         self._watcher = threading.Thread(target=self._watch, name="safety-watcher",
@@ -1003,10 +1006,12 @@ backoff = 0
             assert self.last is not None
             # Once settled, the admin's race is no excuse: a rescue had its time.
             known = dataclasses.replace(self.known, forced_late={}) if settled else self.known
-            self.record(inv.check_step(self.last, now, known, settled=settled),
+            self.record(inv.check_step(self.last, now, known, settled=settled,
+                                       protected_before=self.protected_before),
                         at=f"end of {self.step}")
             self.last = now
             self.note_drains(now)
+            self.protected_before = set(self.known.protected())
             self.known.asked_on = set()
             # an operator's drain still running (paused, say) acts for them in later steps
             self.drains_running = {p: h for p, h in self.drains_running.items()
