@@ -764,14 +764,18 @@ backoff = 0
         req = urllib.request.Request(f"{self.cloud.base_url}/_fake/servers/{name}",
                                      method="DELETE")
         self.actions["delete server"] += 1
-        was = name in self.known.servers
-        self.known.servers.discard(name)
-        try:
-            urllib.request.urlopen(req, timeout=10).close()
-        except urllib.error.HTTPError:
-            if was:
-                self.known.servers.add(name)
-            return False
+        # Under the watcher's lock: a sample that copied the known servers before the server
+        # was forgotten must not read the cloud after it was deleted (instance_lost: 'a0 is
+        # gone', PostgreSQL long run, seed 9402, job 0, step 32).
+        with self._watch_lock:
+            was = name in self.known.servers
+            self.known.servers.discard(name)
+            try:
+                urllib.request.urlopen(req, timeout=10).close()
+            except urllib.error.HTTPError:
+                if was:
+                    self.known.servers.add(name)
+                return False
         self.say(f"user deletes {name}")
         return True
 
