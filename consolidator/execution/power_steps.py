@@ -107,10 +107,10 @@ class HostSteps:
             run.block(name, f"not emptied: its BMC failed the pre-flight: {why}")
             self.note(plan, "bmc_preflight", name, journal.FAILED,
                       f"not emptied: its BMC failed the pre-flight: {why}")
-        held = self._held([h for h in targets if h.name not in failed])
-        for host in targets:
-            if host.name in failed or host.name in plan.draft.drain or \
-                    host.name in held or self._reads_off(host.name):
+        emptied = [h for h in targets if h.name not in failed and h.name not in plan.draft.drain]
+        held = self._held(emptied)
+        for host in emptied:
+            if host.name in held or self._reads_off(host.name):
                 continue        # an off or held host keeps its record (issue 45)
             if not self.record(host.name, hg.EMPTYING, f"emptied by plan {plan.id}"):
                 return
