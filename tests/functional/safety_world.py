@@ -563,12 +563,19 @@ backoff = 0
                 self.known.drained.add(host)
                 self.drain_asked.discard(host)
 
+    def _forget_drain_asked(self, host: str) -> None:
+        """The operator ended their drain of the host: forget it, unless a drain of theirs
+        is still running (paused, say), which once it goes on drains the host for them
+        (found by the PostgreSQL long run, seed 9602)."""
+        if host not in {h for p, h in self.drains_running.items() if p.poll() is None}:
+            self.drain_asked.discard(host)
+
     def undrain(self, host: str) -> Result:
         """hosts undrain HOST (the operator's own wish: the host is no longer drained)."""
         was = host in self.known.drained
         self.known.operator_acts.add(host)
         self.known.drained.discard(host)
-        self.drain_asked.discard(host)
+        self._forget_drain_asked(host)
         result = self.cli("hosts", "undrain", host)
         if result.code != 0 and was and self.facts().hosts[host]["status"] == "disabled":
             self.known.drained.add(host)
@@ -657,7 +664,7 @@ backoff = 0
             if enable:      # the operator ends a hold, or a drain, through Nova too
                 self.known.held.discard(host)
                 self.known.drained.discard(host)
-                self.drain_asked.discard(host)
+                self._forget_drain_asked(host)
                 self.known.operator_reason.pop(host, None)
             else:
                 self.known.held.add(host)

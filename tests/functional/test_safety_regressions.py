@@ -609,6 +609,32 @@ def test_found_an_operators_paused_drain_powers_off_for_them_later(world: World)
     _none(world.check_settled())
 
 
+def test_found_an_operators_enable_before_their_paused_drain_starts_is_not_its_end(
+        world: World) -> None:
+    """Found by the long run of issue 45 (PostgreSQL, seed 9602, job 0, steps 5-10): the
+    operator's 'hosts drain c4 --power-off' was paused as it started; they then enabled c4
+    through Nova, which the harness took for the end of the drain; woken up, the drain
+    disabled c4 and emptied it, and (the power-off failing) left it disabled, on and empty.
+    idle_disabled_host blamed consolidator, but the operator's drain, late, holds c4: an
+    enable ends a drain only once no drain of that host is still running."""
+    proc = world.drain_in_background("c4")
+    proc.send_signal(signal.SIGSTOP)
+    world.stopped.append(proc)
+    world.paused_at = time.monotonic()
+    step(world)
+    assert world.operator_service("c4", enable=True) == 200
+    step(world)
+    world.cloud.add_fault({"type": "http_error", "status": 500, "method": "POST",
+                           "path": "/redfish/v1/Systems/c4/Actions/*", "count": 50})
+    world.resume_paused()
+    settled(world)
+    rec = world.facts().hosts["c4"]
+    assert (rec["power"], rec["status"], rec["servers"]) == ("on", "disabled", 0), rec
+    assert DRAIN_REASON.match(rec["disabled_reason"] or "") is not None, rec
+    world.settle_as_operator()
+    _none(world.check_settled())
+
+
 def test_found_a_shutdown_whose_bmc_vanished_is_confirmed_off_once_it_answers(
         world: World) -> None:
     """Found by the long run of issue 45 (--store postgresql, job seed 5546, steps 30-40),
