@@ -6,10 +6,12 @@ two is only what ``CloudPorts`` gives: how the cloud is read and a snapshot stor
 approved plan runs, how relief runs at the end of a cycle, and how the capacity watch reads
 usage (Prometheus, or the trace).
 
-A cycle resumes any plan a crash left running, snapshots the cloud, computes the spare-host
-target from the padding schedule, plans (superseding older proposed plans), applies the plan
-if auto_apply is on, relieves overloaded hosts, then powers on the most capable hosts
-consolidator powered off when fewer spare hosts are up than the target (the morning ramp).
+A cycle resumes any plan a crash left running, puts back in service the hosts a plan that no
+longer runs left disabled and on (app/abandoned_hosts.py), snapshots the cloud, computes the
+spare-host target from the padding schedule, plans (superseding older proposed plans),
+applies the plan if auto_apply is on, relieves overloaded hosts, then powers on the most
+capable hosts consolidator powered off when fewer spare hosts are up than the target (the
+morning ramp).
 The capacity watch powers hosts on between cycles when the free capacity of the powered hosts
 falls below the padding, or usage at confidence with its trend nears their cores.
 """
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from consolidator.app.abandoned_hosts import put_back_in_service
 from consolidator.app.context import AppContext
 from consolidator.app.database import prune_if_configured
 from consolidator.app.interrupted import mark_interrupted, triage_running
@@ -89,6 +92,8 @@ class CycleResult:
     migrations_planned: int = 0
     outcome: Outcome | None = None
     powered_on: list[str] = field(default_factory=list)
+    #: Hosts a plan no longer running had left disabled and on, enabled (app/abandoned_hosts.py).
+    back_in_service: list[str] = field(default_factory=list)
     duration_s: float = 0.0
     skipped: str = ""
     #: Why the cycle failed (an error, or its apply refused), in one line; "" if it did not.
@@ -104,6 +109,10 @@ def run_cycle(ctx: AppContext, settings: DaemonSettings, windows: list[Window],
     resume_interrupted(ctx, ports.execute, auto_apply=settings.auto_apply)
     ports.check()
     result = CycleResult(spare_target=spare_target(windows, now, settings.spare))
+    if not ports.stopping():
+        result.back_in_service = put_back_in_service(ctx, ports.read, ports.execute,
+                                                     result.spare_target)
+    ports.check()
     snap = ports.snapshot()
     result.snapshot_id = snap.info.id
     confirm_shutdowns(ctx, snap.info.endpoint or snap.info.cloud, legacy=snap.info.cloud)

@@ -35,6 +35,25 @@ OPERATOR_POWER_OFF = "consolidator hosts power off --force: powered off by an op
 OLD_OPERATOR_POWER_OFF = "consolidator: powered off by an operator (hosts power off --force)"
 
 
+#: The reason a plan's power-off step writes when it disables an emptied host.
+_EMPTYING_PREFIX = "consolidator: emptied by plan "
+_EMPTYING_SUFFIX = " for power-off"
+
+
+def emptying_reason(plan_id: str) -> str:
+    """The nova-compute disabled reason of a host a plan emptied to power it off."""
+    return f"{_EMPTYING_PREFIX}{plan_id}{_EMPTYING_SUFFIX}"
+
+
+def emptied_by(reason: str | None) -> str | None:
+    """The id of the plan that disabled a host to power it off, as its reason names it, or
+    None."""
+    if not reason or not reason.startswith(_EMPTYING_PREFIX) \
+            or not reason.endswith(_EMPTYING_SUFFIX):
+        return None
+    return reason[len(_EMPTYING_PREFIX):-len(_EMPTYING_SUFFIX)] or None
+
+
 def is_operator_power_off(reason: str | None) -> bool:
     """Whether a disabled reason is the one an operator's 'hosts power off --force' wrote
     (this release's or an older one's)."""

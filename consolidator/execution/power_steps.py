@@ -13,6 +13,7 @@ from consolidator.core.demand import not_low_for_long
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.maintenance import drain_reason
 from consolidator.core.plan import StoredPlan
+from consolidator.core.rollback_plan import emptying_reason
 from consolidator.execution.bmc_preflight import preflight
 from consolidator.execution.drain_step import disable_for_drain
 from consolidator.execution.run_terms import Outcome, Run
@@ -250,7 +251,7 @@ class HostSteps:
             return self.note(plan, "power_off", name, journal.SKIPPED,
                              "the plan does not power it off")
         reason = drain_reason(plan.id) if name in plan.draft.drain else \
-            f"consolidator: emptied by plan {plan.id} for power-off"
+            emptying_reason(plan.id)
         try:
             why = run.guarded.power_off(plan.id, host, driver, reason)
             if why is not None and name in plan.draft.drain and \

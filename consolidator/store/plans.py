@@ -125,6 +125,15 @@ def list_plans(engine: Engine, *, cloud: str | None = None, status: str | None =
         return list(conn.execute(query))
 
 
+def statuses(engine: Engine, plan_ids: set[str]) -> dict[str, str]:
+    """The state of each of these plans that exists."""
+    if not plan_ids:
+        return {}
+    query = select(plans.c.id, plans.c.status).where(plans.c.id.in_(sorted(plan_ids)))
+    with translate_errors(engine), engine.connect() as conn:
+        return {str(row.id): str(row.status) for row in conn.execute(query)}
+
+
 def count_by_status(engine: Engine, cloud: str | None = None) -> dict[str, int]:
     """How many plans are in each state (of one cloud, or all)."""
     query = select(plans.c.status, func.count()).group_by(plans.c.status)

@@ -635,6 +635,38 @@ def test_found_an_operators_enable_before_their_paused_drain_starts_is_not_its_e
     _none(world.check_settled())
 
 
+def test_found_a_killed_applys_emptied_host_is_not_left_disabled_once_overtaken(
+        world: World) -> None:
+    """Found by the SQLite long run of issue 45 (seed 9501, job 0, steps 5-34): an apply
+    disabled c4 and emptied it, and was killed (kill -9) before its power-off. A newer plan
+    overtook it, so its resume was refused, and no actor ever took c4 back: it stayed
+    disabled ('emptied by plan ... for power-off'), on, empty and recorded 'emptying';
+    invariants idle_disabled_host and recorded_state_mismatch."""
+    plan = world.plan()
+    assert plan is not None and world.store is not None
+    host = min(h for (h,) in world.store.rows(
+        "SELECT host FROM plan_power_actions WHERE plan_id = :id AND action = 'off'",
+        id=plan))
+    for name in sorted(world.facts().servers):
+        world.cloud.add_fault({"type": "migration_slow", "instance": name, "seconds": 2.0,
+                               "count": 1})
+    proc = world.apply_in_background(plan)
+    wait_for("a migration under way", lambda: any(
+        world.migrating_to(h) for h in world.facts().hosts), timeout=120)
+    world.bmc_delay(host, 5.0)          # its power-off waits on its BMC: the kill lands there
+    wait_for(f"{host} emptied", lambda: (lambda rec: rec["status"] == "disabled"
+                                          and rec["servers"] == 0 and rec["power"] == "on")(
+        world.facts().hosts[host]), timeout=120)
+    proc.kill()
+    proc.wait()
+    time.sleep(LEASE_TTL + 0.5)                   # the killed apply's lease expires
+    step(world)
+    assert world.plan() is not None               # overtakes the killed one
+    step(world)
+    world.settle_as_operator()
+    _none(world.check_settled())
+
+
 def test_found_a_shutdown_whose_bmc_vanished_is_confirmed_off_once_it_answers(
         world: World) -> None:
     """Found by the long run of issue 45 (--store postgresql, job seed 5546, steps 30-40),

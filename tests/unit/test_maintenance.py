@@ -88,6 +88,17 @@ def test_the_drain_reason_names_the_plan() -> None:
     assert drained_by(None) is None and drained_by("DIMM errors") is None
 
 
+def test_the_emptying_reason_names_the_plan() -> None:
+    from consolidator.core.rollback_plan import emptied_by, emptying_reason, is_ours
+
+    reason = emptying_reason("1234-abcd")
+    assert reason == "consolidator: emptied by plan 1234-abcd for power-off"
+    assert is_ours(reason) and emptied_by(reason) == "1234-abcd"
+    assert drained_by(reason) is None and emptied_by(drain_reason("1234-abcd")) is None
+    assert emptied_by(None) is None and emptied_by("consolidator: emptied by plan  for "
+                                                   "power-off") is None
+
+
 def test_the_hosts_a_drain_request_means() -> None:
     from consolidator.app.drain_hosts import DrainRequest, drain_hosts_of
 

@@ -1,0 +1,71 @@
+"""Hosts a plan disabled to power them off and then left on for good: back in service.
+
+A plan's power-off step disables the emptied host ('consolidator: emptied by plan P for
+power-off'), then asks its BMC to power it off. An apply killed between the two, and then
+overtaken by a newer plan (so that neither the daemon nor the operator resumes it), left the
+host disabled, on and empty: capacity nobody uses, which no plan counts (a disabled host is
+neither emptied nor given work) and nothing else took back (issue 45, found by the long
+randomized run). Each daemon cycle, once the plans left running are resumed or marked
+interrupted, puts such a host back in service: enabled, through the executor's guarded
+power-on path (journaled, with the gate asked, which refuses a host whose shutdown is still
+pending). The cycle's plan may then empty it and power it off again, properly.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from consolidator.app.leadership import LeaseHeldError
+from consolidator.app.review import cancel, power_on_plan
+from consolidator.core.rollback_plan import emptied_by
+from consolidator.core.wording import plural
+from consolidator.power.driver import read_power
+from consolidator.store.plans import statuses
+
+if TYPE_CHECKING:
+    from consolidator.app.apply import Outcome
+    from consolidator.app.context import AppContext
+    from consolidator.openstack.inventory import Inventory
+
+LOG = logging.getLogger("consolidator.daemon")
+
+
+def abandoned(ctx: AppContext, inventory: Inventory) -> dict[str, str]:
+    """Each host that is up in Nova, disabled with the emptying reason of a plan that is not
+    running, and read on by its BMC, with that plan's id (only these hosts' BMCs are read)."""
+    found = {h.name: plan_id for h in inventory.cluster.hosts
+             if h.status == "disabled" and h.state == "up"
+             and (plan_id := emptied_by(h.disabled_reason)) is not None}
+    running = {p for p, status in statuses(ctx.engine(), set(found.values())).items()
+               if status == "running"}
+    lookup = ctx.power_lookup() if found else None
+    on = {}
+    for host, plan_id in sorted(found.items()):
+        driver = lookup(host) if lookup is not None else None
+        if plan_id not in running and driver is not None and read_power(driver) == "on":
+            on[host] = plan_id
+    return on
+
+
+def put_back_in_service(ctx: AppContext, read: Callable[[], Inventory],
+                        execute: Callable[[str], Outcome], target: int) -> list[str]:
+    """Enable the hosts that plans no longer running left disabled and on (see the module's
+    docstring), as one power-on plan run by `execute`; the hosts it enabled. `read` reads
+    the live cloud; `target` is the padding the plan notes."""
+    inventory = read()
+    found = abandoned(ctx, inventory)
+    if not found:
+        return []
+    hosts = sorted(found)
+    why = "; ".join(f"{host} was left disabled and on by plan {found[host]}, which no longer "
+                    f"runs" for host in hosts)
+    LOG.warning("putting %s back in service: %s", plural(len(hosts), "host"), why)
+    plan = power_on_plan(ctx, inventory, hosts, target, why=f"back in service: {why}")
+    try:
+        outcome = execute(plan.id)
+    except LeaseHeldError as exc:     # an apply took the lease meanwhile: the next cycle
+        cancel(ctx, plan.id, reason=f"refused: {exc}")
+        return []
+    return [] if outcome.interrupted else [h for h in hosts if h not in outcome.left_on]
