@@ -18,6 +18,7 @@ failed cycle says why in one line, and 'daemon --once' gives the lease back howe
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -388,7 +389,7 @@ class Daemon:
             self.stop.set()
             if self.run is not None:
                 self.run.stop()
-            scheduler.shutdown(wait=False)
+            shut_down_scheduler(scheduler)
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, shutdown)
@@ -437,6 +438,25 @@ class Daemon:
             return False
         self._hung = ""
         return notify_service("WATCHDOG=1")
+
+
+def shut_down_scheduler(scheduler: Any) -> threading.Thread:
+    """Shut the scheduler down from a thread of its own, and return that thread.
+
+    A signal handler runs in the main thread, which is also the BlockingScheduler's: a
+    signal that lands while the scheduler processes its due jobs re-enters its re-entrant
+    job-store lock, and a shutdown made there empties the job store under the loop, which
+    then fails to update the job it ran (JobLookupError, found under load). From another
+    thread, the shutdown waits for that processing to end. A second signal is harmless."""
+    from apscheduler.schedulers import SchedulerNotRunningError
+
+    def shut_down() -> None:
+        with contextlib.suppress(SchedulerNotRunningError):
+            scheduler.shutdown(wait=False)
+
+    thread = threading.Thread(target=shut_down, name="scheduler-shutdown", daemon=True)
+    thread.start()
+    return thread
 
 
 def _skip(what: str, why: str, *, loud: bool) -> str:
