@@ -563,6 +563,19 @@ def test_found_a_drain_under_one_name_supersedes_the_plans_made_under_another(
     assert world.approve(newer).code == 2
 
 
+def _apply_with_slow_migrations(world: World, plan: str, seconds: float
+                                ) -> subprocess.Popen[bytes]:
+    """apply PLAN in the background, each migration taking `seconds`; once one is under
+    way."""
+    for name in sorted(world.facts().servers):
+        world.cloud.add_fault({"type": "migration_slow", "instance": name, "seconds": seconds,
+                               "count": 1})
+    proc = world.apply_in_background(plan)
+    wait_for("a migration under way", lambda: any(
+        world.migrating_to(h) for h in world.facts().hosts), timeout=120)
+    return proc
+
+
 def test_found_a_drain_during_a_killed_applys_migration_onto_its_host_is_their_race(
         world: World) -> None:
     """Found by the long run of issue 45 (SQLite, seed 9101, job 1, steps 5-21): an apply
@@ -573,12 +586,7 @@ def test_found_a_drain_during_a_killed_applys_migration_onto_its_host_is_their_r
     drained host is held, on, with what landed on it, and nothing is lost."""
     plan = world.plan()
     assert plan is not None
-    for name in sorted(world.facts().servers):
-        world.cloud.add_fault({"type": "migration_slow", "instance": name, "seconds": 6.0,
-                               "count": 1})
-    proc = world.apply_in_background(plan)
-    wait_for("a migration under way", lambda: any(
-        world.migrating_to(h) for h in world.facts().hosts), timeout=120)
+    proc = _apply_with_slow_migrations(world, plan, 6.0)
     dest = next(h for h in sorted(world.facts().hosts) if world.migrating_to(h))
     proc.kill()
     proc.wait()
@@ -647,12 +655,7 @@ def test_found_a_killed_applys_emptied_host_is_not_left_disabled_once_overtaken(
     host = min(h for (h,) in world.store.rows(
         "SELECT host FROM plan_power_actions WHERE plan_id = :id AND action = 'off'",
         id=plan))
-    for name in sorted(world.facts().servers):
-        world.cloud.add_fault({"type": "migration_slow", "instance": name, "seconds": 2.0,
-                               "count": 1})
-    proc = world.apply_in_background(plan)
-    wait_for("a migration under way", lambda: any(
-        world.migrating_to(h) for h in world.facts().hosts), timeout=120)
+    proc = _apply_with_slow_migrations(world, plan, 2.0)
     world.bmc_delay(host, 5.0)          # its power-off waits on its BMC: the kill lands there
     wait_for(f"{host} emptied", lambda: (lambda rec: rec["status"] == "disabled"
                                           and rec["servers"] == 0 and rec["power"] == "on")(
