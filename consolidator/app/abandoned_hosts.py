@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING
 
 from consolidator.app.leadership import LeaseHeldError
 from consolidator.app.review import cancel, power_on_plan
+from consolidator.core import host_gate as hg
 from consolidator.core.rollback_plan import emptied_by
 from consolidator.core.wording import plural
 from consolidator.power.driver import read_power
+from consolidator.store import host_states
 from consolidator.store.plans import statuses
 
 if TYPE_CHECKING:
@@ -31,15 +33,26 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("consolidator.daemon")
 
+#: Recorded states of a shutdown requested and not known to be done: the host may be going
+#: down, so it stays disabled (app/pending_shutdowns.py records it off once its BMC reads
+#: off; 'hosts power on --force' is the operator's end of it).
+PENDING = (hg.POWERING_OFF, hg.OFF)
+
 
 def abandoned(ctx: AppContext, inventory: Inventory) -> dict[str, str]:
     """Each host that is up in Nova, disabled with the emptying reason of a plan that is not
-    running, and read on by its BMC, with that plan's id (only these hosts' BMCs are read)."""
+    running, not recorded with a shutdown pending, and read on by its BMC, with that plan's
+    id (only these hosts' BMCs are read)."""
     found = {h.name: plan_id for h in inventory.cluster.hosts
              if h.status == "disabled" and h.state == "up"
              and (plan_id := emptied_by(h.disabled_reason)) is not None}
     running = {p for p, status in statuses(ctx.engine(), set(found.values())).items()
                if status == "running"}
+    if found:       # a shutdown still pending is the gate's and the operator's to end
+        recorded = host_states.all_recorded(ctx.engine(), inventory.endpoint or inventory.cloud,
+                                            legacy=inventory.cloud)
+        found = {host: plan_id for host, plan_id in found.items()
+                 if host not in recorded or recorded[host].state not in PENDING}
     lookup = ctx.power_lookup() if found else None
     on = {}
     for host, plan_id in sorted(found.items()):

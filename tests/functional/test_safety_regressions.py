@@ -670,6 +670,41 @@ def test_found_a_killed_applys_emptied_host_is_not_left_disabled_once_overtaken(
     _none(world.check_settled())
 
 
+def test_a_killed_applys_host_whose_shutdown_is_pending_is_not_put_back(
+        world: World) -> None:
+    """The other side of the case above: the apply was killed after it asked c3's BMC for
+    a graceful shutdown that takes longer than power_timeout. c3 is disabled with the
+    emptying reason, its plan is overtaken, and its BMC still reads on: the shutdown is
+    pending, so the daemon does not put it back in service (nor make a plan for it each
+    cycle), and once the BMC reads off it is recorded off."""
+    world.slow_shutdowns(world.power_timeout + 20.0)
+    plan = world.plan()
+    assert plan is not None and world.store is not None
+    host = min(h for (h,) in world.store.rows(
+        "SELECT host FROM plan_power_actions WHERE plan_id = :id AND action = 'off'",
+        id=plan))
+    proc = world.apply_in_background(plan)
+    assert world.cloud.bmcs is not None
+    wait_for(f"{host}'s shutdown", lambda: host in world.cloud.bmcs.power.shutting_down(),
+             timeout=180)
+    proc.kill()
+    proc.wait()
+    time.sleep(LEASE_TTL + 0.5)                   # the killed apply's lease expires
+    step(world)
+    assert world.plan() is not None               # overtakes the killed one
+    step(world)
+    mark = max((r.id for r in world.facts().journal), default=0)
+    assert world.daemon_once().code == 0
+    step(world)
+    # a put-back would have asked the gate, which refuses a host whose shutdown is pending
+    assert not [r for r in world.facts().journal if r.id > mark and r.target == host
+                and r.action in ("power_on", "enable") and r.state == "skipped"], \
+        "the daemon tried to put back a host whose shutdown is pending"
+    world.settle_as_operator()
+    _none(world.check_settled())
+    assert world.facts().hosts[host]["power"] == "off"
+
+
 def test_found_a_shutdown_whose_bmc_vanished_is_confirmed_off_once_it_answers(
         world: World) -> None:
     """Found by the long run of issue 45 (--store postgresql, job seed 5546, steps 30-40),
