@@ -643,6 +643,25 @@ def test_found_an_operators_enable_before_their_paused_drain_starts_is_not_its_e
     _none(world.check_settled())
 
 
+def _first_to_power_off(world: World, plan: str) -> str:
+    """The first host (by name) the plan powers off."""
+    assert world.store is not None
+    return min(h for (h,) in world.store.rows(
+        "SELECT host FROM plan_power_actions WHERE plan_id = :id AND action = 'off'",
+        id=plan))
+
+
+def _kill_then_overtake(world: World, proc: subprocess.Popen[bytes]) -> None:
+    """kill -9 the apply, let its lease expire, then make a newer plan, which overtakes it
+    (neither the daemon nor 'apply --resume' resumes it then)."""
+    proc.kill()
+    proc.wait()
+    time.sleep(LEASE_TTL + 0.5)
+    step(world)
+    assert world.plan() is not None
+    step(world)
+
+
 def test_found_a_killed_applys_emptied_host_is_not_left_disabled_once_overtaken(
         world: World) -> None:
     """Found by the SQLite long run of issue 45 (seed 9501, job 0, steps 5-34): an apply
@@ -652,20 +671,13 @@ def test_found_a_killed_applys_emptied_host_is_not_left_disabled_once_overtaken(
     invariants idle_disabled_host and recorded_state_mismatch."""
     plan = world.plan()
     assert plan is not None and world.store is not None
-    host = min(h for (h,) in world.store.rows(
-        "SELECT host FROM plan_power_actions WHERE plan_id = :id AND action = 'off'",
-        id=plan))
+    host = _first_to_power_off(world, plan)
     proc = _apply_with_slow_migrations(world, plan, 2.0)
     world.bmc_delay(host, 5.0)          # its power-off waits on its BMC: the kill lands there
     wait_for(f"{host} emptied", lambda: (lambda rec: rec["status"] == "disabled"
                                           and rec["servers"] == 0 and rec["power"] == "on")(
         world.facts().hosts[host]), timeout=120)
-    proc.kill()
-    proc.wait()
-    time.sleep(LEASE_TTL + 0.5)                   # the killed apply's lease expires
-    step(world)
-    assert world.plan() is not None               # overtakes the killed one
-    step(world)
+    _kill_then_overtake(world, proc)
     world.settle_as_operator()
     _none(world.check_settled())
 
@@ -680,19 +692,12 @@ def test_a_killed_applys_host_whose_shutdown_is_pending_is_not_put_back(
     world.slow_shutdowns(world.power_timeout + 20.0)
     plan = world.plan()
     assert plan is not None and world.store is not None
-    host = min(h for (h,) in world.store.rows(
-        "SELECT host FROM plan_power_actions WHERE plan_id = :id AND action = 'off'",
-        id=plan))
+    host = _first_to_power_off(world, plan)
     proc = world.apply_in_background(plan)
     assert world.cloud.bmcs is not None
     wait_for(f"{host}'s shutdown", lambda: host in world.cloud.bmcs.power.shutting_down(),
              timeout=180)
-    proc.kill()
-    proc.wait()
-    time.sleep(LEASE_TTL + 0.5)                   # the killed apply's lease expires
-    step(world)
-    assert world.plan() is not None               # overtakes the killed one
-    step(world)
+    _kill_then_overtake(world, proc)
     mark = max((r.id for r in world.facts().journal), default=0)
     assert world.daemon_once().code == 0
     step(world)
