@@ -46,18 +46,21 @@ def abandoned(ctx: AppContext, inventory: Inventory) -> dict[str, str]:
     found = {h.name: plan_id for h in inventory.cluster.hosts
              if h.status == "disabled" and h.state == "up"
              and (plan_id := emptied_by(h.disabled_reason)) is not None}
-    running = {p for p, status in statuses(ctx.engine(), set(found.values())).items()
+    if not found:
+        return {}
+    engine = ctx.engine()
+    running = {p for p, status in statuses(engine, set(found.values())).items()
                if status == "running"}
-    if found:       # a shutdown still pending is the gate's and the operator's to end
-        recorded = host_states.all_recorded(ctx.engine(), inventory.endpoint or inventory.cloud,
-                                            legacy=inventory.cloud)
-        found = {host: plan_id for host, plan_id in found.items()
-                 if host not in recorded or recorded[host].state not in PENDING}
-    lookup = ctx.power_lookup() if found else None
+    # a shutdown still pending is the gate's and the operator's to end
+    recorded = host_states.all_recorded(engine, inventory.endpoint or inventory.cloud,
+                                        legacy=inventory.cloud)
+    lookup = ctx.power_lookup()
     on = {}
     for host, plan_id in sorted(found.items()):
-        driver = lookup(host) if lookup is not None else None
-        if plan_id not in running and driver is not None and read_power(driver) == "on":
+        if plan_id in running or (host in recorded and recorded[host].state in PENDING):
+            continue
+        driver = lookup(host)
+        if driver is not None and read_power(driver) == "on":
             on[host] = plan_id
     return on
 
