@@ -98,6 +98,8 @@ class Daemon:
         self.holder, self.lease = self.leadership.holder, self.leadership.name
         self.stop = threading.Event()
         self.busy = threading.Lock()
+        self._lease_lock = threading.Lock()    # a renewal and the release, one at a time
+        self._resigned = False
         self.doing = ""                         # what holds busy: "cycle", "capacity watch"
         self.working = False                    # a cycle or watch got past lead() and works
         self.run: PlanRun | None = None
@@ -118,12 +120,17 @@ class Daemon:
     # -- leadership --------------------------------------------------------------------
 
     def lead(self) -> bool:
-        """Take or renew the daemon lease; True while this daemon is the active one."""
-        return self.leadership.hold()
+        """Take or renew the daemon lease; True while this daemon is the active one. False
+        once it resigned: work the scheduler started before the shutdown must not take the
+        lease back."""
+        with self._lease_lock:
+            return not self._resigned and self.leadership.hold()
 
     def resign(self) -> None:
-        """Give the lease up (on shutdown)."""
-        self.leadership.release()
+        """Give the lease up for good (on shutdown), after any renewal under way."""
+        with self._lease_lock:
+            self._resigned = True
+            self.leadership.release()
 
     def cancel(self, why: str) -> None:
         """Cancel the running cycle, if any: its plan run starts nothing new. Warned once,
@@ -415,6 +422,8 @@ class Daemon:
             now, why = self.lead(), "another daemon holds the lease"
         except ConsolidatorError as exc:
             now, why = False, f"renewing it failed: {exc}"
+        if self._resigned:      # stopping: the lease was given up, not lost
+            return
         if not now:
             self.cancel(f"lost the daemon lease ({why})")
         self._active = now

@@ -184,6 +184,20 @@ def test_two_daemons_fail_over_on_a_database_server(server_db_url: str,
             stop_process(p)
 
 
+def test_no_work_after_the_shutdown_takes_the_lease_back(bed: tuple, tmp_path: Path) -> None:
+    """Found by CI: a heartbeat or a capacity watch that the scheduler started just before
+    SIGTERM ran after the daemon had released its lease, and took it again; the stopped
+    daemon then held the cloud's lease until it expired, and the standby waited."""
+    cloud, engine = bed
+    daemon = make_daemon(cloud, engine, tmp_path, capacity_watch_interval="60")
+    daemon.heartbeat()
+    assert current(engine, daemon.lease) is not None
+    daemon.resign()
+    daemon.heartbeat()                    # already queued in the scheduler's pool
+    daemon.capacity_watch()
+    assert current(engine, daemon.lease) is None
+
+
 def test_daemon_once_from_the_command_line(tmp_path: Path) -> None:
     from tests.functional.cli import run
     from tests.functional.served import served_cloud
