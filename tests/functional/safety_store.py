@@ -25,8 +25,12 @@ from typing import Any
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 
+#: How long one read of a SQLite store waits on its lock before on_locked, and how long
+#: all tries of one read may take (past the longest hold a fault takes).
+LOCKED_READ_S, READ_PATIENCE_S = 5.0, 120.0
 PG_ENV = "CONSOLIDATOR_TEST_PG_URL"
 MYSQL_ENV = "CONSOLIDATOR_TEST_MYSQL_URL"
 _TEMPLATE: dict[str, Path] = {}
@@ -59,11 +63,22 @@ class Store:
         self.url = url
         self.reader = reader
         self.locks: list[threading.Thread] = []
+        #: Called when a read finds the store locked (the world resumes a paused actor).
+        self.on_locked: Any = lambda: None
 
     def rows(self, sql: str, **params: Any) -> list[Any]:
-        """The rows of one query, on a fresh connection."""
-        with self.reader.connect() as conn:
-            return list(conn.execute(text(sql), params).fetchall())
+        """The rows of one query, on a fresh connection. A read that finds the store locked
+        (an actor paused inside a commit, another writer's hold) calls on_locked and tries
+        again, for up to READ_PATIENCE_S."""
+        deadline = time.monotonic() + READ_PATIENCE_S
+        while True:
+            try:
+                with self.reader.connect() as conn:
+                    return list(conn.execute(text(sql), params).fetchall())
+            except OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                self.on_locked()
 
     def journal(self, since: int = 0) -> list[Any]:
         """Journal rows with an id above `since`, or still running, oldest first."""
@@ -123,7 +138,7 @@ class SqliteStore(Store):
         self.path = path
         super().__init__(f"sqlite:///{path}", create_engine(
             f"sqlite:///file:{path}?mode=ro&uri=true", poolclass=NullPool,
-            connect_args={"timeout": 60}))
+            connect_args={"timeout": LOCKED_READ_S}))
 
     def hold(self, seconds: float) -> str:
         """BEGIN EXCLUSIVE on the file for this long."""

@@ -126,6 +126,7 @@ class World:
                                excluded=EXCLUDED, pinned=PINNED)
         self.background: list[subprocess.Popen[bytes]] = []
         self.stopped: list[subprocess.Popen[bytes]] = []
+        self._pause_lock = threading.RLock()     # pausing and resuming, one thread at a time
         self.faults: Counter[str] = Counter()
         self.actions: Counter[str] = Counter()
         self.violations: list[inv.Violation] = []
@@ -178,6 +179,7 @@ class World:
         self.cloud.start()
         self.webhook.start()
         self.store = make_store(self.store_kind, self.tmp, self.pg_server)
+        self.store.on_locked = self.resume_paused
         clouds = self.tmp / "clouds.yaml"
         entry = dict(self.cloud.cloud_config(), api_timeout=API_TIMEOUT_S)
         clouds.write_text(yaml.safe_dump({"clouds": {name: entry for name in NAMES}},
@@ -803,29 +805,33 @@ backoff = 0
     def pause_past_lease(self, seconds: float = LEASE_TTL + 1.0) -> bool:
         """SIGSTOP the newest running background command past the lease ttl, run nothing
         meanwhile (the caller's next steps do), SIGCONT it at resume_paused()."""
-        for proc in reversed(self.running()):
-            if proc in self.stopped:
-                continue
-            os.kill(proc.pid, signal.SIGSTOP)
-            self.stopped.append(proc)
-            self.paused_at = time.monotonic()
-            self.faults["SIGSTOP past the lease"] += 1
-            self.say(f"SIGSTOP {proc.pid}")
-            return True
-        return False
+        with self._pause_lock:
+            for proc in reversed(self.running()):
+                if proc in self.stopped:
+                    continue
+                os.kill(proc.pid, signal.SIGSTOP)
+                self.stopped.append(proc)
+                self.paused_at = time.monotonic()
+                self.faults["SIGSTOP past the lease"] += 1
+                self.say(f"SIGSTOP {proc.pid}")
+                return True
+            return False
 
     def resume_paused(self) -> bool:
-        """SIGCONT every stopped command, once it slept past the lease ttl."""
-        woke = False
-        if self.stopped:
-            time.sleep(max(0.0, self.paused_at + LEASE_TTL + 0.5 - time.monotonic()))
-        for proc in self.stopped:
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGCONT)
-                woke = True
-                self.say(f"SIGCONT {proc.pid}")
-        self.stopped = []
-        return woke
+        """SIGCONT every stopped command, once it slept past the lease ttl. Also called
+        when a read finds the store locked: an actor paused inside a commit holds SQLite's
+        lock, and nothing else may read or write until it runs again."""
+        with self._pause_lock:     # the watcher's reads may call it too
+            woke = False
+            if self.stopped:
+                time.sleep(max(0.0, self.paused_at + LEASE_TTL + 0.5 - time.monotonic()))
+            for proc in self.stopped:
+                if proc.poll() is None:
+                    os.kill(proc.pid, signal.SIGCONT)
+                    woke = True
+                    self.say(f"SIGCONT {proc.pid}")
+            self.stopped = []
+            return woke
 
     def bmc_delay(self, host: str, seconds: float) -> None:
         """The host's BMC answers its next requests late."""

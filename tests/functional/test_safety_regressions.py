@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -481,6 +482,37 @@ def test_found_an_apply_paused_past_its_lease_records_no_state(world: World) -> 
     world.resume_paused()
     world.settle_as_operator()
     _none(world.check_settled())
+
+
+_PAUSED_INSIDE_A_WRITE = """
+import os, signal, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=60)
+conn.execute("BEGIN EXCLUSIVE")
+os.kill(os.getpid(), signal.SIGSTOP)     # paused inside its write, as SIGSTOP may land
+conn.execute("ROLLBACK")
+"""
+
+
+def test_found_an_actor_paused_inside_a_write_does_not_stall_the_watch(
+        world: World) -> None:
+    """Found by CI (test_apply_paused_past_its_lease_sends_no_shutdown_after_a_rollback):
+    the apply was paused while it held SQLite's lock, inside a commit. The watch's read of
+    the journal waited on that lock for its 60 s and failed, and the test with it: only the
+    test resumes the actor, later. A read that finds the store locked while an actor is
+    paused resumes it (once past the lease, as the test would) and reads again."""
+    proc = subprocess.Popen([sys.executable, "-c", _PAUSED_INSIDE_A_WRITE, str(world.db)])
+    wait_for("the writer paused with the lock", lambda: Path(
+        f"/proc/{proc.pid}/stat").read_text().split(") ", 1)[1].startswith("T"))
+    world.stopped.append(proc)
+    world.paused_at = time.monotonic()
+    try:
+        step(world)
+        assert proc.wait(timeout=60) == 0
+        assert not world.stopped
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGCONT)
+        proc.wait(timeout=60)
 
 
 def test_found_hosts_power_on_of_a_drained_host_records_it_drained(world: World) -> None:
