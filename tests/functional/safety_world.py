@@ -127,6 +127,7 @@ class World:
         self.background: list[subprocess.Popen[bytes]] = []
         self.stopped: list[subprocess.Popen[bytes]] = []
         self._pause_lock = threading.RLock()     # pausing and resuming, one thread at a time
+        self._saved_environ: dict[str, str | None] = {}   # the caller's, for stop()
         self.faults: Counter[str] = Counter()
         self.actions: Counter[str] = Counter()
         self.violations: list[inv.Violation] = []
@@ -190,6 +191,11 @@ class World:
         write_private_yaml(bmc, doc)
         self.env = {"OS_CLIENT_CONFIG_FILE": str(clouds), "CONSOLIDATOR_BMC_FILE": str(bmc),
                     "CONSOLIDATOR_DB_URL": self.store.url, "OS_CLOUD": "fake"}
+        # Set once, before any thread of this world runs, and restored at stop(): setenv in
+        # one thread while another reads the environment (libpq's getenv of PG* at each
+        # connect of the watcher) can crash the process, as it did a long run on PostgreSQL.
+        self._saved_environ = {k: os.environ.get(k) for k in self.env}
+        os.environ.update(self.env)
         self.config = self.tmp / "c.conf"
         self.config.write_text(f"""
 [cloud]
@@ -250,6 +256,11 @@ backoff = 0
         self.cloud.stop()
         if self.store is not None:
             self.store.close()
+        for key, value in self._saved_environ.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
     def __enter__(self) -> World:
         return self.start()
@@ -382,21 +393,16 @@ backoff = 0
 
     @contextmanager
     def _as_operator(self) -> Iterator[None]:
-        """This world's environment (clouds.yaml, BMC file, database) for a command run in
-        this process; the caller's environment and logging are restored after it."""
-        saved = {k: os.environ.get(k) for k in self.env}
-        os.environ.update(self.env)
+        """A command run in this process, in this world's environment (clouds.yaml, BMC
+        file, database: set by start() for the world's life); logging restored after it."""
+        assert all(os.environ.get(k) == v for k, v in self.env.items()), \
+            "the world's environment changed under it"
         root = logging.getLogger()
         handlers, level = root.handlers[:], root.level
         try:
             yield
         finally:
             root.handlers[:], root.level = handlers, level
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
     def spawn(self, *args: str) -> subprocess.Popen[bytes]:
         """Run one consolidator command as a subprocess (for the signals), under the cloud
