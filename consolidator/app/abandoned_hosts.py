@@ -9,6 +9,10 @@ randomized run). Each daemon cycle, once the plans left running are resumed or m
 interrupted, puts such a host back in service: enabled, through the executor's guarded
 power-on path (journaled, with the gate asked, which refuses a host whose shutdown is still
 pending). The cycle's plan may then empty it and power it off again, properly.
+
+Where the operator held such a host through Nova first (disabled with a reason of their
+own), the hold stays, and the host's record follows the cloud: 'held by the operator', not
+'emptying' for ever by a plan that no longer runs (found by the same run on PostgreSQL).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import TYPE_CHECKING
 from consolidator.app.leadership import LeaseHeldError
 from consolidator.app.review import cancel, power_on_plan
 from consolidator.core import host_gate as hg
-from consolidator.core.rollback_plan import emptied_by
+from consolidator.core.rollback_plan import emptied_by, is_ours
 from consolidator.core.wording import plural
 from consolidator.power.driver import read_power
 from consolidator.store import host_states
@@ -71,6 +75,7 @@ def put_back_in_service(ctx: AppContext, read: Callable[[], Inventory],
     docstring), as one power-on plan run by `execute`; the hosts it enabled. `read` reads
     the live cloud; `target` is the padding the plan notes."""
     inventory = read()
+    record_operator_holds(ctx, inventory)
     found = abandoned(ctx, inventory)
     if not found:
         return []
@@ -85,3 +90,30 @@ def put_back_in_service(ctx: AppContext, read: Callable[[], Inventory],
         cancel(ctx, plan.id, reason=f"refused: {exc}")
         return []
     return [] if outcome.interrupted else [h for h in hosts if h not in outcome.left_on]
+
+
+def record_operator_holds(ctx: AppContext, inventory: Inventory) -> list[str]:
+    """Record 'held by the operator' each host recorded 'emptying' by a plan that no longer
+    runs, which the operator disabled with a reason of their own meanwhile (the gate records
+    a hold so when it is asked; no plan asks about a disabled host); those hosts."""
+    engine = ctx.engine()
+    key = inventory.endpoint or inventory.cloud
+    recorded = host_states.all_recorded(engine, key, legacy=inventory.cloud)
+    held = {h.name: h.disabled_reason or "no reason given" for h in inventory.cluster.hosts
+            if h.status == "disabled" and not is_ours(h.disabled_reason)
+            and h.name in recorded and recorded[h.name].state == hg.EMPTYING}
+    if not held:
+        return []
+    plans = {p for h in held if (p := recorded[h].plan_id) is not None}
+    running = {p for p, status in statuses(engine, plans).items() if status == "running"}
+    done = []
+    for host, reason in sorted(held.items()):
+        if recorded[host].plan_id in running:    # its own run's gate records the hold
+            continue
+        if host_states.change(engine, key, host, hg.HELD, actor=hg.CYCLE,
+                              why=f"disabled by the operator: {reason}",
+                              legacy=inventory.cloud, only_from=hg.EMPTYING):
+            LOG.info("%s: held by the operator (%s) since plan %s, which no longer runs, "
+                     "emptied it", host, reason, recorded[host].plan_id)
+            done.append(host)
+    return done

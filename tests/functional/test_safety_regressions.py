@@ -714,6 +714,30 @@ def test_found_a_killed_applys_emptied_host_is_not_left_disabled_once_overtaken(
     _none(world.check_settled())
 
 
+def test_found_an_operators_hold_on_a_killed_applys_emptied_host_is_recorded(
+        world: World) -> None:
+    """Found by the PostgreSQL long run of issue 45 (seed 12402, job 0, steps 1-28): as
+    above, an apply disabled and emptied c3 and was killed before its power-off, and a newer
+    plan overtook it; but the operator held c3 through Nova (their own reason) before the
+    daemon put it back. The daemon rightly leaves an operator's hold alone, and c3 stayed
+    recorded 'emptying' for ever, by a plan that no longer runs; invariant
+    recorded_state_mismatch. The record follows the cloud: held by the operator."""
+    plan = world.plan()
+    assert plan is not None and world.store is not None
+    host = _first_to_power_off(world, plan)
+    proc = _apply_with_slow_migrations(world, plan, 2.0)
+    world.bmc_delay(host, 5.0)
+    wait_for(f"{host} emptied", lambda: (lambda rec: rec["status"] == "disabled"
+                                          and rec["servers"] == 0 and rec["power"] == "on")(
+        world.facts().hosts[host]), timeout=120)
+    _kill_then_overtake(world, proc)
+    assert world.operator_service(host, enable=False) == 200
+    world.settle_as_operator()
+    _none(world.check_settled())
+    recorded = {h: state for (_cloud, h), state in world.store.host_states().items()}
+    assert recorded[host] == "held by the operator"
+
+
 def test_a_killed_applys_host_whose_shutdown_is_pending_is_not_put_back(
         world: World) -> None:
     """The other side of the case above: the apply was killed after it asked c3's BMC for
