@@ -80,7 +80,8 @@ ACTORS: dict[str, Callable[[World], object]] = {
 def test_a_drained_host_is_not_powered_on(world: World, actor: str) -> None:
     """Issue 33 case 1 (relief, the capacity watch, daemon --once); invariant
     protected_host_touched."""
-    assert world.drain("c3", power_off=True).code == 0
+    drained = world.drain("c3", power_off=True)
+    assert drained.code == 0, drained.out + drained.err
     step(world)
     overload_all(world)
     ACTORS[actor](world)

@@ -18,8 +18,9 @@ STATUS_ACTIONS: dict[str, dict[str, Any]] = {
     "SHUTOFF": {"os-stop": None}, "PAUSED": {"pause": None},
     "SUSPENDED": {"suspend": None}, "ERROR": {"os-resetState": {"state": "error"}}}
 BOOT_TIMEOUT_S = 300.0
-#: Boots of one server tried at most this often (see servers()).
-BOOT_ATTEMPTS = 3
+#: Boots of one server tried at most this often (see servers()): 3 were spent once under a
+#: load of 15 on 2 cores ("Exhausted all hosts available for retrying build failures").
+BOOT_ATTEMPTS = 5
 
 
 class BootError(Exception):
