@@ -43,21 +43,19 @@ LOG = logging.getLogger("consolidator.daemon")
 PENDING = (hg.POWERING_OFF, hg.OFF)
 
 
-def abandoned(ctx: AppContext, inventory: Inventory) -> dict[str, str]:
+def abandoned(ctx: AppContext, inventory: Inventory,
+              recorded: dict[str, host_states.HostState]) -> dict[str, str]:
     """Each host that is up in Nova, disabled with the emptying reason of a plan that is not
-    running, not recorded with a shutdown pending, and read on by its BMC, with that plan's
-    id (only these hosts' BMCs are read)."""
+    running, not recorded with a shutdown pending (`recorded`: the cloud's host states), and
+    read on by its BMC, with that plan's id (only these hosts' BMCs are read)."""
     found = {h.name: plan_id for h in inventory.cluster.hosts
              if h.status == "disabled" and h.state == "up"
              and (plan_id := emptied_by(h.disabled_reason)) is not None}
     if not found:
         return {}
-    engine = ctx.engine()
-    running = {p for p, status in statuses(engine, set(found.values())).items()
+    running = {p for p, status in statuses(ctx.engine(), set(found.values())).items()
                if status == "running"}
     # a shutdown still pending is the gate's and the operator's to end
-    recorded = host_states.all_recorded(engine, inventory.endpoint or inventory.cloud,
-                                        legacy=inventory.cloud)
     lookup = ctx.power_lookup()
     on = {}
     for host, plan_id in sorted(found.items()):
@@ -75,8 +73,10 @@ def put_back_in_service(ctx: AppContext, read: Callable[[], Inventory],
     docstring), as one power-on plan run by `execute`; the hosts it enabled. `read` reads
     the live cloud; `target` is the padding the plan notes."""
     inventory = read()
-    record_operator_holds(ctx, inventory)
-    found = abandoned(ctx, inventory)
+    recorded = host_states.all_recorded(ctx.engine(), inventory.endpoint or inventory.cloud,
+                                        legacy=inventory.cloud)
+    record_operator_holds(ctx, inventory, recorded)
+    found = abandoned(ctx, inventory, recorded)
     if not found:
         return []
     hosts = sorted(found)
@@ -92,13 +92,13 @@ def put_back_in_service(ctx: AppContext, read: Callable[[], Inventory],
     return [] if outcome.interrupted else [h for h in hosts if h not in outcome.left_on]
 
 
-def record_operator_holds(ctx: AppContext, inventory: Inventory) -> list[str]:
-    """Record 'held by the operator' each host recorded 'emptying' by a plan that no longer
-    runs, which the operator disabled with a reason of their own meanwhile (the gate records
-    a hold so when it is asked; no plan asks about a disabled host); those hosts."""
+def record_operator_holds(ctx: AppContext, inventory: Inventory,
+                          recorded: dict[str, host_states.HostState]) -> list[str]:
+    """Record 'held by the operator' each host recorded 'emptying' (in `recorded`, the
+    cloud's host states) by a plan that no longer runs, which the operator disabled with a
+    reason of their own meanwhile (the gate records a hold so when it is asked; no plan asks
+    about a disabled host); those hosts."""
     engine = ctx.engine()
-    key = inventory.endpoint or inventory.cloud
-    recorded = host_states.all_recorded(engine, key, legacy=inventory.cloud)
     held = {h.name: h.disabled_reason or "no reason given" for h in inventory.cluster.hosts
             if h.status == "disabled" and not is_ours(h.disabled_reason)
             and h.name in recorded and recorded[h.name].state == hg.EMPTYING}
@@ -110,8 +110,8 @@ def record_operator_holds(ctx: AppContext, inventory: Inventory) -> list[str]:
     for host, reason in sorted(held.items()):
         if recorded[host].plan_id in running:    # its own run's gate records the hold
             continue
-        if host_states.change(engine, key, host, hg.HELD, actor=hg.CYCLE,
-                              why=f"disabled by the operator: {reason}",
+        if host_states.change(engine, inventory.endpoint or inventory.cloud, host, hg.HELD,
+                              actor=hg.CYCLE, why=f"disabled by the operator: {reason}",
                               legacy=inventory.cloud, only_from=hg.EMPTYING):
             LOG.info("%s: held by the operator (%s) since plan %s, which no longer runs, "
                      "emptied it", host, reason, recorded[host].plan_id)

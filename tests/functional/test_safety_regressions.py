@@ -695,13 +695,9 @@ def _kill_then_overtake(world: World, proc: subprocess.Popen[bytes]) -> None:
     step(world)
 
 
-def test_found_a_killed_applys_emptied_host_is_not_left_disabled_once_overtaken(
-        world: World) -> None:
-    """Found by the SQLite long run of issue 45 (seed 9501, job 0, steps 5-34): an apply
-    disabled c4 and emptied it, and was killed (kill -9) before its power-off. A newer plan
-    overtook it, so its resume was refused, and no actor ever took c4 back: it stayed
-    disabled ('emptied by plan ... for power-off'), on, empty and recorded 'emptying';
-    invariants idle_disabled_host and recorded_state_mismatch."""
+def _emptied_then_killed(world: World) -> str:
+    """An apply disables and empties the first host its plan powers off, is killed (kill -9)
+    before that power-off, and is overtaken by a newer plan; that host."""
     plan = world.plan()
     assert plan is not None and world.store is not None
     host = _first_to_power_off(world, plan)
@@ -711,6 +707,17 @@ def test_found_a_killed_applys_emptied_host_is_not_left_disabled_once_overtaken(
                                           and rec["servers"] == 0 and rec["power"] == "on")(
         world.facts().hosts[host]), timeout=120)
     _kill_then_overtake(world, proc)
+    return host
+
+
+def test_found_a_killed_applys_emptied_host_is_not_left_disabled_once_overtaken(
+        world: World) -> None:
+    """Found by the SQLite long run of issue 45 (seed 9501, job 0, steps 5-34): an apply
+    disabled c4 and emptied it, and was killed (kill -9) before its power-off. A newer plan
+    overtook it, so its resume was refused, and no actor ever took c4 back: it stayed
+    disabled ('emptied by plan ... for power-off'), on, empty and recorded 'emptying';
+    invariants idle_disabled_host and recorded_state_mismatch."""
+    _emptied_then_killed(world)
     world.settle_as_operator()
     _none(world.check_settled())
 
@@ -723,15 +730,7 @@ def test_found_an_operators_hold_on_a_killed_applys_emptied_host_is_recorded(
     daemon put it back. The daemon rightly leaves an operator's hold alone, and c3 stayed
     recorded 'emptying' for ever, by a plan that no longer runs; invariant
     recorded_state_mismatch. The record follows the cloud: held by the operator."""
-    plan = world.plan()
-    assert plan is not None and world.store is not None
-    host = _first_to_power_off(world, plan)
-    proc = _apply_with_slow_migrations(world, plan, 2.0)
-    world.bmc_delay(host, 5.0)
-    wait_for(f"{host} emptied", lambda: (lambda rec: rec["status"] == "disabled"
-                                          and rec["servers"] == 0 and rec["power"] == "on")(
-        world.facts().hosts[host]), timeout=120)
-    _kill_then_overtake(world, proc)
+    host = _emptied_then_killed(world)
     assert world.operator_service(host, enable=False) == 200
     world.settle_as_operator()
     _none(world.check_settled())
