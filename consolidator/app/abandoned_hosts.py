@@ -13,6 +13,8 @@ pending). The cycle's plan may then empty it and power it off again, properly.
 Where the operator held such a host through Nova first (disabled with a reason of their
 own), the hold stays, and the host's record follows the cloud: 'held by the operator', not
 'emptying' for ever by a plan that no longer runs (found by the same run on PostgreSQL).
+Likewise a drain that lost its lease and was overtaken leaves its host 'drained', not
+'draining' for ever: the drain still holds it, until undrain.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING
 from consolidator.app.leadership import LeaseHeldError
 from consolidator.app.review import cancel, power_on_plan
 from consolidator.core import host_gate as hg
+from consolidator.core.maintenance import drained_by
 from consolidator.core.rollback_plan import emptied_by, is_ours
 from consolidator.core.wording import plural
 from consolidator.power.driver import read_power
@@ -75,7 +78,7 @@ def put_back_in_service(ctx: AppContext, read: Callable[[], Inventory],
     inventory = read()
     recorded = host_states.all_recorded(ctx.engine(), inventory.endpoint or inventory.cloud,
                                         legacy=inventory.cloud)
-    record_operator_holds(ctx, inventory, recorded)
+    record_ended_steps(ctx, inventory, recorded)
     found = abandoned(ctx, inventory, recorded)
     if not found:
         return []
@@ -92,28 +95,42 @@ def put_back_in_service(ctx: AppContext, read: Callable[[], Inventory],
     return [] if outcome.interrupted else [h for h in hosts if h not in outcome.left_on]
 
 
-def record_operator_holds(ctx: AppContext, inventory: Inventory,
-                          recorded: dict[str, host_states.HostState]) -> list[str]:
-    """Record 'held by the operator' each host recorded 'emptying' (in `recorded`, the
-    cloud's host states) by a plan that no longer runs, which the operator disabled with a
-    reason of their own meanwhile (the gate records a hold so when it is asked; no plan asks
-    about a disabled host); those hosts."""
+def record_ended_steps(ctx: AppContext, inventory: Inventory,
+                       recorded: dict[str, host_states.HostState]) -> list[str]:
+    """Make the record follow the cloud for each host that a plan no longer running left
+    recorded as a step under way (`recorded`: the cloud's host states); those hosts.
+
+    - 'emptying', and disabled by the operator with a reason of their own meanwhile: held by
+      the operator (the gate records a hold so when it is asked; no plan asks about a
+      disabled host);
+    - 'draining', and still disabled with its drain's reason: drained. The operator's drain
+      holds the host until undrain ('apply --resume' of the drain, if nothing overtook it,
+      goes on from there: the gate treats both records alike).
+    """
     engine = ctx.engine()
-    held = {h.name: h.disabled_reason or "no reason given" for h in inventory.cluster.hosts
-            if h.status == "disabled" and not is_ours(h.disabled_reason)
-            and h.name in recorded and recorded[h.name].state == hg.EMPTYING}
-    if not held:
+    found: dict[str, tuple[str, str, str | None, str]] = {}   # host: from, to, plan, why
+    for h in inventory.cluster.hosts:
+        rec = recorded.get(h.name)
+        if rec is None or h.status != "disabled":
+            continue
+        if rec.state == hg.EMPTYING and not is_ours(h.disabled_reason):
+            found[h.name] = (hg.EMPTYING, hg.HELD, rec.plan_id, "disabled by the operator: "
+                             f"{h.disabled_reason or 'no reason given'}")
+        elif rec.state == hg.DRAINING and (drain := drained_by(h.disabled_reason)):
+            found[h.name] = (hg.DRAINING, hg.DRAINED, drain,
+                             f"held by the drain {drain}, which no longer runs")
+    if not found:
         return []
-    plans = {p for h in held if (p := recorded[h].plan_id) is not None}
+    plans = {plan for _, _, plan, _ in found.values() if plan is not None}
     running = {p for p, status in statuses(engine, plans).items() if status == "running"}
     done = []
-    for host, reason in sorted(held.items()):
-        if recorded[host].plan_id in running:    # its own run's gate records the hold
+    for host, (was, now, plan, why) in sorted(found.items()):
+        if plan in running:     # its own run records what it does
             continue
-        if host_states.change(engine, inventory.endpoint or inventory.cloud, host, hg.HELD,
-                              actor=hg.CYCLE, why=f"disabled by the operator: {reason}",
-                              legacy=inventory.cloud, only_from=hg.EMPTYING):
-            LOG.info("%s: held by the operator (%s) since plan %s, which no longer runs, "
-                     "emptied it", host, reason, recorded[host].plan_id)
+        if host_states.change(engine, inventory.endpoint or inventory.cloud, host, now,
+                              actor=hg.CYCLE, plan_id=plan if now == hg.DRAINED else None,
+                              why=why, legacy=inventory.cloud, only_from=was):
+            LOG.info("%s: recorded %r, no longer %r (plan %s no longer runs): %s", host, now,
+                     was, plan, why)
             done.append(host)
     return done

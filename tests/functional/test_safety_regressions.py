@@ -803,3 +803,34 @@ def test_found_an_operators_undrain_ends_their_power_off_hold(world: World) -> N
     settled(world)
     world.settle_as_operator()
     _none(world.check_settled())
+
+
+def test_found_a_drain_paused_past_its_lease_then_overtaken_ends_drained(
+        world: World) -> None:
+    """Found by the PostgreSQL long run of issue 45 (seed 15402, job 1): the operator's
+    'hosts drain c1 --power-off' disabled c1 and was paused (SIGSTOP) past its lease while
+    other plans were made and applied. Woken up, it found its lease lost and ended
+    interrupted; its resume was then refused, and c1 stayed recorded 'draining', a step
+    under way, for ever; invariant recorded_state_mismatch. The drain still holds c1 (only
+    undrain brings it back): it is recorded 'drained'."""
+    proc = world.drain_in_background("c1")
+    assert world.store is not None
+    wait_for("c1 recorded draining", lambda: ("draining",) in world.store.rows(  # type: ignore
+        "SELECT state FROM host_states WHERE host = 'c1'"), timeout=120)
+    proc.send_signal(signal.SIGSTOP)
+    world.stopped.append(proc)
+    world.paused_at = time.monotonic()
+    time.sleep(LEASE_TTL + 0.5)
+    step(world)
+    plan = world.plan()          # a newer plan, applied: it overtakes the drain, and the
+    assert plan is not None      # lease changes hands
+    assert world.apply(plan).code in (0, 1)
+    step(world)
+    world.resume_paused()
+    settled(world)
+    world.settle_as_operator()
+    _none(world.check_settled())
+    rec = world.facts().hosts["c1"]
+    assert rec["status"] == "disabled", rec
+    recorded = {h: state for (_cloud, h), state in world.store.host_states().items()}
+    assert recorded["c1"] in ("drained", "off"), recorded
