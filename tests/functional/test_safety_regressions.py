@@ -572,6 +572,35 @@ def test_found_a_plan_made_before_a_drain_leaves_the_drained_host_recorded_drain
     _none(world.check_settled())
 
 
+def test_found_a_plan_made_before_a_drain_does_not_power_the_drained_host_off(
+        world: World) -> None:
+    """Found by the PostgreSQL long run of issue 45 (seed 16402, job 1, teardown of the
+    example from 08:37:22): a plan was made and approved before the operator's 'hosts drain
+    c3' (no power-off), and its apply, paused until then, ran after it. The gate let the plan
+    power the drained c3 off (only enabling it, powering it on and giving it work were
+    refused); invariant protected_host_disabled. A drain holds its host as the operator left
+    it: only the drain itself (or the operator's own power command) powers it off."""
+    first = world.plan()
+    assert first is not None and world.store is not None
+    drained = _first_to_power_off(world, first)
+    for name, server in sorted(world.facts().servers.items()):   # the plan moves nothing
+        if server["host"] == drained:
+            assert world.delete_server(name)
+    plan = world.plan()
+    assert plan is not None and _first_to_power_off(world, plan) == drained
+    assert world.approve(plan).code == 0     # approved: the drain does not supersede it
+    assert world.drain(drained, power_off=False).code == 0
+    step(world)
+    result = world.apply(plan)
+    step(world)
+    rec = world.facts().hosts[drained]
+    assert (rec["power"], rec["status"]) == ("on", "disabled"), (rec, result.out)
+    assert DRAIN_REASON.match(rec["disabled_reason"] or "") is not None, rec
+    assert f"{drained} is drained" in result.out, result.out
+    world.settle_as_operator()
+    _none(world.check_settled())
+
+
 def test_found_a_drain_under_one_name_supersedes_the_plans_made_under_another(
         world: World) -> None:
     """Found by the same long run: the plan was made under 'fake2', the drain under 'fake';

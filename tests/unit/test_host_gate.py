@@ -46,6 +46,20 @@ def test_a_drained_host_comes_back_only_through_its_undrain() -> None:
     assert not ask(hg.ENABLE, hg.OPERATOR, **drained).go
 
 
+@pytest.mark.parametrize("actor", sorted(hg.PLAN_ACTORS | {hg.OPERATOR, hg.UNDRAIN}))
+def test_a_drained_host_is_powered_off_only_by_a_drain_or_the_operator(actor: str) -> None:
+    """A plan made before the drain (issue 45's long run) leaves the drained host on: only
+    a drain with --power-off, or the operator's own power command, powers it off."""
+    for drained in ({"status": "disabled", "disabled_reason": drain_reason("p9")},
+                    {"status": "disabled", "disabled_reason": drain_reason("p9"),
+                     "recorded": hg.DRAINED}):
+        found = ask(hg.POWER_OFF, actor, **drained)
+        assert found.go == (actor in (hg.DRAIN, hg.OPERATOR)), (actor, found)
+        if not found.go:
+            assert "is drained" in found.why and "hosts power off c3" in found.why
+        assert ask(hg.DISABLE, actor, **drained).go       # its reason is kept by the caller
+
+
 def test_a_drain_the_operator_ended_through_nova_no_longer_holds_the_host() -> None:
     """Recorded drained, but the operator enabled its nova-compute: in service, as for Nova's
     scheduler; while it stays disabled, the recorded drain holds even without its reason."""
