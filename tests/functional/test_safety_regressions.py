@@ -165,7 +165,7 @@ def test_rollback_keeps_off_a_host_the_operator_held_at_its_prompt(world: World)
     """Issue 33 case 5; invariant protected_host_touched."""
     plan = world.plan()
     assert plan is not None
-    assert world.apply(plan).code == 0
+    assert world.apply_to_the_end(plan).code == 0
     step(world)
     off = sorted(h for h, rec in world.facts().hosts.items() if rec["power"] == "off")
     assert off, "the plan powered nothing off"
@@ -424,7 +424,7 @@ def test_found_a_power_on_its_bmc_refuses_leaves_the_host_recorded_off(world: Wo
     the BMC reading off leaves the host 'off'."""
     plan = world.plan()
     assert plan is not None
-    assert world.apply(plan).code == 0
+    assert world.apply_to_the_end(plan).code == 0
     assert world.facts().hosts["c3"]["power"] == "off"
     step(world)
     world.bmc_refuse("c3")
@@ -477,7 +477,7 @@ def test_found_an_apply_paused_past_its_lease_records_no_state(world: World) -> 
     assert not journal_has(world, "migrate", "e0")     # paused before its migrations
     other = world.plan()
     assert other is not None, f"the second plan was refused: {world.last_plan}"
-    assert world.apply(other).code == 0
+    assert world.apply_to_the_end(other).code == 0
     assert world.facts().hosts["c4"]["power"] == "off"
     step(world)
     world.resume_paused()
@@ -544,7 +544,7 @@ def test_found_an_older_plan_applied_after_a_newer_one_records_no_off_host_empty
     assert world.approve(older).code == 0
     newer = world.plan()
     assert newer is not None
-    assert world.apply(newer).code == 0
+    assert world.apply_to_the_end(newer).code == 0
     assert {world.facts().hosts[h]["power"] for h in ("c3", "c4")} == {"off"}
     step(world)
     world.apply(older)
