@@ -76,7 +76,7 @@ def put_back_in_service(ctx: AppContext, read: Callable[[], Inventory],
     docstring), as one power-on plan run by `execute`; the hosts it enabled. `read` reads
     the live cloud; `target` is the padding the plan notes."""
     inventory = read()
-    recorded = host_states.all_recorded(ctx.engine(), inventory.endpoint or inventory.cloud,
+    recorded = host_states.all_recorded(ctx.engine(), inventory.key,
                                         legacy=inventory.cloud)
     record_ended_steps(ctx, inventory, recorded)
     found = abandoned(ctx, inventory, recorded)
@@ -127,7 +127,7 @@ def record_ended_steps(ctx: AppContext, inventory: Inventory,
     for host, (was, now, plan, why) in sorted(found.items()):
         if plan in running:     # its own run records what it does
             continue
-        if host_states.change(engine, inventory.endpoint or inventory.cloud, host, now,
+        if host_states.change(engine, inventory.key, host, now,
                               actor=hg.CYCLE, plan_id=plan if now == hg.DRAINED else None,
                               why=why, legacy=inventory.cloud, only_from=was):
             LOG.info("%s: recorded %r, no longer %r (plan %s no longer runs): %s", host, now,

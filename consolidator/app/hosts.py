@@ -56,7 +56,7 @@ def host_rows(ctx: AppContext) -> list[dict[str, Any]]:
     the state consolidator recorded for it (core/host_gate.py STATES; None: never recorded)."""
     inventory = read_cloud(ctx)
     cluster = inventory.cluster
-    recorded = all_recorded(ctx.engine(), inventory.endpoint or inventory.cloud,
+    recorded = all_recorded(ctx.engine(), inventory.key,
                             legacy=inventory.cloud)
     lookup = ctx.power_lookup()
     drivers = {h.name: d for h in cluster.hosts for d in [host_driver(lookup, h)] if d}

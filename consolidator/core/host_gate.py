@@ -193,17 +193,17 @@ def verdict(step: str, facts: HostFacts, rules: Rules, actor: str,
         return Verdict(REFUSE, f"{name} is held by the operator (disabled: {held}): "
                                f"consolidator does not {_doing(step)} it")
     drain = drain_of(facts)
-    if drain is not None and step in (ENABLE, POWER_ON, RECEIVE) and actor != UNDRAIN \
-            and not (actor == OPERATOR and step == POWER_ON):
+    if drain is not None:
         by = f" by plan {drain}" if drain else ""
-        return Verdict(REFUSE, f"{name} is drained{by}: only 'consolidator hosts undrain "
-                               f"{name}' brings it back")
-    if drain is not None and step == POWER_OFF and actor not in (DRAIN, OPERATOR):
+        if step in (ENABLE, POWER_ON, RECEIVE) and actor != UNDRAIN \
+                and not (actor == OPERATOR and step == POWER_ON):
+            return Verdict(REFUSE, f"{name} is drained{by}: only 'consolidator hosts undrain "
+                                   f"{name}' brings it back")
         # a plan made before the drain keeps its hands off too: the drain holds the host as
         # the operator left it (issue 45); only a drain (or their own power command) acts
-        by = f" by plan {drain}" if drain else ""
-        return Verdict(REFUSE, f"{name} is drained{by}: only a drain with --power-off or "
-                               f"'consolidator hosts power off {name}' powers it off")
+        if step == POWER_OFF and actor not in (DRAIN, OPERATOR):
+            return Verdict(REFUSE, f"{name} is drained{by}: only a drain with --power-off or "
+                                   f"'consolidator hosts power off {name}' powers it off")
     if facts.shutdown_pending and facts.power != "off":
         if step == POWER_ON:
             return Verdict(WAIT_OFF, f"{name}: a shutdown was requested and its BMC reads "

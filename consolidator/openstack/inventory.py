@@ -71,6 +71,12 @@ class Inventory:
     #: Where it was read (connection.cloud_identity): tells two clouds of one name apart.
     endpoint: str | None = None
 
+    @property
+    def key(self) -> str:
+        """What the cloud's lease and recorded host states are keyed by: its identity (where
+        it was read), else its name."""
+        return self.endpoint or self.cloud
+
 
 def read_inventory(conn: Connection, *, ratios: FallbackRatios | None = None,
                    page_size: int = 1000, workers: int = 8) -> Inventory:
