@@ -19,6 +19,7 @@ from consolidator.core.errors import (
     NotMigratedError,
     StoreError,
 )
+from consolidator.store.sessions import explain, on_postgresql_connect
 
 if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig
@@ -84,6 +85,8 @@ def make_engine(url: str | None, *, create: bool = True) -> Engine:
         raise DatabaseUrlError(f"invalid database URL {redact(url)!r}: {exc}") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+    elif engine.dialect.name == "postgresql":
+        event.listen(engine, "connect", on_postgresql_connect)
     elif engine.dialect.name in MYSQL_DIALECTS:
         from consolidator.store.mysql import on_connect
 
@@ -138,7 +141,8 @@ def translate_errors(engine: Engine) -> Iterator[None]:
     try:
         yield
     except SQLAlchemyError as exc:
-        detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        orig = getattr(exc, "orig", None)
+        detail = explain(orig) or str(orig or exc).strip().splitlines()[0]
         raise StoreError(f"database {redact(str(engine.url))}: {detail}") from None
 
 

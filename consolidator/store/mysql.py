@@ -14,16 +14,19 @@ from __future__ import annotations
 from typing import Any
 
 from consolidator.core.errors import StoreError
+from consolidator.store.sessions import bound_mysql_session
 
 #: wsrep_sync_wait's bits: READ (1), UPDATE and DELETE (2), INSERT and REPLACE (4).
 SYNC_WAIT = 1 | 2 | 4
 
 
 def on_connect(dbapi_conn: Any, _record: object) -> None:
-    """Set a new connection's session: UTC, and causal reads on a Galera node."""
+    """Set a new connection's session: UTC, bounded lock waits and idle transactions
+    (consolidator.store.sessions), and causal reads on a Galera node."""
     cursor = dbapi_conn.cursor()
     try:
         cursor.execute("SET time_zone = '+00:00'")
+        bound_mysql_session(cursor)
         cursor.execute("SHOW VARIABLES LIKE 'wsrep_on'")
         row = cursor.fetchone()
         if row is None or str(row[1]).upper() != "ON":
