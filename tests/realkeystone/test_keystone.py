@@ -75,8 +75,13 @@ def test_an_expired_token_is_refused_by_keystone_and_by_auth_token(
         real_keystone: RealKeystone) -> None:
     app = middleware(real_keystone)
     assert auth_echo.call(app, real_keystone.token("admin")).status_int == 200  # warm
-    cached, cached_expiry = real_keystone.expiring_token("operator", 15)
-    seen = auth_echo.call(app, cached)                   # valid, and now cached
+    for lifetime in (15, 60, 240, 960):
+        cached, cached_expiry = real_keystone.expiring_token("operator", lifetime)
+        seen = auth_echo.call(app, cached)               # valid, and now cached
+        if seen.status_int == 200 or datetime.now(timezone.utc) < cached_expiry:
+            break
+        # A loaded machine took longer than the lifetime to issue and check the token: it
+        # expired on its way, which says nothing of the middleware. Again, with a longer one.
     assert seen.status_int == 200, (seen.text, real_keystone.log_file.read_text()[-3000:])
     assert set(seen.json["HTTP_X_ROLES"].split(",")) == EXPECTED["operator"]
     fresh, fresh_expiry = real_keystone.expiring_token("reader", 15)
