@@ -115,7 +115,7 @@ def run_cycle(ctx: AppContext, settings: DaemonSettings, windows: list[Window],
     ports.check()
     snap = ports.snapshot()
     result.snapshot_id = snap.info.id
-    confirm_shutdowns(ctx, snap.info.endpoint or snap.info.cloud, legacy=snap.info.cloud)
+    confirm_shutdowns(ctx, snap.info.key, legacy=snap.info.cloud)
     if ports.observe_power is not None:
         ports.observe_power({r.host: r.watts for r in snap.readings})
     ports.check()

@@ -116,7 +116,7 @@ def hosts(ctx: AppContext, cloud: str) -> tuple[Any, list[dict[str, Any]]]:
     snap, views = snapshot_hosts(ctx, newest[0].id)
     # recorded under the cloud's identity (the snapshot's endpoint), as the gate keys them;
     # an older release's rows under the name are read where the identity has none
-    states = host_states.all_recorded(ctx.engine(), snap.info.endpoint or cloud, legacy=cloud)
+    states = host_states.all_recorded(ctx.engine(), snap.info.key, legacy=cloud)
     return snap.info, [{**view, **_recorded(states.get(view["name"]))} for view in views]
 
 

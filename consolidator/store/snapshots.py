@@ -36,6 +36,12 @@ class SnapshotInfo:
     #: The identity of the cloud it was read from (None: a scenario file, or unknown).
     endpoint: str | None = None
 
+    @property
+    def key(self) -> str:
+        """What the cloud's lease and recorded host states are keyed by: its identity, else
+        its name (as Inventory.key)."""
+        return self.endpoint or self.cloud
+
 
 @dataclass(frozen=True)
 class Snapshot:

@@ -20,6 +20,7 @@ import pytest
 
 from tests.functional.safety_invariants import Violation
 from tests.functional.safety_world import DRAIN_REASON, LEASE_TTL, World
+from tests.functional.waits import stopped
 
 pytestmark = pytest.mark.slow
 
@@ -502,8 +503,7 @@ def test_found_an_actor_paused_inside_a_write_does_not_stall_the_watch(
     test resumes the actor, later. A read that finds the store locked while an actor is
     paused resumes it (once past the lease, as the test would) and reads again."""
     proc = subprocess.Popen([sys.executable, "-c", _PAUSED_INSIDE_A_WRITE, str(world.db)])
-    wait_for("the writer paused with the lock", lambda: Path(
-        f"/proc/{proc.pid}/stat").read_text().split(") ", 1)[1].startswith("T"))
+    wait_for("the writer paused with the lock", lambda: stopped(proc.pid))
     world.stopped.append(proc)
     world.paused_at = time.monotonic()
     try:

@@ -22,7 +22,7 @@ from consolidator.core.errors import StoreError
 from consolidator.store import sessions
 from consolidator.store.db import make_engine
 from consolidator.store.leases import Guard, acquire, current
-from tests.functional.waits import PATIENCE_S, wait_until
+from tests.functional.waits import PATIENCE_S, stopped, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,9 +56,8 @@ def _pause_in_fence(url: str, name: str, idle_seconds: float) -> subprocess.Pope
     proc = subprocess.Popen([sys.executable, "-c", _PAUSED_IN_ITS_FENCE, url, name,
                              str(idle_seconds)], cwd=ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    wait_until(lambda: proc.poll() is not None or Path(
-        f"/proc/{proc.pid}/stat").read_text().split(") ", 1)[1].startswith("T"),
-        "the holder to pause inside its fence")
+    wait_until(lambda: proc.poll() is not None or stopped(proc.pid),
+               "the holder to pause inside its fence")
     assert proc.poll() is None, proc.communicate()
     return proc
 

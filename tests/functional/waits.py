@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -34,6 +35,11 @@ def wait_until(predicate: Callable[[], T], what: str, timeout: float = PATIENCE_
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(interval)
+
+
+def stopped(pid: int) -> bool:
+    """Whether the process is stopped (a SIGSTOP has landed): its state in /proc is T."""
+    return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("T")
 
 
 def journal_row(engine: Any, action: str, target: str, state: str,
