@@ -14,7 +14,14 @@ Where the operator held such a host through Nova first (disabled with a reason o
 own), the hold stays, and the host's record follows the cloud: 'held by the operator', not
 'emptying' for ever by a plan that no longer runs (found by the same run on PostgreSQL).
 Likewise a drain that lost its lease and was overtaken leaves its host 'drained', not
-'draining' for ever: the drain still holds it, until undrain.
+'draining' for ever: the drain still holds it, until undrain. And a host an apply recorded
+'emptying' in its pre-flight, killed before that host's power-off step disabled it, is in
+service: on, enabled and given work, as the cloud shows.
+
+A plan counts as running only while its status says so *and* someone holds the cloud's
+executor lease (under any clouds.yaml name of the cloud): a plan killed under another name
+keeps its status 'running', since no daemon under this name triages it (found by the SQLite
+long run of issue 45), yet nothing runs it.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from consolidator.app.leadership import LeaseHeldError
+from consolidator.app.leadership import LeaseHeldError, executor_holder
 from consolidator.app.review import cancel, power_on_plan
 from consolidator.core import host_gate as hg
 from consolidator.core.maintenance import drained_by
@@ -56,8 +63,7 @@ def abandoned(ctx: AppContext, inventory: Inventory,
              and (plan_id := emptied_by(h.disabled_reason)) is not None}
     if not found:
         return {}
-    running = {p for p, status in statuses(ctx.engine(), set(found.values())).items()
-               if status == "running"}
+    running = still_running(ctx, inventory, set(found.values()))
     # a shutdown still pending is the gate's and the operator's to end
     lookup = ctx.power_lookup()
     on = {}
@@ -95,6 +101,15 @@ def put_back_in_service(ctx: AppContext, read: Callable[[], Inventory],
     return [] if outcome.interrupted else [h for h in hosts if h not in outcome.left_on]
 
 
+def still_running(ctx: AppContext, inventory: Inventory, plan_ids: set[str]) -> set[str]:
+    """Those of the plans that may be running now: status 'running' while someone holds the
+    cloud's executor lease (a plan whose process died keeps its status until a daemon under
+    its own name triages it)."""
+    if not plan_ids or executor_holder(ctx, inventory.cloud) is None:
+        return set()
+    return {p for p, status in statuses(ctx.engine(), plan_ids).items() if status == "running"}
+
+
 def record_ended_steps(ctx: AppContext, inventory: Inventory,
                        recorded: dict[str, host_states.HostState]) -> list[str]:
     """Make the record follow the cloud for each host that a plan no longer running left
@@ -105,13 +120,21 @@ def record_ended_steps(ctx: AppContext, inventory: Inventory,
       disabled host);
     - 'draining', and still disabled with its drain's reason: drained. The operator's drain
       holds the host until undrain ('apply --resume' of the drain, if nothing overtook it,
-      goes on from there: the gate treats both records alike).
+      goes on from there: the gate treats both records alike);
+    - 'emptying', and up and enabled (its plan was killed before it disabled the host at its
+      power-off step): in service.
     """
     engine = ctx.engine()
     found: dict[str, tuple[str, str, str | None, str]] = {}   # host: from, to, plan, why
     for h in inventory.cluster.hosts:
         rec = recorded.get(h.name)
-        if rec is None or h.status != "disabled":
+        if rec is None:
+            continue
+        if rec.state == hg.EMPTYING and h.status == "enabled" and h.state == "up":
+            found[h.name] = (hg.EMPTYING, hg.IN_SERVICE, rec.plan_id,
+                             "up and enabled: its plan no longer runs, and had not disabled "
+                             "it yet")
+        if h.status != "disabled":
             continue
         if rec.state == hg.EMPTYING and not is_ours(h.disabled_reason):
             found[h.name] = (hg.EMPTYING, hg.HELD, rec.plan_id, "disabled by the operator: "
@@ -122,10 +145,11 @@ def record_ended_steps(ctx: AppContext, inventory: Inventory,
     if not found:
         return []
     plans = {plan for _, _, plan, _ in found.values() if plan is not None}
-    running = {p for p, status in statuses(engine, plans).items() if status == "running"}
     done = []
     for host, (was, now, plan, why) in sorted(found.items()):
-        if plan in running:     # its own run records what it does
+        # asked again for each host, right before its change: an executor that starts
+        # meanwhile records its own steps
+        if plan in still_running(ctx, inventory, plans):
             continue
         if host_states.change(engine, inventory.key, host, now,
                               actor=hg.CYCLE, plan_id=plan if now == hg.DRAINED else None,

@@ -863,3 +863,70 @@ def test_found_a_drain_paused_past_its_lease_then_overtaken_ends_drained(
     assert rec["status"] == "disabled", rec
     recorded = {h: state for (_cloud, h), state in world.store.host_states().items()}
     assert recorded["c1"] in ("drained", "off"), recorded
+
+
+def _recorded(world: World, host: str) -> str | None:
+    """The state recorded for the host (under any name of the cloud), or None."""
+    assert world.store is not None
+    found = world.store.rows("SELECT state FROM host_states WHERE host = :host", host=host)
+    return str(found[0][0]) if found else None
+
+
+@pytest.mark.parametrize("alias", ["fake", "fake2"])
+def test_found_a_killed_applys_target_recorded_emptying_while_enabled_is_put_back(
+        world: World, alias: str) -> None:
+    """Found by the SQLite long run of issue 45 (seed 22301, job 0, around step 20): an apply
+    recorded the hosts it powers off 'emptying' in its pre-flight, then was killed (kill -9)
+    before it disabled any of them (a host is disabled at its own power-off step), and a
+    newer plan overtook it. The first host stayed on, enabled and in use, yet recorded
+    'emptying' for ever, by a plan that no longer runs; invariant recorded_state_mismatch.
+    Under either clouds.yaml name of the cloud, the record follows the cloud: in service."""
+    world.alias = alias
+    plan = world.plan()
+    assert plan is not None
+    host = _first_to_power_off(world, plan)
+    proc = _apply_with_slow_migrations(world, plan, 3.0)
+    wait_for(f"{host} recorded emptying", lambda: _recorded(world, host) == "emptying",
+             timeout=120)
+    proc.kill()
+    proc.wait()
+    assert world.facts().hosts[host]["status"] == "enabled"     # killed before its disable
+    world.settle()
+    time.sleep(LEASE_TTL + 0.5)
+    step(world)
+    assert world.plan() is not None                              # overtakes it
+    step(world)
+    assert world.daemon_once().code == 0
+    step(world)
+    # its first step ends the dead plan's record, before its own plan may empty the host
+    # again (a plan's pre-flight finds it 'emptying' already and leaves the record as is)
+    assert world.store is not None
+    assert (host, "emptying", "in service") in world.store.rows(
+        "SELECT host, before, after FROM host_state_changes WHERE host = :host",
+        host=host), world.store.rows("SELECT * FROM host_state_changes")
+    world.settle_as_operator()
+    _none(world.check_settled())
+
+
+def test_found_a_drain_killed_under_another_name_is_recorded_drained(world: World) -> None:
+    """Found by the SQLite long run of issue 45 (seed 22302, job 1, step 35): the operator's
+    'hosts drain c3 --power-off', run under the cloud's second clouds.yaml name, disabled c3
+    and was killed (kill -9) 3 s in. Its plan stayed 'running' (no daemon under the first
+    name looks at it, and 'apply --resume' under that name refuses it), so c3 stayed
+    recorded 'draining' for ever; invariant recorded_state_mismatch. A plan whose cloud's
+    executor lease nobody holds is not running, whatever its status says: c3 is recorded
+    'drained' (the drain holds it until undrain)."""
+    world.alias = "fake2"
+    proc = world.drain_in_background("c3")
+    wait_for("c3 recorded draining", lambda: _recorded(world, "c3") == "draining",
+             timeout=120)
+    wait_for("c3 disabled", lambda: world.facts().hosts["c3"]["status"] == "disabled",
+             timeout=120)
+    proc.kill()
+    proc.wait()
+    world.settle()
+    time.sleep(LEASE_TTL + 0.5)
+    step(world)
+    world.settle_as_operator()
+    _none(world.check_settled())
+    assert _recorded(world, "c3") in ("drained", "off")
