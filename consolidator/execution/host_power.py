@@ -36,6 +36,7 @@ from consolidator.core.model import Host
 from consolidator.core.rollback_plan import is_operator_power_off, is_ours
 from consolidator.core.wording import agree, plural
 from consolidator.execution.compute_watch import reporting, silent_after_power_off
+from consolidator.execution.nova_fence import fence_of, nothing_sent
 from consolidator.execution.nova_port import NovaPort
 from consolidator.openstack.nova import up_after
 from consolidator.power.driver import ForceWithheld, read_power, wait_for_state
@@ -149,7 +150,11 @@ class GuardedPower:
                                   action="disable", target=host.name, params={"reason": reason},
                                   guard=self.guard)
             try:
-                self.nova.set_service(host.compute_host, enabled=False, reason=reason)
+                self.nova.set_service(host.compute_host, enabled=False, reason=reason,
+                                      before_request=fence_of(self.guard))
+            except LeaseLostError as exc:
+                nothing_sent(self.engine, entry, exc)
+                raise
             except ConsolidatorError as exc:
                 journal.finish(self.engine, entry, journal.FAILED, str(exc))
                 return str(exc)
@@ -392,8 +397,11 @@ class GuardedPower:
                               action="force_down", target=host.name, params={},
                               guard=self.guard)
         try:
-            self.nova.force_down(host.compute_host, True)
+            self.nova.force_down(host.compute_host, True, before_request=fence_of(self.guard))
             journal.finish(self.engine, entry, journal.SUCCEEDED, "forced down")
+        except LeaseLostError as exc:
+            nothing_sent(self.engine, entry, exc)
+            raise
         except ConsolidatorError as exc:
             journal.finish(self.engine, entry, journal.FAILED, str(exc))
             self.report(f"  {host.name}: off, but not marked forced down: {exc}")
@@ -410,8 +418,12 @@ class GuardedPower:
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="enable",
                               target=host.name, params={"why": why}, guard=self.guard)
         try:
-            self.nova.set_service(host.compute_host, enabled=True)
+            self.nova.set_service(host.compute_host, enabled=True,
+                                  before_request=fence_of(self.guard))
             journal.finish(self.engine, entry, journal.SUCCEEDED, "enabled again")
+        except LeaseLostError as exc:
+            nothing_sent(self.engine, entry, exc)
+            raise
         except ConsolidatorError as exc:
             journal.finish(self.engine, entry, journal.FAILED, str(exc))
             return False
@@ -481,7 +493,11 @@ class GuardedPower:
         entry = journal.begin(self.engine, cloud=self.cloud, plan_id=plan_id, action="enable",
                               target=host.name, params={}, guard=self.guard)
         try:
-            self.nova.set_service(host.compute_host, enabled=True)
+            self.nova.set_service(host.compute_host, enabled=True,
+                                  before_request=fence_of(self.guard))
+        except LeaseLostError as exc:
+            nothing_sent(self.engine, entry, exc)
+            raise
         except ConsolidatorError as exc:
             journal.finish(self.engine, entry, journal.FAILED, str(exc))
             return str(exc)
@@ -509,7 +525,10 @@ class GuardedPower:
                               action="unfence", target=host.name, params={},
                               guard=self.guard)
         try:
-            self.nova.force_down(host.compute_host, False)
+            self.nova.force_down(host.compute_host, False, before_request=fence_of(self.guard))
+        except LeaseLostError as exc:
+            nothing_sent(self.engine, entry, exc)
+            raise
         except ConsolidatorError as exc:
             journal.finish(self.engine, entry, journal.FAILED, str(exc))
             return str(exc)

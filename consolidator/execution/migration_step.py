@@ -10,6 +10,7 @@ from consolidator.core import host_gate as hg
 from consolidator.core.errors import ConsolidatorError
 from consolidator.core.plan import Move, StoredPlan
 from consolidator.execution import progress as mp
+from consolidator.execution.nova_fence import fence_of, nothing_sent
 from consolidator.execution.progress import MigrationProgress, poll_delays
 from consolidator.execution.run_terms import Run
 from consolidator.openstack.nova import FINAL_MIGRATION_STATUSES
@@ -59,8 +60,15 @@ class MigrationStep:
         with run.running_lock:
             run.running += 1
         try:
-            run.nova.live_migrate(move.instance_id, dest.compute_host)
+            run.nova.live_migrate(move.instance_id, dest.compute_host,
+                                  before_request=fence_of(run.guard))
             error = self.wait(move, dest.compute_host, started)
+        except LeaseLostError as exc:       # the fence: nothing was sent
+            nothing_sent(run.engine, entry, exc)
+            self.progress(move, mp.FAILED, started)
+            if run.on_migration is not None:
+                run.on_migration(move, mp.FAILED, 0.0, f"not started: {run.lost_at(exc)}")
+            return NOT_STARTED
         except ConsolidatorError as exc:
             error = str(exc)
         finally:
@@ -143,9 +151,14 @@ class MigrationStep:
             return f"did not {action.replace('_', '-')} it: {run.lost_at(exc)}"
         try:
             if action == "abort":
-                run.nova.abort_migration(move.instance_id, record.get("id"))
+                run.nova.abort_migration(move.instance_id, record.get("id"),
+                                         before_request=fence_of(run.guard))
             else:
-                run.nova.force_complete(move.instance_id, record.get("id"))
+                run.nova.force_complete(move.instance_id, record.get("id"),
+                                        before_request=fence_of(run.guard))
+        except LeaseLostError as exc:
+            nothing_sent(run.engine, entry, exc)
+            return f"did not {action.replace('_', '-')} it: {run.lost_at(exc)}"
         except ConsolidatorError as exc:
             journal.finish(run.engine, entry, journal.FAILED, str(exc))
             return f"{action.replace('_', '-')} through Nova failed ({exc})"

@@ -4,6 +4,7 @@ implement it, so that the executor is typed against what it uses, not one class.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from consolidator.openstack.nova import ServerState
@@ -52,10 +53,18 @@ class NovaReads(Protocol):
         ...
 
 
-class NovaPort(NovaReads, Protocol):
-    """Every Nova and Placement call the executor, the power path and resume make."""
+#: Called right before a write request is sent (the lease's last-moment fence): it raises
+#: to send nothing.
+BeforeRequest = Callable[[], None]
 
-    def live_migrate(self, server_id: str, compute_host: str) -> None:
+
+class NovaPort(NovaReads, Protocol):
+    """Every Nova and Placement call the executor, the power path and resume make. Each write
+    takes an optional before_request, called right before its request is sent (after any
+    read it makes first)."""
+
+    def live_migrate(self, server_id: str, compute_host: str, *,
+                     before_request: BeforeRequest | None = None) -> None:
         """Start a live migration of the server to the compute host."""
         ...
 
@@ -63,12 +72,13 @@ class NovaPort(NovaReads, Protocol):
         """The server's in-progress live migration with its memory counters, or None."""
         ...
 
-    def set_service(self, compute_host: str, *, enabled: bool,
-                    reason: str | None = None) -> None:
+    def set_service(self, compute_host: str, *, enabled: bool, reason: str | None = None,
+                    before_request: BeforeRequest | None = None) -> None:
         """Enable, or disable with a reason, a host's nova-compute service."""
         ...
 
-    def force_down(self, compute_host: str, down: bool) -> None:
+    def force_down(self, compute_host: str, down: bool, *,
+                   before_request: BeforeRequest | None = None) -> None:
         """Mark a host's nova-compute forced down, or clear the mark."""
         ...
 
@@ -76,10 +86,12 @@ class NovaPort(NovaReads, Protocol):
         """Which instances arriving together on a provider Placement refuses, and why."""
         ...
 
-    def abort_migration(self, server_id: str, migration_id: object) -> None:
+    def abort_migration(self, server_id: str, migration_id: object, *,
+                        before_request: BeforeRequest | None = None) -> None:
         """Abort a running live migration."""
         ...
 
-    def force_complete(self, server_id: str, migration_id: object) -> None:
+    def force_complete(self, server_id: str, migration_id: object, *,
+                       before_request: BeforeRequest | None = None) -> None:
         """Force a running live migration to complete."""
         ...

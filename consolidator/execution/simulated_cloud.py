@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from consolidator.core.errors import CloudError
 from consolidator.core.model import Cluster
-from consolidator.execution.nova_port import NovaReads
+from consolidator.execution.nova_port import BeforeRequest, NovaReads
 from consolidator.openstack import placement
 from consolidator.openstack.nova import ServerState
 from consolidator.power.driver import POWER_OFF, POWER_ON, PowerReader, read_power
@@ -58,9 +58,12 @@ class SimulatedNova:
                 self._servers[server_id] = self.real.server(server_id)
             return self._servers[server_id]
 
-    def live_migrate(self, server_id: str, compute_host: str) -> None:
+    def live_migrate(self, server_id: str, compute_host: str, *,
+                     before_request: BeforeRequest | None = None) -> None:
         """Move the server at once, with its Placement usage, and record a completed
         migration; refused as Nova would for a missing server or destination service."""
+        if before_request is not None:
+            before_request()
         with self._lock:
             server = self.server(server_id)
             if server is None:
@@ -111,10 +114,12 @@ class SimulatedNova:
                 self._unfinished[compute_host] = self.real.unfinished_migrations(compute_host)
             return list(self._unfinished[compute_host])
 
-    def abort_migration(self, server_id: str, migration_id: object) -> None:
+    def abort_migration(self, server_id: str, migration_id: object, *,
+                        before_request: BeforeRequest | None = None) -> None:
         """Nothing to abort: a simulated migration ends at once."""
 
-    def force_complete(self, server_id: str, migration_id: object) -> None:
+    def force_complete(self, server_id: str, migration_id: object, *,
+                       before_request: BeforeRequest | None = None) -> None:
         """Nothing to force: a simulated migration ends at once."""
 
     # -- services ------------------------------------------------------------------------
@@ -141,16 +146,21 @@ class SimulatedNova:
             raise CloudError(f"no nova-compute service on host {compute_host}")
         return service
 
-    def set_service(self, compute_host: str, *, enabled: bool, reason: str | None = None
-                    ) -> None:
+    def set_service(self, compute_host: str, *, enabled: bool, reason: str | None = None,
+                    before_request: BeforeRequest | None = None) -> None:
         """Enable, or disable with a reason, a host's simulated service."""
+        if before_request is not None:
+            before_request()
         with self._lock:
             service = self._service(compute_host)
             service["status"] = "enabled" if enabled else "disabled"
             service["disabled_reason"] = None if enabled else (reason or "consolidator")
 
-    def force_down(self, compute_host: str, down: bool) -> None:
+    def force_down(self, compute_host: str, down: bool, *,
+                   before_request: BeforeRequest | None = None) -> None:
         """Set or clear the simulated service's forced_down mark."""
+        if before_request is not None:
+            before_request()
         with self._lock:
             self._service(compute_host)["forced_down"] = down
 

@@ -7,7 +7,7 @@ because a cached ACTIVE proves nothing about where a server is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -68,6 +68,12 @@ def _stamp(value: object) -> datetime | None:
     return when if when is None or when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
+def _before(before_request: Callable[[], None] | None) -> None:
+    """Call a write's before_request, if it has one."""
+    if before_request is not None:
+        before_request()
+
+
 class Nova:
     """Nova and Placement operations of one cloud."""
 
@@ -101,9 +107,13 @@ class Nova:
                            metadata=body.get("metadata") or {},
                            project_id=body.get("tenant_id") or body.get("project_id"))
 
-    def live_migrate(self, server_id: str, compute_host: str) -> None:
-        """POST os-migrateLive once; a 4xx or 5xx is a CloudError with Nova's reason."""
+    def live_migrate(self, server_id: str, compute_host: str, *,
+                     before_request: Callable[[], None] | None = None) -> None:
+        """POST os-migrateLive once; a 4xx or 5xx is a CloudError with Nova's reason.
+        before_request (here and in every write below) is called right before the request
+        is sent: the lease's last-moment fence, which raises to send nothing."""
         body = {"os-migrateLive": {"host": compute_host, "block_migration": "auto"}}
+        _before(before_request)
         with cloud_errors(self.conn, f"live-migrating {server_id}"):
             response = self.conn.compute.post(f"/servers/{server_id}/action", json=body,
                                               microversion=LIVE_MIGRATION_MICROVERSION)
@@ -145,13 +155,14 @@ class Nova:
                 self.conn.compute, "/os-services?binary=nova-compute",
                 microversion=self.mv).get("services", [])}
 
-    def set_service(self, compute_host: str, *, enabled: bool, reason: str | None = None
-                    ) -> None:
+    def set_service(self, compute_host: str, *, enabled: bool, reason: str | None = None,
+                    before_request: Callable[[], None] | None = None) -> None:
         """Enable, or disable with a reason, a host's nova-compute service."""
         service = self.services().get(compute_host)
         if service is None:
             raise CloudError(f"no nova-compute service on host {compute_host}")
         doing = f"{'enabling' if enabled else 'disabling'} nova-compute on {compute_host}"
+        _before(before_request)     # after the read of the services, which may be slow
         with cloud_errors(self.conn, doing):
             if self.version and self.version >= (2, 53):
                 body: dict[str, Any] = {"status": "enabled" if enabled else "disabled"}
@@ -180,13 +191,15 @@ class Nova:
         return [r for r in records if r.get("status") not in FINAL_MIGRATION_STATUSES
                 and compute_host in (r.get("source_compute"), r.get("dest_compute"))]
 
-    def force_down(self, compute_host: str, down: bool) -> None:
+    def force_down(self, compute_host: str, down: bool, *,
+                   before_request: Callable[[], None] | None = None) -> None:
         """Mark a host's nova-compute forced down (a fenced host), or clear the mark."""
         service = self.services().get(compute_host)
         if service is None:
             raise CloudError(f"no nova-compute service on host {compute_host}")
         doing = f"{'setting' if down else 'clearing'} forced_down of nova-compute on " \
                 f"{compute_host}"
+        _before(before_request)
         with cloud_errors(self.conn, doing):
             if self.version and self.version >= (2, 53):
                 response = self.conn.compute.put(f"/os-services/{service['id']}",
@@ -212,14 +225,18 @@ class Nova:
         """A compute node provider tree's free room per resource class."""
         return placement.room(self.conn, provider)
 
-    def abort_migration(self, server_id: str, migration_id: object) -> None:
+    def abort_migration(self, server_id: str, migration_id: object, *,
+                        before_request: Callable[[], None] | None = None) -> None:
         """DELETE /servers/{id}/migrations/{mid} (2.24): abort a running live migration."""
+        _before(before_request)
         self._migration_call("DELETE", server_id, migration_id, "2.24", None,
                              f"aborting the live migration of {server_id}")
 
-    def force_complete(self, server_id: str, migration_id: object) -> None:
+    def force_complete(self, server_id: str, migration_id: object, *,
+                       before_request: Callable[[], None] | None = None) -> None:
         """POST .../migrations/{mid}/action force_complete (2.22): pause the guest and
         finish the live migration now."""
+        _before(before_request)
         self._migration_call("POST", server_id, migration_id, "2.22",
                              {"force_complete": None},
                              f"forcing the live migration of {server_id} to complete")

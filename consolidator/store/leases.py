@@ -109,6 +109,13 @@ class Guard:
         lost = next((f for f in self.fellows if f.lost), None)
         return self.why or (f"{lost.name!r}: {lost.why}" if lost is not None else "")
 
+    def confirm(self) -> None:
+        """The fence right before a request sent a while after the journal row's check (a
+        read of the cloud came between, or a pause): the lease checked again in a
+        transaction of its own; LeaseLostError if it is no longer ours."""
+        with translate_errors(self.engine), self.engine.begin() as conn:
+            self.check(conn)
+
     def check(self, conn: Connection) -> None:
         """Raise LeaseLostError unless the lease, read on conn (inside the caller's
         transaction, locked against a take-over until it ends), still has this holder and

@@ -246,6 +246,9 @@ class Seen:
     ended_by: float | None = None
     #: A migrate row: its migration was seen under way in the cloud.
     in_cloud: bool = False
+    #: A disable or enable row: the cloud did not show its effect when the row was first
+    #: seen (so the change, once seen, is its request landing).
+    effect_pending: bool = False
 
 
 class Timeline:
@@ -259,21 +262,28 @@ class Timeline:
         self.renewed: dict[tuple[str, str, str], float] = {}
         self.lease_pairs: set[tuple[str, ...]] = set()
 
-    def update(self, at: float, rows: list[Row], migrating: frozenset[str] = frozenset()
-               ) -> None:
-        """The journal rows read at `at` (the previous read was at self.last), and the
-        servers whose live migration the cloud shows under way then. A migrate row's act
-        ends when its migration does in the cloud: a holder paused while it waited for one
-        that ended long ago, woken up, closes its row late, and that late write is
-        bookkeeping, not an act (the check of the lease guards its next act)."""
+    def update(self, at: float, rows: list[Row], migrating: frozenset[str] = frozenset(),
+               services: dict[str, tuple[str, str | None]] | None = None) -> None:
+        """The journal rows read at `at` (the previous read was at self.last), the servers
+        whose live migration the cloud shows under way then, and each host's service
+        (status, disabled reason) read then. A migrate row's act ends when its migration
+        does in the cloud: a holder paused while it waited for one that ended long ago,
+        woken up, closes its row late, and that late write is bookkeeping, not an act (the
+        check of the lease guards its next act). Likewise a disable or enable row's act ends
+        when the cloud shows its effect, if it did not when the row was first seen: a
+        holder paused after Nova answered, before it closed the row, acted in time."""
         for row in rows:
             if row.action not in TWO_ACTORS_ACTIONS or not row.lease_holder \
                     or row.state == "skipped":
                 continue
             seen = self.seen.get(row.id)
+            shows = _shows_effect(row, services)
             if seen is None:
                 seen = self.seen[row.id] = Seen(row, self.last, at)
+                seen.effect_pending = shows is False and row.state == "running"
             seen.row = row
+            if seen.effect_pending and shows and seen.ended_by is None:
+                seen.ended_after, seen.ended_by = self.last, at
             if row.action == "migrate" and seen.ended_by is None:
                 if row.target in migrating:
                     seen.in_cloud = True
@@ -330,6 +340,18 @@ class Timeline:
                         f"{new.row.target}, holder {new.row.lease_holder} gen "
                         f"{new.row.lease_generation}) began")))
         return out
+
+
+def _shows_effect(row: Row, services: dict[str, tuple[str, str | None]] | None
+                  ) -> bool | None:
+    """Whether the cloud's services show a disable or enable row's effect (its host
+    disabled with the row's reason, or enabled); None for another row, or unknown."""
+    if services is None or row.action not in SERVICE_ACTIONS or row.target not in services:
+        return None
+    status, reason = services[row.target]
+    if row.action == "enable":
+        return status == "enabled"
+    return status == "disabled" and reason == row.params.get("reason")
 
 
 def _last(rows: list[Row], host: str, actions: tuple[str, ...]) -> Row | None:

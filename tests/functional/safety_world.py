@@ -308,7 +308,9 @@ backoff = 0
             now = inv.Facts.of(now_state, rows)
             self.timeline.update(at, rows, frozenset(
                 m["server_id"] for m in now_state["migrations"]
-                if m["status"] in ("queued", "preparing", "running", "post-migrating")))
+                if m["status"] in ("queued", "preparing", "running", "post-migrating")),
+                {h: (r["status"], r.get("disabled_reason"))
+                 for h, r in now_state["hosts"].items()})
             found = self.timeline.two_actors()
             assert self.store is not None
             found += self.timeline.update_leases(at, self.store.leases(), LEASE_TTL)

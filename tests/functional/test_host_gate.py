@@ -420,3 +420,32 @@ def test_relief_and_the_capacity_watch_leave_a_drained_host_off(tmp_path: Path) 
         assert service.status == "disabled" and \
             service.disabled_reason == drain_reason("0badc0de-drain")
         assert not cloud.cluster().instances_on("c3")
+
+
+def test_a_disable_paused_past_its_lease_after_reading_the_services_sends_nothing(
+        bed: Bed) -> None:  # noqa: F811
+    """Found by the SQLite long run of issue 45 (seed 22301, job 0, step 25): an apply's
+    'disable c3' row checked the lease, then the apply read Nova's services (for the
+    service's id) and was paused there past its lease while another holder began its own
+    steps; woken up, it disabled c3 anyway, after the other holder's rows had begun
+    (invariant two_actors). The lease is now checked again right before the write."""
+    plan = bed.plan()
+    executor = bed.executor()
+    victim = plan.draft.power_off[0]
+    cloud = load_snapshot(bed.engine, bed.snapshot_id).info.cloud
+    nova = executor.guarded.nova
+    real = nova.services
+
+    def services() -> dict[str, Any]:          # SIGSTOP ... SIGCONT, inside this read
+        found = real()
+        if any(e.action == "disable" and e.target == victim and e.state == journal.RUNNING
+               for e in journal.entries(bed.engine)):
+            steal_lease(bed.engine, cloud)
+        return found
+    nova.services = services            # type: ignore[method-assign]
+    outcome = executor.run(plan)
+    assert outcome.interrupted and "lost the executor lease" in outcome.stopped
+    assert service_of(bed, victim).status == "enabled"
+    row = [e for e in journal.entries(bed.engine, plan_id=plan.id)
+           if e.action == "disable" and e.target == victim][-1]
+    assert row.state == journal.SKIPPED and "nothing was sent to Nova" in row.result

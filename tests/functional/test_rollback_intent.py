@@ -149,8 +149,10 @@ def _crash_between_disable_and_power_off(rig: Rig) -> tuple[Any, Any]:
     real = executor.guarded.nova
 
     class Dying(Nova):
-        def set_service(self, host: str, *, enabled: bool, reason: str | None = None) -> None:
-            real.set_service(host, enabled=enabled, reason=reason)
+        def set_service(self, host: str, *, enabled: bool, reason: str | None = None,
+                        before_request: Any = None) -> None:
+            real.set_service(host, enabled=enabled, reason=reason,
+                             before_request=before_request)
             if host == "c5" and not enabled:
                 raise Killed
     executor.guarded.nova = Dying(rig.cloud.connect())
@@ -200,8 +202,9 @@ def test_kill_9_during_a_live_migration_is_rolled_back_once_it_settles(rig: Rig)
     real = executor.nova
 
     class DiesAfterThePost(Nova):
-        def live_migrate(self, server_id: str, compute_host: str) -> None:
-            real.live_migrate(server_id, compute_host)
+        def live_migrate(self, server_id: str, compute_host: str, *,
+                         before_request: Any = None) -> None:
+            real.live_migrate(server_id, compute_host, before_request=before_request)
             raise Killed
     executor.nova = DiesAfterThePost(rig.cloud.connect())
     with pytest.raises(Killed):

@@ -145,3 +145,32 @@ def test_a_violation_seen_during_a_step_is_counted(tmp_path: Path) -> None:
         assert [v.key for v in world.observe()] == [seen.key]
         assert world.observe() == []
         assert world.check_settled() == []
+
+
+@pytest.mark.parametrize(("lands", "already", "blamed"), [
+    (0.3, False, False),      # landed before B began: A's late 'succeeded' is bookkeeping
+    (2.5, False, True),       # landed after B began: two actors at once
+    (0.3, True, True),        # disabled so before A's row: its landing cannot be seen
+])
+def test_two_actors_times_a_service_change_by_the_cloud(lands: float, already: bool,
+                                                         blamed: bool) -> None:
+    """Found by the SQLite long run of issue 45 (seed 22301, job 0, step 25): holder A's
+    'disable c3' row was seen running, A was paused, holder B acted, and A, woken up,
+    closed its row 'succeeded'. Whether that is two actors depends on when A's request
+    reached Nova, which the cloud shows: c3 disabled with A's reason."""
+    timeline = Timeline()
+    reason = "consolidator: emptied by plan p for power-off"
+
+    def disable(state: str) -> Row:
+        return Row(1, "p", "disable", "c3", {"reason": reason}, state, "", None, None, None,
+                   "A", 1)
+    for at in (0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 2.5, 2.6, 3.0):
+        rows = [disable("running" if at < 2.6 else "succeeded")]
+        if at >= 1.0:
+            rows.append(_row(2, "power_off", "c4", "B",
+                             "running" if at < 2.0 else "succeeded"))
+        shown = already or at >= lands
+        timeline.update(at, rows, services={
+            "c3": ("disabled", reason) if shown else ("enabled", None)})
+    found = timeline.two_actors()
+    assert bool(found) == blamed, found
