@@ -48,7 +48,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
-from consolidator.core.errors import ConsolidatorError
+from consolidator.core.errors import ConsolidatorError, StoreError
 from consolidator.store.db import MYSQL_DIALECTS, translate_errors
 from consolidator.store.tables import leases
 
@@ -112,9 +112,15 @@ class Guard:
     def confirm(self) -> None:
         """The fence right before a request sent a while after the journal row's check (a
         read of the cloud came between, or a pause): the lease checked again in a
-        transaction of its own; LeaseLostError if it is no longer ours."""
-        with translate_errors(self.engine), self.engine.begin() as conn:
-            self.check(conn)
+        transaction of its own; LeaseLostError if it is no longer ours, or if the database
+        does not answer (fail closed, as a renewal that fails in any way: the lease is
+        counted lost)."""
+        try:
+            with translate_errors(self.engine), self.engine.begin() as conn:
+                self.check(conn)
+        except StoreError as exc:
+            self.revoke(f"the database did not answer its check: {exc}")
+            raise LeaseLostError(f"lost the lease {self.name!r}: {self.why}") from None
 
     def check(self, conn: Connection) -> None:
         """Raise LeaseLostError unless the lease, read on conn (inside the caller's

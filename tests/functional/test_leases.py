@@ -194,7 +194,9 @@ def test_a_database_outage_hands_the_run_over_with_no_stale_destructive_call(
 
             a = start("execute", proxied, *files, "--max-parallel", "1")
             deadline = time.monotonic() + 60
-            while not any(e.action == "migrate" for e in journal.entries(engine)):
+            # under way in the cloud: its row's fence, right before the request, has passed
+            while not any(e.action == "migrate" and cloud.server_status(e.target) == "MIGRATING"
+                          for e in journal.entries(engine)):
                 assert time.monotonic() < deadline and a.poll() is None, a.stderr.read()
                 time.sleep(0.05)
             proxy.outage(1.2)                         # 2 s migration; renewals every 0.5 s
@@ -243,5 +245,28 @@ def test_a_database_outage_hands_the_run_over_with_no_stale_destructive_call(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
+        proxy.close()
+        engine.dispose()
+
+
+def test_the_last_moment_fence_fails_closed_while_the_database_does_not_answer(
+        server_db_url: str) -> None:
+    """The fence right before a Nova write (Guard.confirm) cannot reach the database: the
+    lease is counted lost (LeaseLostError, and no request), as a renewal that fails is; not
+    a database error that the write's caller would take for Nova's."""
+    url = make_url(server_db_url)
+    port = url.port or (5432 if url.get_backend_name() == "postgresql" else 3306)
+    proxy = FlakyProxy(url.host or "127.0.0.1", port)
+    proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    engine = make_engine(proxied)
+    try:
+        guard = acquire(engine, "executor:fence", "holder-a", 60)
+        assert guard is not None
+        guard.confirm()                     # the database answers: still ours
+        proxy.outage(30)
+        with pytest.raises(LeaseLostError, match="did not answer"):
+            guard.confirm()
+        assert guard.lost
+    finally:
         proxy.close()
         engine.dispose()
