@@ -982,6 +982,7 @@ backoff = 0
         self.settle()
         self.abort_hung()
         self.settle()
+        self.await_dead_leases()
         assert self.store is not None
         for (plan_id,) in self.store.rows("SELECT id FROM plans WHERE status IN "
                                           "('running', 'interrupted')"):
@@ -995,6 +996,14 @@ backoff = 0
             if self._shape() == before:
                 return True
         return False
+
+    def await_dead_leases(self) -> None:
+        """Nothing runs now, so an executor lease still held is a killed holder's (kill -9
+        keeps it until it expires): wait one TTL, as an operator told 'an apply is running'
+        would, before resuming or running the daemon (both are refused until then)."""
+        assert self.store is not None
+        if any(holder for _name, holder, _expires in self.store.leases()):
+            time.sleep(LEASE_TTL + 0.5)
 
     def _shape(self) -> Any:
         state = self.cloud.state.summary()

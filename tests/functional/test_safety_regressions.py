@@ -930,3 +930,26 @@ def test_found_a_drain_killed_under_another_name_is_recorded_drained(world: Worl
     world.settle_as_operator()
     _none(world.check_settled())
     assert _recorded(world, "c3") in ("drained", "off")
+
+
+def test_found_settling_right_after_a_kill_waits_out_the_killed_applys_lease(
+        world: World) -> None:
+    """Found by the PostgreSQL long run of issue 45 (seed 24402, job 0, example end after
+    step 39): an apply asked c3's BMC for its shutdown, the BMC then stopped answering, and
+    the apply was killed (kill -9). The example ended at once: its operator cleared the
+    faults and ran 'apply --resume' and 'daemon --once' while the killed apply's lease had
+    not yet expired, so both were refused (rightly: the lease is held until it expires),
+    and c3 was judged still recorded 'powering off' though its BMC read off
+    (recorded_state_mismatch). An operator settling the world waits out a dead holder's
+    lease first; the daemon then records c3 off."""
+    world.bmc_vanish("c3")
+    plan = world.plan()
+    assert plan is not None
+    proc = world.apply_in_background(plan)
+    wait_for("c3 recorded powering off", lambda: _recorded(world, "c3") == "powering off",
+             timeout=120)
+    proc.kill()
+    proc.wait()
+    world.settle_as_operator()
+    _none(world.check_settled())
+    assert world.facts().hosts["c3"]["power"] == "off"
