@@ -246,8 +246,8 @@ class Seen:
     ended_by: float | None = None
     #: A migrate row: its migration was seen under way in the cloud.
     in_cloud: bool = False
-    #: A disable or enable row: the cloud did not show its effect when the row was first
-    #: seen (so the change, once seen, is its request landing).
+    #: A disable, enable or power row: the cloud did not show its effect when the row was
+    #: first seen (so the change, once seen, is its request landing).
     effect_pending: bool = False
 
 
@@ -263,15 +263,17 @@ class Timeline:
         self.lease_pairs: set[tuple[str, ...]] = set()
 
     def update(self, at: float, rows: list[Row], migrating: frozenset[str] = frozenset(),
-               services: dict[str, tuple[str, str | None]] | None = None) -> None:
+               services: dict[str, tuple[str, ...]] | None = None) -> None:
         """The journal rows read at `at` (the previous read was at self.last), the servers
         whose live migration the cloud shows under way then, and each host's service
-        (status, disabled reason) read then. A migrate row's act ends when its migration
+        (status, disabled reason, BMC power: 'on', 'off' or 'going down') read then. A
+        migrate row's act ends when its migration
         does in the cloud: a holder paused while it waited for one that ended long ago,
         woken up, closes its row late, and that late write is bookkeeping, not an act (the
-        check of the lease guards its next act). Likewise a disable or enable row's act ends
-        when the cloud shows its effect, if it did not when the row was first seen: a
-        holder paused after Nova answered, before it closed the row, acted in time."""
+        check of the lease guards its next act). Likewise a disable, enable or power row's
+        act ends when the cloud shows its effect (a power-off's shutdown begun), if it did
+        not when the row was first seen: a holder paused after Nova or the BMC answered,
+        before it closed the row, acted in time."""
         for row in rows:
             if row.action not in TWO_ACTORS_ACTIONS or not row.lease_holder \
                     or row.state == "skipped":
@@ -342,13 +344,19 @@ class Timeline:
         return out
 
 
-def _shows_effect(row: Row, services: dict[str, tuple[str, str | None]] | None
-                  ) -> bool | None:
-    """Whether the cloud's services show a disable or enable row's effect (its host
-    disabled with the row's reason, or enabled); None for another row, or unknown."""
-    if services is None or row.action not in SERVICE_ACTIONS or row.target not in services:
+def _shows_effect(row: Row, services: dict[str, tuple[str, ...]] | None) -> bool | None:
+    """Whether the cloud shows a disable, enable or power row's effect (its host disabled
+    with the row's reason, enabled, going down or off, on); None for another row, or
+    unknown."""
+    if services is None or row.target not in services or \
+            row.action not in SERVICE_ACTIONS + POWER_ACTIONS:
         return None
-    status, reason = services[row.target]
+    status, reason, *rest = services[row.target]
+    power = rest[0] if rest else None
+    if row.action in POWER_ACTIONS:
+        if power is None:
+            return None
+        return power == "on" if row.action == "power_on" else power in ("off", "going down")
     if row.action == "enable":
         return status == "enabled"
     return status == "disabled" and reason == row.params.get("reason")

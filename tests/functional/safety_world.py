@@ -305,11 +305,14 @@ backoff = 0
             rows = self._journal()
             at = time.monotonic()
             now_state = self.cloud.state.summary()
+            assert self.cloud.bmcs is not None
+            going_down = set(self.cloud.bmcs.power.shutting_down())
             now = inv.Facts.of(now_state, rows)
             self.timeline.update(at, rows, frozenset(
                 m["server_id"] for m in now_state["migrations"]
                 if m["status"] in ("queued", "preparing", "running", "post-migrating")),
-                {h: (r["status"], r.get("disabled_reason"))
+                {h: (r["status"], r.get("disabled_reason"),
+                     "going down" if h in going_down else r["power"])
                  for h, r in now_state["hosts"].items()})
             found = self.timeline.two_actors()
             assert self.store is not None

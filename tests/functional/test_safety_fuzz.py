@@ -174,3 +174,22 @@ def test_two_actors_times_a_service_change_by_the_cloud(lands: float, already: b
             "c3": ("disabled", reason) if shown else ("enabled", None)})
     found = timeline.two_actors()
     assert bool(found) == blamed, found
+
+
+@pytest.mark.parametrize(("lands", "blamed"), [(0.3, False), (2.5, True)])
+def test_two_actors_times_a_power_off_by_the_bmc(lands: float, blamed: bool) -> None:
+    """Found by a PostgreSQL run of issue 45 on the final code (seed 26402, step 39): a
+    drain's 'power_off c4' row was seen running, its BMC accepted the shutdown, and the
+    drain was paused while it waited for 'off'; another holder then began 'power_on c4',
+    and the drain, woken up, closed its row 'succeeded'. The act is the request: it ended
+    when the BMC showed the shutdown begun."""
+    timeline = Timeline()
+    for at in (0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 2.5, 2.6, 3.0):
+        rows = [_row(1, "power_off", "c4", "A", "running" if at < 2.6 else "succeeded")]
+        if at >= 1.0:
+            rows.append(_row(2, "power_on", "c4", "B", "running"))
+        power = "going down" if lands <= at < 2.0 else "off" if at >= 2.0 and at >= lands \
+            else "on"
+        timeline.update(at, rows, services={"c4": ("disabled", "r", power)})
+    found = timeline.two_actors()
+    assert bool(found) == blamed, found
