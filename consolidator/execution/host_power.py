@@ -61,6 +61,11 @@ WITHHELD_POLL_S = 0.2
 A_DRAIN = "a drain"
 
 
+class NoLongerOurs(ConsolidatorError):
+    """A host's service changed between the last check and its shutdown request (the
+    operator held or enabled it): nothing is sent to its BMC."""
+
+
 @dataclass
 class GuardedPower:
     """Powers hosts off and on for one actor (a plan, or an operator's command)."""
@@ -171,12 +176,22 @@ class GuardedPower:
         requested: list[bool] = []
 
         def fence() -> None:
+            if not requested:       # the operator may have held it since the read above
+                changed = self._still_disabled(host, disabled_for)
+                if changed is not None:
+                    raise NoLongerOurs(changed)
             self._at_last_moment(host, hg.POWERING_OFF, f"shutdown requested ({reason})")
             requested.append(True)
         try:
             state = driver.power_off(graceful=True, timeout=self.timeout,
                                      before_force=lambda: self._recheck(host),
                                      before_request=fence)
+        except NoLongerOurs as exc:
+            journal.finish(self.engine, entry, journal.SKIPPED,
+                           f"{exc}: nothing was sent to its BMC")
+            self.report(f"  {host.name}: not powered off: {exc}")
+            self.reenable(plan_id, host, str(exc))
+            return str(exc)
         except LeaseLostError as exc:
             journal.finish(self.engine, entry, journal.UNCONFIRMED if requested else
                            journal.SKIPPED, f"{exc}: " + (

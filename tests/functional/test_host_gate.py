@@ -449,3 +449,40 @@ def test_a_disable_paused_past_its_lease_after_reading_the_services_sends_nothin
     row = [e for e in journal.entries(bed.engine, plan_id=plan.id)
            if e.action == "disable" and e.target == victim][-1]
     assert row.state == journal.SKIPPED and "nothing was sent to Nova" in row.result
+
+
+def test_an_operators_hold_that_comes_after_the_last_read_of_the_services_stops_the_power_off(
+        bed: Bed) -> None:  # noqa: F811
+    """Found by the SQLite long run of issue 45 (seed 27301, job 0, step 11): an apply had
+    disabled c4 for its power-off and read the service back (still disabled for it); the
+    operator then disabled c4 with a reason of their own ("held by the operator"), and the
+    apply, which read Nova's services once more for its post-conditions and wrote its journal
+    row, powered c4 off (invariant protected_host_disabled). The service is now read again
+    at the BMC's last-moment fence, right before the shutdown request."""
+    plan = bed.plan()
+    executor = bed.executor()
+    victim = plan.draft.power_off[0]
+    nova = executor.guarded.nova
+    real = nova.services
+    held: list[bool] = []
+
+    def services() -> dict[str, Any]:          # the operator acts right after this read
+        found = real()
+        rows = [e for e in journal.entries(bed.engine) if e.target == victim]
+        if not held and any(e.action == "disable" and e.state == journal.SUCCEEDED
+                            for e in rows):
+            disable_by_operator(bed, victim, RMA)
+            held.append(True)
+        return found
+    nova.services = services            # type: ignore[method-assign]
+    outcome = executor.run(plan)
+    assert held
+    assert bed.cloud.power(victim) == "on", outcome
+    service = service_of(bed, victim)
+    assert service.status == "disabled" and service.disabled_reason == RMA
+    row = [e for e in journal.entries(bed.engine, plan_id=plan.id)
+           if e.action == "power_off" and e.target == victim][-1]
+    assert row.state == journal.SKIPPED and "nothing was sent to its BMC" in row.result, row
+    endpoint = load_snapshot(bed.engine, bed.snapshot_id).info.endpoint
+    recorded = host_states.recorded(bed.engine, endpoint, victim)
+    assert recorded is not None and recorded.state == hg.HELD, recorded
