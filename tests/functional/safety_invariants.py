@@ -157,6 +157,9 @@ class Known:
     #: Servers an admin forced onto a host whose shutdown was already under way, and that
     #: host (the admin's race, not consolidator's doing), until the race is over.
     forced_late: dict[str, str] = field(default_factory=dict)
+    #: Hosts the operator held while their BMC was already shutting them down at
+    #: consolidator's request: that shutdown ending is the operator's race, until it ends.
+    held_late: set[str] = field(default_factory=set)
 
     def protected(self) -> dict[str, str]:
         """Each host consolidator must not enable, power on or give work, and why."""
@@ -431,8 +434,9 @@ def pinned_moved(now: Facts, known: Known) -> list[Violation]:
 
 def protected_host_disabled(before: Facts, now: Facts, known: Known) -> list[Violation]:
     """No host consolidator must keep its hands off (Known.kept_off) went from enabled to
-    disabled or from on to off, but by the operator's own action on it; no operator's
-    disabled reason was replaced."""
+    disabled or from on to off, but by the operator's own action on it (or a shutdown already
+    under way when the operator held it: Known.held_late); no operator's disabled reason was
+    replaced."""
     out = []
     for host, why in sorted(known.kept_off().items()):
         if host in known.operator_acts:
@@ -441,7 +445,7 @@ def protected_host_disabled(before: Facts, now: Facts, known: Known) -> list[Vio
         if was["status"] == "enabled" and rec["status"] == "disabled":
             out.append(Violation("protected_host_disabled",
                                  f"{host} ({why}) was disabled ({rec.get('disabled_reason')!r})"))
-        if was["power"] == "on" and rec["power"] == "off":
+        if was["power"] == "on" and rec["power"] == "off" and host not in known.held_late:
             out.append(Violation("protected_host_disabled", f"{host} ({why}) was powered off"))
     for host, reason in sorted(known.operator_reason.items()):
         rec = now.hosts[host]

@@ -678,9 +678,13 @@ backoff = 0
         body: dict[str, Any] = {"status": "enabled"} if enable else {
             "status": "disabled", "disabled_reason": self.HOLD_REASON}
         self.known.operator_acts.add(host)
+        assert self.cloud.bmcs is not None
+        # read before the request: a shutdown requested after it is consolidator's doing
+        late = not enable and host in self.cloud.bmcs.power.shutting_down()
         status = self._nova("PUT", f"/os-services/{service}", body)
         self.actions["operator enable" if enable else "operator disable"] += 1
-        self.say(f"operator {'enables' if enable else 'disables'} {host} -> {status}")
+        self.say(f"operator {'enables' if enable else 'disables'} {host}"
+                 f"{' (its shutdown under way)' if late else ''} -> {status}")
         if status == 200:
             if not enable:      # a migration already under way may still land there
                 for name in self.migrating_to(host):
@@ -691,8 +695,11 @@ backoff = 0
                 self.known.drained.discard(host)
                 self._forget_drain_asked(host)
                 self.known.operator_reason.pop(host, None)
+                self.known.held_late.discard(host)
             else:
                 self.known.held.add(host)
+                if late:        # the shutdown already requested is the operator's race
+                    self.known.held_late.add(host)
                 self.known.operator_reason[host] = self.HOLD_REASON
         return status
 
@@ -1069,6 +1076,8 @@ backoff = 0
             self.known.placed_by_others = {
                 n: h for n, h in self.known.placed_by_others.items()
                 if now.servers.get(n, {}).get("host") != h}
+            assert self.cloud.bmcs is not None
+            self.known.held_late &= set(self.cloud.bmcs.power.shutting_down())
             self.known.forced_late = {     # the admin's race is over once the host is on
                 n: h for n, h in self.known.forced_late.items()
                 if n in now.servers and (now.hosts[h]["power"] == "off"

@@ -22,7 +22,14 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import run_state_machine_as_test
 
 from tests.conftest import MYSQL_ENV, server_url
-from tests.functional.safety_invariants import Row, Timeline, Violation
+from tests.functional.safety_invariants import (
+    Facts,
+    Known,
+    Row,
+    Timeline,
+    Violation,
+    protected_host_disabled,
+)
 from tests.functional.safety_machine import CONFIG, SafetyMachine
 from tests.functional.safety_world import World
 
@@ -192,4 +199,21 @@ def test_two_actors_times_a_power_off_by_the_bmc(lands: float, blamed: bool) -> 
             else "on"
         timeline.update(at, rows, services={"c4": ("disabled", "r", power)})
     found = timeline.two_actors()
+    assert bool(found) == blamed, found
+
+
+@pytest.mark.parametrize(("late", "blamed"), [(False, True), (True, False)])
+def test_a_hold_placed_while_the_bmc_shuts_the_host_down_is_the_operators_race(
+        late: bool, blamed: bool) -> None:
+    """Found by the SQLite long run of issue 45 (seed 27301, job 0, step 11): the operator
+    held c4 about when an apply's shutdown of it was requested. A hold placed while c4's BMC
+    was already shutting it down cannot stop that shutdown: its end is the operator's race
+    (Known.held_late), where a shutdown requested after the hold is consolidator's doing."""
+    def facts(power: str) -> Facts:
+        return Facts.of({"hosts": {"c4": {"status": "disabled", "power": power,
+                                          "disabled_reason": "DIMM errors: RMA, keep off"}},
+                         "servers": {}, "migrations": []}, [])
+    known = Known(held={"c4"}, operator_reason={"c4": "DIMM errors: RMA, keep off"},
+                  held_late={"c4"} if late else set())
+    found = protected_host_disabled(facts("on"), facts("off"), known)
     assert bool(found) == blamed, found
