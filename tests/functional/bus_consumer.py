@@ -1,6 +1,7 @@
 """A consumer of consolidator's versioned notifications: an oslo.messaging notification
-listener on a topic, which keeps every notification in arrival order and checks each payload
-against its shipped JSON Schema (the same consumer serves the benchmark)."""
+listener on a topic, which keeps every notification in the order the broker delivered it,
+and checks each payload against its shipped JSON Schema (the same consumer serves the
+benchmark)."""
 
 from __future__ import annotations
 
@@ -95,16 +96,19 @@ class _Endpoint:
 
 
 @contextmanager
-def consuming(url: str, topic: str) -> Iterator[Consumer]:
-    """A notification listener on `topic` (TOPIC.info and TOPIC.error) until the block ends."""
+def consuming(url: str, topic: str, consumer: Consumer | None = None) -> Iterator[Consumer]:
+    """A notification listener on `topic` (TOPIC.info and TOPIC.error) until the block ends,
+    into `consumer` (a new one by default)."""
     conf = cfg.ConfigOpts()
     conf(args=[], project="consolidator-test", default_config_files=[], default_config_dirs=[])
     transport = oslo_messaging.get_notification_transport(conf, url=url)
-    consumer = Consumer()
+    consumer = consumer if consumer is not None else Consumer()
     listener = oslo_messaging.get_notification_listener(
         transport, [oslo_messaging.Target(topic=topic)], [_Endpoint(consumer)],
         executor="threading")
-    listener.start()
+    # One worker: the threading executor's pool hands each message to a thread of its own,
+    # and a thread that ran late would record its message after the next one.
+    listener.start(override_pool_size=1)
     try:
         yield consumer
     finally:

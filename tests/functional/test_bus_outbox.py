@@ -16,7 +16,7 @@ from consolidator.app.notify_sinks import Sinks
 from consolidator.app.settings import NotifySettings
 from consolidator.telemetry.bus import Bus
 from consolidator.telemetry.exporter import Metrics
-from tests.functional.bus_consumer import consuming
+from tests.functional.bus_consumer import Consumer, consuming
 from tests.functional.rabbit import broker_url, free_port
 from tests.functional.test_clouds_yaml import silent_listener
 from tests.functional.waits import wait_until
@@ -102,3 +102,28 @@ def test_a_burst_leaves_in_order_each_once() -> None:
         assert [r.sequence for r in consumer.unique()] == list(range(1, 21))
         assert {r.event_type for r in consumer.got} == {"consolidation.plan.approve"}
         assert sinks.close(5.0) == 0
+
+
+class SlowOnThree(Consumer):
+    """A consumer that takes its time over the third event, as a loaded machine may."""
+
+    def take(self, priority: str, publisher_id: str, event_type: str,
+             payload: dict[str, Any]) -> None:
+        if payload.get("consolidator_object.data", {}).get("sequence") == 3:
+            threading.Event().wait(1.0)
+        super().take(priority, publisher_id, event_type, payload)
+
+
+def test_the_consumer_keeps_arrival_order_however_slow_it_is_over_one() -> None:
+    """The ordering tests rest on the consumer recording the order in which the broker
+    handed it the notifications, not the order in which its handling of each ended."""
+    topic = f"versioned_notifications_{uuid.uuid4().hex[:8]}"
+    with broker_url() as url, consuming(url, topic, SlowOnThree()) as consumer:
+        bus = Bus(url, topic, 30.0)
+        try:
+            for sequence in range(1, 7):
+                assert bus.send(event(sequence))[0]
+        finally:
+            bus.close()
+        wait_until(lambda: len(consumer.unique()) == 6, "every event received")
+        assert consumer.sequences() == [1, 2, 3, 4, 5, 6]
