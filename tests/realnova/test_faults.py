@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from openstack.exceptions import ResourceTimeout
 
 from consolidator.store import journal
 from consolidator.store.db import make_engine
@@ -67,6 +68,24 @@ def first_migration_copying(nova: NovaView, engine: Any, plan_id: str) -> str:
     nova.wait(lambda: [m.status for m in nova.migrations(first)][:1] == ["running"],
               "Nova to run the first migration")
     return first
+
+
+def wait_for_delete(nova: NovaView, server: Any, nova_log: Path) -> None:
+    """Wait until Nova has deleted the server; if it never does, fail saying what Nova
+    says of it: its states, its actions' events, and its lines in Nova's log."""
+    try:
+        nova.conn.compute.wait_for_delete(server, wait=PATIENCE_S)
+    except ResourceTimeout:
+        now = nova.conn.compute.get_server(server.id)
+        actions = [(a.action, [(e["event"], e.get("result")) for e in
+                               nova.conn.compute.get_server_action(a.request_id, server.id)
+                               .events or []])
+                   for a in nova.conn.compute.server_actions(server.id)]
+        lines = [line for line in nova_log.read_text().splitlines()
+                 if server.id in line or " ERROR " in line]
+        pytest.fail(f"Nova did not delete {server.name} in {PATIENCE_S:g} s: status "
+                    f"{now.status}, vm_state {now.vm_state}, task_state {now.task_state}; "
+                    f"actions {actions}; its lines in nova.log:\n" + "\n".join(lines[-40:]))
 
 
 def refused_later_in_the_wave(op: Operator, nova: NovaView,
@@ -207,7 +226,7 @@ def test_instance_deleted_while_the_plan_runs(tmp_path: Path) -> None:
             victim = next(s for n, s in nova.servers().items()
                           if n in ("b0", "b1") and s.id != first)
             nova.conn.compute.delete_server(victim)
-            nova.conn.compute.wait_for_delete(victim, wait=PATIENCE_S)
+            wait_for_delete(nova, victim, tmp_path / "nova.log")
             nova.conn.compute.force_complete_server_migration(
                 nova.migrations(first)[0].id, first)
             out, err = proc.communicate(timeout=PATIENCE_S)
