@@ -104,9 +104,10 @@ class NovaView:
         self.wait(lambda: self.migrations(server_id)[0].status == "completed",
                   "the forced migration to complete")
 
-    def wait(self, predicate: Any, what: str, timeout: float = PATIENCE_S) -> None:
-        """Poll until predicate() holds (Nova's view is read afresh each time)."""
-        wait_until(predicate, what, timeout, interval=0.5)
+    def wait(self, predicate: Any, what: str, timeout: float = PATIENCE_S) -> Any:
+        """Poll until predicate() holds (Nova's view is read afresh each time); what it
+        returned then."""
+        return wait_until(predicate, what, timeout, interval=0.5)
 
 
 def run_in_background(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:

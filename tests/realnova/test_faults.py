@@ -20,7 +20,7 @@ from openstack.exceptions import NotFoundException
 
 from consolidator.store import journal
 from consolidator.store.db import make_engine
-from tests.functional.waits import PATIENCE_S, wait_until
+from tests.functional.waits import PATIENCE_S
 from tests.realnova.operator import Operator, operator_for
 from tests.realnova.served import NovaView, served_nova
 
@@ -72,17 +72,13 @@ def first_migration_copying(nova: NovaView, engine: Any, plan_id: str) -> str:
 
 
 def _deletion(nova: NovaView, server_id: str) -> str:
-    """'gone', 'failed' (Nova gave the deletion up: ERROR, no task under way) or 'under way'."""
+    """'gone', 'failed' (Nova gave the deletion up: ERROR, no task under way), or '' while
+    it is under way."""
     try:
         now = nova.conn.compute.get_server(server_id)
     except NotFoundException:
         return "gone"
-    return "failed" if now.status == "ERROR" and now.task_state is None else "under way"
-
-
-def _settled(deletion: str) -> str:
-    """The deletion's outcome once it is no longer under way, else ''."""
-    return "" if deletion == "under way" else deletion
+    return "failed" if now.status == "ERROR" and now.task_state is None else ""
 
 
 def delete_server(nova: NovaView, server: Any, nova_log: Path, tries: int = 3) -> None:
@@ -99,8 +95,8 @@ def delete_server(nova: NovaView, server: Any, nova_log: Path, tries: int = 3) -
             nova.conn.compute.delete_server(server)
         outcome = ""
         with contextlib.suppress(AssertionError):   # explained below
-            outcome = wait_until(lambda: _settled(_deletion(nova, server.id)),
-                                 f"Nova to delete {server.name}", PATIENCE_S, interval=1.0)
+            outcome = nova.wait(lambda: _deletion(nova, server.id),
+                                f"Nova to delete {server.name}")
         if outcome != "failed":
             break
     if outcome == "gone":
